@@ -1,0 +1,79 @@
+import { readFileSync } from "node:fs";
+import { type App, APP_DEFAULTS } from "./apps.ts";
+import { ConfigError } from "./config.ts";
+
+const KNOWN = new Set([
+  "id", "key", "secret", "name", "enable_user_authentication", "enable_client_messages",
+  "max_client_events_per_sec", "max_backend_events_per_sec",
+]);
+
+/** Reads and validates the apps file (CONTRACT.md "Apps"). Throws ConfigError naming the problem. */
+export function loadAppsFile(path: string): App[] {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new ConfigError(`cannot read apps file ${path}: ${(err as Error).message}`);
+  }
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new ConfigError(`apps file ${path} is not valid JSON: ${(err as Error).message}`);
+  }
+  return parseApps(doc, path);
+}
+
+/** Validates an apps document `{ apps: [...] }`. */
+export function parseApps(doc: unknown, where = "apps file"): App[] {
+  const list = (doc as { apps?: unknown })?.apps;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new ConfigError(`${where}: expected { "apps": [ ... ] } with at least one app`);
+  }
+  const keys = new Set<string>();
+  const ids = new Set<string>();
+  return list.map((raw, i) => {
+    const at = `${where}: apps[${i}]`;
+    if (!raw || typeof raw !== "object" || Array.isArray(raw)) throw new ConfigError(`${at} must be an object`);
+    const r = raw as Record<string, unknown>;
+    for (const k of Object.keys(r)) if (!KNOWN.has(k)) throw new ConfigError(`${at} has unknown setting "${k}"`);
+    for (const k of ["id", "key", "secret"]) {
+      if (typeof r[k] !== "string" || r[k] === "") throw new ConfigError(`${at} is missing "${k}" (a non-empty string)`);
+    }
+    const key = r.key as string, id = r.id as string;
+    if (key.includes(":") || key.includes(".")) throw new ConfigError(`${at}: key must not contain ":" or "."`);
+    if (keys.has(key)) throw new ConfigError(`${where}: duplicate app key "${key}"`);
+    if (ids.has(id)) throw new ConfigError(`${where}: duplicate app id "${id}"`);
+    keys.add(key);
+    ids.add(id);
+    const eua = r.enable_user_authentication ?? APP_DEFAULTS.enable_user_authentication;
+    if (eua !== 0 && eua !== 1) throw new ConfigError(`${at}: enable_user_authentication must be 0 or 1`);
+    const ecm = r.enable_client_messages ?? APP_DEFAULTS.enable_client_messages;
+    if (typeof ecm !== "boolean") throw new ConfigError(`${at}: enable_client_messages must be true or false`);
+    const rate = (k: "max_client_events_per_sec" | "max_backend_events_per_sec") => {
+      const v = r[k] ?? APP_DEFAULTS[k];
+      if (typeof v !== "number" || !(v > 0)) throw new ConfigError(`${at}: ${k} must be a positive number`);
+      return v;
+    };
+    return {
+      id, key, secret: r.secret as string,
+      ...(typeof r.name === "string" ? { name: r.name } : {}),
+      enable_user_authentication: eua,
+      enable_client_messages: ecm,
+      max_client_events_per_sec: rate("max_client_events_per_sec"),
+      max_backend_events_per_sec: rate("max_backend_events_per_sec"),
+    };
+  });
+}
+
+/** A fresh development app with random credentials. */
+export function newDevelopmentApp(): App {
+  const hex = (n: number) => Array.from(crypto.getRandomValues(new Uint8Array(n)), (b) => b.toString(16).padStart(2, "0")).join("");
+  return {
+    id: `dev-${hex(4)}`,
+    key: hex(10),
+    secret: hex(24),
+    name: "development",
+    ...APP_DEFAULTS,
+  };
+}

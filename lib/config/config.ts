@@ -1,0 +1,104 @@
+/** A configuration problem: start-up stops with this one line and exit code 2. */
+export class ConfigError extends Error {}
+
+/** Everything the process reads from flags and environment. */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  appsFile?: string;
+  /** PubSub history kept per channel: at most this many events ... */
+  historyMaxCount: number;
+  /** ... and none older than this many seconds. */
+  historyMaxAgeSeconds: number;
+  playground: boolean;
+  command: "serve" | "help" | "version" | "backup";
+  /** Destination of `backup`. */
+  backupPath?: string;
+}
+
+interface FlagSpec {
+  flag: string;
+  env: string;
+  key: keyof Config;
+  kind: "string" | "port" | "count" | "bool";
+  default: unknown;
+  help: string;
+}
+
+/** Every flag, its environment variable and default (printed by `--help`). */
+export const FLAGS: FlagSpec[] = [
+  { flag: "--port", env: "PORT", key: "port", kind: "port", default: 4000, help: "HTTP and WebSocket port" },
+  { flag: "--host", env: "HOST", key: "host", kind: "string", default: "0.0.0.0", help: "listen address" },
+  { flag: "--data-dir", env: "DATA_DIR", key: "dataDir", kind: "string", default: "./data", help: "directory of the LMDB environment" },
+  { flag: "--apps", env: "APPS_FILE", key: "appsFile", kind: "string", default: undefined, help: "apps JSON file (default: a development app kept in the data dir)" },
+  { flag: "--history-max-count", env: "HISTORY_MAX_COUNT", key: "historyMaxCount", kind: "count", default: 1000, help: "channel events kept per channel for replay" },
+  { flag: "--history-max-age", env: "HISTORY_MAX_AGE", key: "historyMaxAgeSeconds", kind: "count", default: 86400, help: "seconds a channel event is kept for replay" },
+  { flag: "--no-playground", env: "PLAYGROUND", key: "playground", kind: "bool", default: true, help: "turn off the playground page at / (PLAYGROUND=0)" },
+];
+
+/** `--help` text. */
+export function helpText(version: string): string {
+  const lines = [
+    `switchboard ${version}: real-time channels, durable objects and chat in one binary`,
+    "",
+    "Usage: switchboard [flags]            start the server",
+    "       switchboard backup <path>      write a consistent copy of the data to <path>",
+    "",
+    "Flags (each also read from the environment variable shown):",
+  ];
+  for (const f of FLAGS) {
+    const arg = f.kind === "bool" ? "" : " <value>";
+    const def = f.default === undefined ? "none" : String(f.default);
+    lines.push(`  ${(f.flag + arg).padEnd(28)} ${f.env.padEnd(18)} default ${def.padEnd(8)} ${f.help}`);
+  }
+  lines.push("  --help                                                       print this help");
+  lines.push("  --version                                                    print the version");
+  return lines.join("\n");
+}
+
+/** Parses flags (which win) and environment variables into a Config. Throws ConfigError. */
+export function parseConfig(argv: string[], env: Record<string, string | undefined>): Config {
+  const config = Object.fromEntries(FLAGS.map((f) => [f.key, f.default])) as unknown as Config;
+  config.command = "serve";
+  for (const f of FLAGS) {
+    const raw = env[f.env];
+    if (raw !== undefined && raw !== "") setValue(config, f, raw, f.env);
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === "--help" || arg === "-h") return { ...config, command: "help" };
+    if (arg === "--version" || arg === "-v") return { ...config, command: "version" };
+    if (arg === "backup" && i === 0) {
+      config.command = "backup";
+      config.backupPath = argv[++i];
+      if (!config.backupPath) throw new ConfigError("backup needs a destination path: switchboard backup <path>");
+      continue;
+    }
+    const [name, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
+    const spec = FLAGS.find((f) => f.flag === name);
+    if (!spec) throw new ConfigError(`unknown flag ${name} (see --help)`);
+    if (spec.kind === "bool") {
+      (config as unknown as Record<string, unknown>)[spec.key] = false;
+      continue;
+    }
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new ConfigError(`flag ${name} needs a value`);
+    setValue(config, spec, value, name);
+  }
+  return config;
+}
+
+function setValue(config: Config, f: FlagSpec, raw: string, source: string) {
+  const target = config as unknown as Record<string, unknown>;
+  if (f.kind === "string") target[f.key] = raw;
+  else if (f.kind === "bool") target[f.key] = !["0", "false", "no", "off"].includes(raw.toLowerCase());
+  else {
+    const n = Number(raw);
+    const max = f.kind === "port" ? 65535 : Number.MAX_SAFE_INTEGER;
+    if (!Number.isInteger(n) || n < 0 || n > max) {
+      throw new ConfigError(`${source} must be an integer from 0 to ${max}, got "${raw}"`);
+    }
+    target[f.key] = n;
+  }
+}

@@ -1,0 +1,25 @@
+import type { Hono } from "hono";
+import type { AppRegistry } from "./config/apps.ts";
+import type { Config } from "./config/config.ts";
+import type { Hub } from "./hub/hub.ts";
+import type { ChannelHandler } from "./socket/handler.ts";
+import type { Product } from "./socket/topics.ts";
+import type { StoreEnv } from "./store/env.ts";
+
+/** What every product module is built from. */
+export interface ProductDeps {
+  config: Config;
+  apps: AppRegistry;
+  env: StoreEnv;
+  hub: Hub;
+}
+
+/** A product's two faces: HTTP routes and channel handlers (DESIGN.md "Layers"). */
+export interface ProductModule {
+  /** Mounted at `/`; the module owns its paths (e.g. `/api/v1/objects/...`). */
+  routes?: Hono;
+  /** Handlers for the topic prefixes this product owns. */
+  channels?: Partial<Record<Product, ChannelHandler>>;
+  /** Called on shutdown after sockets are closed, before the store closes. */
+  close?(): Promise<void> | void;
+}

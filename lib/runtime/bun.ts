@@ -1,0 +1,62 @@
+import { type RunningServer, type ServeOptions, unauthorizedUpgrade } from "./types.ts";
+import type { Connection } from "../socket/connection.ts";
+import type { UpgradeDecision } from "../socket/server.ts";
+
+// Bun's globals are not in Deno's type environment; this module only runs under Bun.
+// deno-lint-ignore no-explicit-any
+declare const Bun: any;
+
+interface SocketData {
+  decision: UpgradeDecision;
+  conn?: Connection;
+}
+// deno-lint-ignore no-explicit-any
+type BunSocket = any;
+
+/** Serves HTTP and the WebSocket endpoint with `Bun.serve` and its native WebSocket server. */
+export function serve(opts: ServeOptions): Promise<RunningServer> {
+  const { sockets } = opts;
+  const server = Bun.serve({
+    port: opts.port,
+    hostname: opts.hostname,
+    // deno-lint-ignore no-explicit-any
+    fetch(req: Request, srv: any) {
+      const url = new URL(req.url);
+      if (sockets.isSocketPath(url) && req.headers.get("upgrade")?.toLowerCase() === "websocket") {
+        const decision = sockets.decide(url);
+        if (!decision) return unauthorizedUpgrade();
+        if (srv.upgrade(req, { data: { decision } satisfies SocketData })) return undefined;
+        return new Response("WebSocket upgrade failed", { status: 400 });
+      }
+      return opts.fetch(req);
+    },
+    websocket: {
+      maxPayloadLength: 2 * 1024 * 1024,
+      perMessageDeflate: false,
+      open(ws: BunSocket) {
+        const data = ws.data as SocketData;
+        data.conn = sockets.open(data.decision, {
+          send: (bytes) => ws.send(bytes),
+          close: (code, reason) => ws.close(code, reason),
+          bufferedAmount: () => ws.getBufferedAmount(),
+        });
+      },
+      message(ws: BunSocket, message: string | Uint8Array) {
+        (ws.data as SocketData).conn?.receive(
+          typeof message === "string" ? message : new Uint8Array(message),
+        );
+      },
+      close(ws: BunSocket) {
+        const conn = (ws.data as SocketData).conn;
+        if (conn) sockets.closed(conn);
+      },
+    },
+  });
+  return Promise.resolve({
+    hostname: server.hostname,
+    port: server.port,
+    stop: async () => {
+      await server.stop(true);
+    },
+  });
+}

@@ -1,0 +1,109 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { Hono } from "hono";
+import { type App, AppRegistry } from "./config/apps.ts";
+import { loadAppsFile, newDevelopmentApp } from "./config/apps_file.ts";
+import type { Config } from "./config/config.ts";
+import { Hub } from "./hub/hub.ts";
+import type { ProductDeps, ProductModule } from "./product.ts";
+import { StoreEnv } from "./store/env.ts";
+import { SocketServer } from "./socket/server.ts";
+import { verifyToken } from "./auth/verify.ts";
+import { serve, type RunningServer } from "./runtime/mod.ts";
+import { healthRoutes } from "../routes/health.ts";
+import { authRoutes } from "../routes/auth.ts";
+import { createObjects } from "./objects/mod.ts";
+import { createPubsub } from "./pubsub/mod.ts";
+import { createChat } from "./chat/mod.ts";
+import { createSpaces } from "./spaces/mod.ts";
+import { createShipping } from "../routes/shipping.ts";
+
+/** Per-socket send buffer bound before a slow subscriber is disconnected. */
+export const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+
+/** A running Switchboard: the listener plus what tests and shutdown need to reach. */
+export interface Switchboard {
+  server: RunningServer;
+  apps: AppRegistry;
+  /** The development app when no apps file is configured. */
+  devApp?: App;
+  /** True when the development app was created by this start. */
+  devAppCreated: boolean;
+  /** Graceful stop: stop accepting, close sockets, finish writes, close LMDB. */
+  shutdown(): Promise<void>;
+}
+
+/** The LMDB environment's path inside the data dir. */
+export function storePath(dataDir: string): string {
+  return join(dataDir, "switchboard.mdb");
+}
+
+/** Opens the store, builds every product and starts listening. */
+export async function startSwitchboard(config: Config): Promise<Switchboard> {
+  mkdirSync(config.dataDir, { recursive: true });
+  const fileApps = config.appsFile ? loadAppsFile(config.appsFile) : undefined;
+  const env = new StoreEnv(storePath(config.dataDir));
+  const { apps: appList, devApp, created } = await resolveApps(env, fileApps);
+  const apps = new AppRegistry(appList);
+  const hub = new Hub();
+  const deps: ProductDeps = { config, apps, env, hub };
+  const modules: ProductModule[] = [
+    createObjects(deps),
+    createPubsub(deps),
+    createChat(deps),
+    createSpaces(deps),
+    createShipping(deps),
+  ];
+
+  const http = new Hono();
+  http.route("/", healthRoutes());
+  http.route("/", authRoutes(apps));
+  for (const m of modules) if (m.routes) http.route("/", m.routes);
+  http.notFound((c) => c.json({ errors: [{ status: "404", title: "Not Found" }] }, 404));
+  http.onError((err, c) => {
+    console.error("unhandled request error:", err);
+    return c.json({ errors: [{ status: "500", title: "Internal Server Error" }] }, 500);
+  });
+
+  const sockets = new SocketServer(apps, {
+    hub,
+    handlers: Object.assign({}, ...modules.map((m) => m.channels ?? {})),
+    verify: verifyToken,
+    maxBufferedBytes: MAX_BUFFERED_BYTES,
+  });
+  const server = await serve({
+    port: config.port,
+    hostname: config.host,
+    fetch: (req) => http.fetch(req),
+    sockets,
+  });
+
+  let stopping: Promise<void> | undefined;
+  return {
+    server,
+    apps,
+    devApp,
+    devAppCreated: created,
+    shutdown: () =>
+      stopping ??= (async () => {
+        sockets.closeAll();
+        await server.stop();
+        for (const m of modules) await m.close?.();
+        await env.close();
+      })(),
+  };
+}
+
+/** Apps from the file, or the development app kept in the store (created on first start). */
+async function resolveApps(env: StoreEnv, fileApps?: App[]) {
+  if (fileApps) return { apps: fileApps, devApp: undefined, created: false };
+  const system = env.db<App>("system");
+  let devApp = system.get("dev_app");
+  let created = false;
+  if (!devApp) {
+    devApp = newDevelopmentApp();
+    await system.put("dev_app", devApp);
+    created = true;
+  }
+  return { apps: [devApp], devApp, created };
+}

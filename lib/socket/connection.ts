@@ -1,0 +1,245 @@
+import type { App } from "../config/apps.ts";
+import type { Principal } from "../auth/principal.ts";
+import type { Hub, Subscriber } from "../hub/hub.ts";
+import { decodeFrame, encodeFrame, type Frame, type WireFormat } from "./codec.ts";
+import type { ChannelHandler, ChannelInstance, JoinContext, PushReply } from "./handler.ts";
+import { parseTopic, type Product } from "./topics.ts";
+
+/** The runtime's WebSocket, reduced to what a connection needs. */
+export interface Transport {
+  send(data: string | Uint8Array): void;
+  close(code: number, reason: string): void;
+  /** Bytes queued but not yet written to the network. */
+  bufferedAmount(): number;
+}
+
+/** Socket-level services shared by every connection. */
+export interface SocketDeps {
+  hub: Hub;
+  handlers: Partial<Record<Product, ChannelHandler>>;
+  verify(app: App, token: unknown, socketId: string): Promise<Principal | null>;
+  /** Per-socket send buffer bound; a subscriber above it is disconnected. */
+  maxBufferedBytes: number;
+}
+
+interface Membership {
+  joinRef: string;
+  instance?: ChannelInstance;
+  hubTopics: Set<string>;
+  /** False once the member left or was replaced; a late join result is then discarded. */
+  live: boolean;
+}
+
+/** Close code and reason used when a subscriber falls behind (documented in protocol.md). */
+export const SLOW_CONSUMER = { code: 4008, reason: "slow consumer: send buffer limit exceeded" };
+
+/**
+ * One WebSocket speaking Phoenix V2: heartbeats, joins, leaves, pushes and replies. Knows
+ * nothing about products; routes each topic to the handler of its product.
+ */
+export class Connection implements Subscriber {
+  readonly socketId: string;
+  readonly app: App;
+  readonly format: WireFormat;
+  lastSeen = Date.now();
+  #transport: Transport;
+  #deps: SocketDeps;
+  #members = new Map<string, Membership>();
+  #closed = false;
+
+  constructor(app: App, format: WireFormat, transport: Transport, deps: SocketDeps) {
+    this.app = app;
+    this.format = format;
+    this.#transport = transport;
+    this.#deps = deps;
+    this.socketId = newSocketId();
+    this.#send([null, null, "phoenix", "connected", { socket_id: this.socketId }]);
+  }
+
+  /** Whether the socket has been closed (by either side). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Hub delivery; enforces the send buffer bound (DESIGN.md rule 6). */
+  sendEncoded(data: string | Uint8Array): void {
+    if (this.#closed) return;
+    if (this.#transport.bufferedAmount() > this.#deps.maxBufferedBytes) {
+      this.close(SLOW_CONSUMER.code, SLOW_CONSUMER.reason);
+      return;
+    }
+    this.#transport.send(data);
+  }
+
+  /** Handles one inbound WebSocket message. Never throws. */
+  receive(data: string | Uint8Array): void {
+    this.lastSeen = Date.now();
+    const frame = decodeFrame(data, this.format);
+    if (typeof frame === "string") {
+      this.#send([null, null, "phoenix", "phx_error", { reason: frame }]);
+      return;
+    }
+    const [joinRef, ref, topic, event] = frame;
+    const payload = frame[4] as Record<string, unknown>;
+    try {
+      if (topic === "phoenix" && event === "heartbeat") {
+        this.#reply(null, ref, topic, { status: "ok", response: {} });
+      } else if (event === "phx_join") {
+        void this.#join(joinRef ?? ref, ref, topic, payload);
+      } else if (event === "phx_leave") {
+        this.#leave(topic, "leave");
+        this.#reply(joinRef, ref, topic, { status: "ok", response: {} });
+      } else {
+        void this.#push(joinRef, ref, topic, event, payload);
+      }
+    } catch (err) {
+      this.#crash(topic, joinRef, err);
+    }
+  }
+
+  /** Closes the socket and ends every membership. */
+  close(code = 1000, reason = ""): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const topic of [...this.#members.keys()]) this.#leave(topic, "close");
+    try {
+      this.#transport.close(code, reason);
+    } catch { /* already closed */ }
+  }
+
+  /** Called by the runtime when the peer went away. */
+  onTransportClosed(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const topic of [...this.#members.keys()]) this.#leave(topic, "close");
+  }
+
+  async #join(joinRef: string | null, ref: string | null, topic: string, params: Record<string, unknown>) {
+    const jr = joinRef ?? "0";
+    if (this.#members.has(topic)) this.#leave(topic, "rejoin", true);
+    const parsed = parseTopic(topic, this.app.key);
+    if (typeof parsed === "string") {
+      return this.#reply(jr, ref, topic, { status: "error", response: { reason: parsed } });
+    }
+    const handler = this.#deps.handlers[parsed.product];
+    if (!handler) {
+      return this.#reply(jr, ref, topic, {
+        status: "error",
+        response: { reason: "invalid topic format" },
+      });
+    }
+    const member: Membership = { joinRef: jr, hubTopics: new Set(), live: true };
+    this.#members.set(topic, member);
+    let replied = false;
+    const ctx: JoinContext = {
+      app: this.app,
+      topic,
+      name: parsed.name,
+      params,
+      socketId: this.socketId,
+      verify: (token) => this.#deps.verify(this.app, token, this.socketId),
+      push: (event, payload) => {
+        if (member.live) this.#send([jr, null, topic, event, payload]);
+      },
+      accept: (response = {}) => {
+        if (replied || !member.live) return;
+        replied = true;
+        this.#reply(jr, ref, topic, { status: "ok", response });
+      },
+      subscribe: (t = topic) => {
+        if (!member.live || this.#closed) return;
+        member.hubTopics.add(t);
+        this.#deps.hub.subscribe(t, this);
+      },
+      unsubscribe: (t = topic) => {
+        member.hubTopics.delete(t);
+        this.#deps.hub.unsubscribe(t, this);
+      },
+      close: (reason) => {
+        if (!member.live) return;
+        this.#leave(topic, "kick");
+        this.#send([jr, null, topic, "phx_close", reason ? { reason } : {}]);
+      },
+    };
+    let outcome: ChannelInstance | { error: string };
+    try {
+      outcome = await handler.join(ctx);
+    } catch (err) {
+      this.#members.delete(topic);
+      member.live = false;
+      this.#unsubscribeAll(member);
+      console.error(`join ${topic} crashed:`, err);
+      return this.#reply(jr, ref, topic, { status: "error", response: { reason: "join crashed" } });
+    }
+    if ("error" in outcome) {
+      if (this.#members.get(topic) === member) this.#members.delete(topic);
+      member.live = false;
+      this.#unsubscribeAll(member);
+      return this.#reply(jr, ref, topic, { status: "error", response: { reason: outcome.error } });
+    }
+    if (!member.live) {
+      outcome.terminate?.(this.#closed ? "close" : "rejoin");
+      return;
+    }
+    member.instance = outcome;
+    ctx.accept({});
+  }
+
+  async #push(joinRef: string | null, ref: string | null, topic: string, event: string, payload: Record<string, unknown>) {
+    const member = this.#members.get(topic);
+    if (!member || !member.instance || (joinRef !== null && joinRef !== member.joinRef)) {
+      return this.#reply(joinRef, ref, topic, { status: "error", response: { reason: "unmatched topic" } });
+    }
+    let reply: PushReply;
+    try {
+      reply = member.instance.handleIn
+        ? await member.instance.handleIn(event, payload)
+        : { status: "error", response: { reason: "unknown event" } };
+    } catch (err) {
+      return this.#crash(topic, member.joinRef, err);
+    }
+    if (reply && ref !== null) this.#reply(member.joinRef, ref, topic, reply);
+  }
+
+  #leave(topic: string, why: "leave" | "rejoin" | "close" | "kick", notifyOld = false) {
+    const member = this.#members.get(topic);
+    if (!member) return;
+    this.#members.delete(topic);
+    member.live = false;
+    this.#unsubscribeAll(member);
+    if (notifyOld) this.#send([member.joinRef, null, topic, "phx_close", {}]);
+    try {
+      member.instance?.terminate?.(why);
+    } catch (err) {
+      console.error(`terminate ${topic} failed:`, err);
+    }
+  }
+
+  #crash(topic: string, joinRef: string | null, err: unknown) {
+    console.error(`channel ${topic} crashed:`, err);
+    this.#leave(topic, "close");
+    this.#send([joinRef, joinRef, topic, "phx_error", {}]);
+  }
+
+  #unsubscribeAll(member: Membership) {
+    for (const t of member.hubTopics) this.#deps.hub.unsubscribe(t, this);
+    member.hubTopics.clear();
+  }
+
+  #reply(joinRef: string | null, ref: string | null, topic: string, reply: PushReply) {
+    this.#send([joinRef, ref, topic, "phx_reply", reply]);
+  }
+
+  #send(frame: Frame) {
+    if (this.#closed) return;
+    this.#transport.send(encodeFrame(frame, this.format));
+  }
+}
+
+let counter = 0;
+/** A socket id unique among live sockets: random prefix + counter, like Pusher's `123.456`. */
+function newSocketId(): string {
+  counter = (counter + 1) % 1_000_000_000;
+  const rand = crypto.getRandomValues(new Uint32Array(1))[0];
+  return `${rand}.${counter}`;
+}

@@ -1,0 +1,56 @@
+import type { App } from "../config/apps.ts";
+import type { Principal } from "../auth/principal.ts";
+
+/**
+ * What a product's channel handler sees of one join. The socket layer owns frames, refs and
+ * hub subscriptions; the product owns authorization and payloads.
+ *
+ * Ordering contract: a handler that replays history must, in one synchronous turn, push the
+ * replay (`push`), send the join reply (`accept`) and `subscribe`, so nothing can slip
+ * between replay, reply and live events.
+ */
+export interface JoinContext {
+  app: App;
+  /** The full Phoenix topic, e.g. `pubsub:KEY:news`. */
+  topic: string;
+  /** The part after `{product}:{appKey}:`. */
+  name: string;
+  params: Record<string, unknown>;
+  socketId: string;
+  /** Checks a capability token against this app and socket; null when it is invalid. */
+  verify(token: unknown): Promise<Principal | null>;
+  /** Sends an event to this member only. */
+  push(event: string, payload: unknown): void;
+  /** Sends the ok join reply now (once). */
+  accept(response?: unknown): void;
+  /** Starts live delivery of hub broadcasts on `topic` (default: this join's topic). */
+  subscribe(topic?: string): void;
+  /** Stops live delivery of hub broadcasts on `topic`. */
+  unsubscribe(topic?: string): void;
+  /** Server-side kick: sends `phx_close` and ends this join. */
+  close(reason?: string): void;
+}
+
+/** Reply to a client push: `undefined` means no reply. */
+export type PushReply =
+  | { status: "ok"; response?: unknown }
+  | { status: "error"; response: { reason: string } & Record<string, unknown> }
+  | undefined;
+
+/** A joined channel: handles client pushes and is told when the member goes away. */
+export interface ChannelInstance {
+  handleIn?(event: string, payload: Record<string, unknown>): PushReply | Promise<PushReply>;
+  /** Called once when the member leaves, rejoins, is kicked or the socket closes. */
+  terminate?(reason: "leave" | "rejoin" | "close" | "kick"): void;
+}
+
+/** A product's entry point for joins of its topics. */
+export interface ChannelHandler {
+  /** Authorizes and sets up a join; resolves to the instance, or `{ error: reason }`. */
+  join(ctx: JoinContext): Promise<ChannelInstance | { error: string }>;
+}
+
+/** Shorthand for an error push reply with the spec's `reason`. */
+export function errorReply(reason: string): PushReply {
+  return { status: "error", response: { reason } };
+}

@@ -1,0 +1,260 @@
+import type { Database, Key } from "lmdb";
+import type { StoreEnv } from "./env.ts";
+
+/** A stored log entry with its position. */
+export interface LogRecord<E = unknown> {
+  position: number;
+  /** Unix ms when the entry was appended. */
+  time: number;
+  entry: E;
+}
+
+/** What `prepare` hands back to `append`: the entries to store and what to write with them. */
+export interface Prepared<E, R> {
+  /** One or more entries; they get contiguous positions `head + 1 ...`. */
+  entries: E[];
+  /** Writes derived state (product tables) inside the same transaction. Must not throw. */
+  apply?: (firstPosition: number) => void;
+  /** Value handed back to the caller and to `publish`. */
+  result: R;
+}
+
+/** Called once per append, strictly in position order per stream, after the commit is durable. */
+export type PublishFn<E, R> = (firstPosition: number, entries: E[], result: R) => void;
+
+interface StreamMeta {
+  head: number;
+  first: number;
+}
+
+interface Tracker {
+  published: number;
+  inflight: number;
+  ready: Map<number, () => number>;
+  waiters: { position: number; fn: () => void }[];
+  purging?: Promise<void>;
+}
+
+const MAX_POS = Number.MAX_SAFE_INTEGER;
+
+/**
+ * The ordered log primitive every product stands on: per stream an append-only log with
+ * contiguous positions from 1, stored in LMDB.
+ *
+ * Contract:
+ * - `append` allocates positions inside one write transaction together with any derived
+ *   state (`apply`), and resolves only after that transaction is durable.
+ * - `publish` callbacks run after durability, strictly in position order per stream, so a
+ *   subscriber never sees a write a crash could lose and never sees writes out of order.
+ * - `prepare` runs inside the transaction and may read; if it throws, nothing is written and
+ *   `append` rejects with that error.
+ */
+export class OrderedLog {
+  #env: StoreEnv;
+  #log: Database<{ t: number; e: unknown }, Key>;
+  #meta: Database<StreamMeta, Key>;
+  #trackers = new Map<string, Tracker>();
+
+  constructor(env: StoreEnv, name = "log") {
+    this.#env = env;
+    this.#log = env.db(`${name}:entries`);
+    this.#meta = env.db(`${name}:meta`);
+  }
+
+  /** Position of the latest entry, 0 for a never-written stream. */
+  head(stream: string): number {
+    return this.#meta.get(stream)?.head ?? 0;
+  }
+
+  /** Oldest retained position (head + 1 when every entry was trimmed or none exists). */
+  first(stream: string): number {
+    const m = this.#meta.get(stream);
+    return m ? m.first : 1;
+  }
+
+  /** Entries with position greater than `position`, oldest first, at most `limit`. */
+  after<E = unknown>(stream: string, position: number, limit = Infinity): LogRecord<E>[] {
+    const out: LogRecord<E>[] = [];
+    const range = this.#log.getRange({
+      start: [stream, Math.max(0, position) + 1],
+      end: [stream, MAX_POS],
+      ...(Number.isFinite(limit) ? { limit } : {}),
+    });
+    for (const { key, value } of range) {
+      out.push({ position: (key as [string, number])[1], time: value.t, entry: value.e as E });
+    }
+    return out;
+  }
+
+  /** Entries with position lower than `before`, newest first, at most `limit`. */
+  before<E = unknown>(stream: string, before: number, limit: number): LogRecord<E>[] {
+    const out: LogRecord<E>[] = [];
+    const range = this.#log.getRange({
+      start: [stream, before - 1],
+      end: [stream, 0],
+      reverse: true,
+      limit,
+    });
+    for (const { key, value } of range) {
+      out.push({ position: (key as [string, number])[1], time: value.t, entry: value.e as E });
+    }
+    return out;
+  }
+
+  /** Appends entries; see the class contract. Resolves with the first position and result. */
+  async append<E, R>(
+    stream: string,
+    prepare: (head: number) => Prepared<E, R>,
+    publish?: PublishFn<E, R>,
+  ): Promise<{ position: number; count: number; result: R }> {
+    let tracker = this.#trackers.get(stream);
+    while (tracker?.purging) {
+      await tracker.purging;
+      tracker = this.#trackers.get(stream);
+    }
+    tracker = this.#track(stream);
+    tracker.inflight++;
+    let prepared: Prepared<E, R> | undefined;
+    let first = 0;
+    try {
+      await this.#env.transaction(() => {
+        const meta = this.#meta.get(stream) ?? { head: 0, first: 1 };
+        prepared = prepare(meta.head);
+        first = meta.head + 1;
+        const now = Date.now();
+        prepared.entries.forEach((e, i) => this.#log.put([stream, first + i], { t: now, e }));
+        const head = meta.head + prepared.entries.length;
+        this.#meta.put(stream, { head, first: meta.head === 0 ? 1 : meta.first });
+        prepared.apply?.(first);
+      });
+    } catch (err) {
+      tracker.inflight--;
+      this.#release(stream, tracker);
+      throw err;
+    }
+    const p = prepared!;
+    const count = p.entries.length;
+    if (count === 0) {
+      tracker.inflight--;
+      this.#release(stream, tracker);
+      return { position: first - 1, count, result: p.result };
+    }
+    tracker.ready.set(first, () => {
+      publish?.(first, p.entries, p.result);
+      return first + count - 1;
+    });
+    this.#drain(stream, tracker);
+    tracker.inflight--;
+    this.#release(stream, tracker);
+    return { position: first, count, result: p.result };
+  }
+
+  /**
+   * Runs `fn` synchronously once every entry up to `position` has been published (at once
+   * when that is already so). Used by joins: read a snapshot at N, then subscribe in the same
+   * turn that N is published, so live delivery starts exactly at N + 1.
+   */
+  whenPublished(stream: string, position: number, fn: () => void): void {
+    const tracker = this.#trackers.get(stream);
+    if (!tracker || tracker.published >= position) return fn();
+    tracker.waiters.push({ position, fn });
+  }
+
+  /** Deletes every entry and the head: the stream is back to "never written". */
+  async purge(stream: string, apply?: () => void, publish?: () => void): Promise<void> {
+    const tracker = this.#track(stream);
+    let done!: () => void;
+    const prior = tracker.purging;
+    tracker.purging = new Promise((r) => (done = r));
+    try {
+      if (prior) await prior;
+      while (tracker.inflight > 0 || tracker.ready.size > 0) {
+        await new Promise((r) => setTimeout(r, 1));
+      }
+      await this.#env.transaction(() => {
+        for (const key of this.#log.getKeys({ start: [stream, 0], end: [stream, MAX_POS] })) {
+          this.#log.remove(key);
+        }
+        this.#meta.remove(stream);
+        apply?.();
+      });
+      tracker.published = 0;
+      publish?.();
+    } finally {
+      tracker.purging = undefined;
+      done();
+      this.#release(stream, tracker);
+    }
+  }
+
+  /**
+   * Drops old entries so at most `maxCount` remain and none older than `maxAgeMs`.
+   * Resolves with the number removed. The head never moves.
+   */
+  async trim(stream: string, opts: { maxCount?: number; maxAgeMs?: number }): Promise<number> {
+    return await this.#env.transaction(() => {
+      const meta = this.#meta.get(stream);
+      if (!meta) return 0;
+      let keepFrom = meta.first;
+      if (opts.maxCount !== undefined) keepFrom = Math.max(keepFrom, meta.head - opts.maxCount + 1);
+      if (opts.maxAgeMs !== undefined) {
+        const cutoff = Date.now() - opts.maxAgeMs;
+        for (const { key, value } of this.#log.getRange({
+          start: [stream, keepFrom],
+          end: [stream, meta.head + 1],
+        })) {
+          if (value.t >= cutoff) break;
+          keepFrom = (key as [string, number])[1] + 1;
+        }
+      }
+      if (keepFrom <= meta.first) return 0;
+      for (const key of this.#log.getKeys({ start: [stream, meta.first], end: [stream, keepFrom] })) {
+        this.#log.remove(key);
+      }
+      this.#meta.put(stream, { head: meta.head, first: keepFrom });
+      return keepFrom - meta.first;
+    });
+  }
+
+  /** Streams with a stored head, in key order, optionally only those starting with `prefix`. */
+  streams(prefix = ""): string[] {
+    const out: string[] = [];
+    for (const key of this.#meta.getKeys({ start: prefix })) {
+      const s = key as string;
+      if (!s.startsWith(prefix)) break;
+      out.push(s);
+    }
+    return out;
+  }
+
+  #track(stream: string): Tracker {
+    let t = this.#trackers.get(stream);
+    if (!t) {
+      // No in-flight append exists for this stream, so the committed head is fully published.
+      t = { published: this.head(stream), inflight: 0, ready: new Map(), waiters: [] };
+      this.#trackers.set(stream, t);
+    }
+    return t;
+  }
+
+  #drain(stream: string, t: Tracker): void {
+    let next = t.ready.get(t.published + 1);
+    while (next) {
+      t.ready.delete(t.published + 1);
+      t.published = next();
+      if (t.waiters.length) {
+        const due = t.waiters.filter((w) => w.position <= t.published);
+        t.waiters = t.waiters.filter((w) => w.position > t.published);
+        for (const w of due) w.fn();
+      }
+      next = t.ready.get(t.published + 1);
+    }
+    void stream;
+  }
+
+  #release(stream: string, t: Tracker): void {
+    if (t.inflight === 0 && t.ready.size === 0 && t.waiters.length === 0 && !t.purging) {
+      this.#trackers.delete(stream);
+    }
+  }
+}

@@ -1,0 +1,41 @@
+// Entry point: parse configuration, start the server, stop gracefully. No logic of its own.
+import process from "node:process";
+import { ConfigError, helpText, parseConfig } from "./lib/config/config.ts";
+import { startSwitchboard } from "./lib/server.ts";
+import { runBackup } from "./lib/store/backup.ts";
+import { VERSION } from "./lib/version.ts";
+
+async function main() {
+  const config = parseConfig(process.argv.slice(2), process.env);
+  if (config.command === "help") return console.log(helpText(VERSION));
+  if (config.command === "version") return console.log(`switchboard ${VERSION}`);
+  if (config.command === "backup") {
+    await runBackup(config.dataDir, config.backupPath!);
+    return console.log(`backup written to ${config.backupPath}`);
+  }
+  const sb = await startSwitchboard(config);
+  const shown = sb.server.hostname === "0.0.0.0" ? "localhost" : sb.server.hostname;
+  console.log(`switchboard ${VERSION} listening on http://${shown}:${sb.server.port}`);
+  console.log(`  websocket: ws://${shown}:${sb.server.port}/socket/websocket?app_key=APP_KEY&vsn=2.0.0`);
+  if (sb.devApp) {
+    const app = sb.devApp;
+    console.log(`  development app (${sb.devAppCreated ? "created" : "reused"}, kept in ${config.dataDir}):`);
+    console.log(`    app id:     ${app.id}\n    app key:    ${app.key}\n    app secret: ${app.secret}`);
+  }
+  const stop = async (signal: string) => {
+    console.log(`${signal}: shutting down`);
+    await sb.shutdown();
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGINT", () => void stop("SIGINT"));
+}
+
+main().catch((err) => {
+  if (err instanceof ConfigError) {
+    console.error(`switchboard: ${err.message}`);
+    process.exit(2);
+  }
+  console.error("switchboard: failed to start:", err);
+  process.exit(1);
+});
