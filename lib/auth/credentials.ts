@@ -1,0 +1,52 @@
+/** Server-to-server credentials: the `X-App-Key` / `X-App-Secret` header pair. */
+import type { MiddlewareHandler } from "hono";
+import type { App, AppRegistry } from "../config/apps.ts";
+import { constantTimeEqual } from "./fast_token.ts";
+
+/** Hono environment of routes behind `appCredentials`: `c.get("app")` is the caller's app. */
+export type AppEnv = { Variables: { app: App } };
+
+/** The exact 401 body the spec prescribes for bad server credentials. */
+export const UNAUTHORIZED_BODY = { errors: [{ status: "401", title: "Unauthorized" }] };
+
+/** Compared against when the key is unknown, so both failure paths do similar work. */
+const DUMMY_SECRET = "x".repeat(32);
+
+/**
+ * Finds the app whose key and secret match the headers (secret compared in constant time);
+ * undefined when either header is missing or wrong.
+ */
+export function appFromCredentials(
+  registry: AppRegistry,
+  key: string | undefined,
+  secret: string | undefined,
+): App | undefined {
+  if (!key || secret === undefined) return undefined;
+  const app = registry.byKey(key);
+  const ok = constantTimeEqual(app?.secret ?? DUMMY_SECRET, secret);
+  return app && ok ? app : undefined;
+}
+
+/**
+ * Middleware: authenticates `X-App-Key` + `X-App-Secret` and sets `c.get("app")`. When mounted
+ * on a path with an `:app_id` parameter (`app.use("/api/apps/:app_id/*", mw)`, or inline on a
+ * route `app.post("/api/apps/:app_id/trigger", mw, handler)`), that segment (App Key or App ID)
+ * must name the same app. Mounted globally (`app.use("*", mw)`) it cannot see a route's
+ * `:app_id`, so mount it on the `:app_id` pattern instead. Any failure answers 401 with
+ * `UNAUTHORIZED_BODY`.
+ */
+export function appCredentials(registry: AppRegistry): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const app = appFromCredentials(
+      registry,
+      c.req.header("X-App-Key"),
+      c.req.header("X-App-Secret"),
+    );
+    const pathAppId = c.req.param("app_id");
+    if (!app || (pathAppId !== undefined && registry.byIdOrKey(pathAppId) !== app)) {
+      return c.json(UNAUTHORIZED_BODY, 401);
+    }
+    c.set("app", app);
+    await next();
+  };
+}

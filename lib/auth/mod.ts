@@ -1,0 +1,18 @@
+/** Public face of the auth module: capabilities, both token forms, verification, credentials. */
+export {
+  capabilityMatches,
+  CHAT_AGENT_VERBS,
+  CHAT_CLIENT_VERBS,
+  makePrincipal,
+  parseCapability,
+  validateCapabilities,
+} from "./capability.ts";
+export type { Capability, PrincipalFields } from "./capability.ts";
+export { mintFastToken, verifyFastToken } from "./fast_token.ts";
+export type { FastTokenPayload } from "./fast_token.ts";
+export { issueJwt, JWT_AUDIENCE, JWT_DEFAULT_TTL_SECONDS, verifyJwt } from "./jwt.ts";
+export type { JwtClaims } from "./jwt.ts";
+export { constantTimeEqual, verifyToken } from "./verify.ts";
+export { appCredentials, appFromCredentials, UNAUTHORIZED_BODY } from "./credentials.ts";
+export type { AppEnv } from "./credentials.ts";
+export type { Principal } from "./principal.ts";

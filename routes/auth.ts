@@ -1,0 +1,50 @@
+/** `POST /api/auth`: the capability issuer (JWT form). */
+import { Hono } from "hono";
+import type { AppRegistry } from "../lib/config/apps.ts";
+import { appCredentials, type AppEnv } from "../lib/auth/credentials.ts";
+import { validateCapabilities } from "../lib/auth/capability.ts";
+import { issueJwt } from "../lib/auth/jwt.ts";
+import { jsonApiError, readJsonBody } from "../lib/http/errors.ts";
+
+const INVALID = "Unprocessable Entity";
+
+/**
+ * The issuer sub-app. Credentials first (401), then 400 for a body that is not JSON, then 422
+ * naming the bad field or capability, else 200 `{ auth: <jwt> }` (exp = now + 300 s).
+ */
+export function authRoutes(registry: AppRegistry): Hono<AppEnv> {
+  const routes = new Hono<AppEnv>();
+  routes.post("/api/auth", appCredentials(registry), async (c) => {
+    const read = await readJsonBody(c);
+    if (!read.ok) return jsonApiError(c, 400, "Bad Request", "request body is not valid JSON");
+    const body = read.body;
+    if (typeof body !== "object" || body === null || Array.isArray(body)) {
+      return jsonApiError(c, 422, INVALID, "request body must be a JSON object", { pointer: "" });
+    }
+    const { socket_id, client_id, capabilities } = body as Record<string, unknown>;
+    for (const [name, value] of [["socket_id", socket_id], ["client_id", client_id]] as const) {
+      if (typeof value !== "string" || value === "") {
+        const detail = value === undefined
+          ? `${name} is required`
+          : `${name} must be a non-empty string`;
+        return jsonApiError(c, 422, INVALID, detail, { pointer: `/${name}` });
+      }
+    }
+    if (capabilities === undefined) {
+      return jsonApiError(c, 422, INVALID, "capabilities is required", {
+        pointer: "/capabilities",
+      });
+    }
+    const checked = validateCapabilities(capabilities);
+    if (!checked.ok) {
+      return jsonApiError(c, 422, INVALID, checked.detail, { pointer: "/capabilities" });
+    }
+    const auth = await issueJwt(c.get("app"), {
+      socket_id: socket_id as string,
+      client_id: client_id as string,
+      capabilities: checked.capabilities,
+    });
+    return c.json({ auth });
+  });
+  return routes;
+}
