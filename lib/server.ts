@@ -70,7 +70,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     handlers: Object.assign({}, ...modules.map((m) => m.channels ?? {})),
     verify: verifyToken,
     maxBufferedBytes: MAX_BUFFERED_BYTES,
-  });
+  }, config.idleTimeoutSeconds * 1000);
   const server = await serve({
     port: config.port,
     hostname: config.host,

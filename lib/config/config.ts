@@ -12,6 +12,8 @@ export interface Config {
   /** ... and none older than this many seconds. */
   historyMaxAgeSeconds: number;
   playground: boolean;
+  /** Seconds of silence after which a socket is closed. */
+  idleTimeoutSeconds: number;
   command: "serve" | "help" | "version" | "backup";
   /** Destination of `backup`. */
   backupPath?: string;
@@ -34,6 +36,7 @@ export const FLAGS: FlagSpec[] = [
   { flag: "--apps", env: "APPS_FILE", key: "appsFile", kind: "string", default: undefined, help: "apps JSON file (default: a development app kept in the data dir)" },
   { flag: "--history-max-count", env: "HISTORY_MAX_COUNT", key: "historyMaxCount", kind: "count", default: 1000, help: "channel events kept per channel for replay" },
   { flag: "--history-max-age", env: "HISTORY_MAX_AGE", key: "historyMaxAgeSeconds", kind: "count", default: 86400, help: "seconds a channel event is kept for replay" },
+  { flag: "--idle-timeout", env: "IDLE_TIMEOUT", key: "idleTimeoutSeconds", kind: "count", default: 60, help: "seconds of silence before a socket is closed" },
   { flag: "--no-playground", env: "PLAYGROUND", key: "playground", kind: "bool", default: true, help: "turn off the playground page at / (PLAYGROUND=0)" },
 ];
 

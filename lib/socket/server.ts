@@ -29,7 +29,7 @@ export class SocketServer {
     this.#apps = apps;
     this.#deps = deps;
     this.#idleMs = idleMs;
-    this.#sweeper = setInterval(() => this.#sweep(), Math.min(5_000, idleMs / 2));
+    this.#sweeper = setInterval(() => this.#sweep(), Math.max(50, Math.min(5_000, idleMs / 2)));
     // Do not keep the process alive for the sweeper alone.
     (this.#sweeper as unknown as { unref?: () => void }).unref?.();
   }
@@ -77,7 +77,7 @@ export class SocketServer {
     for (const conn of this.#connections) {
       if (conn.closed) this.#connections.delete(conn);
       else if (conn.lastSeen < cutoff) {
-        conn.close(4000, "idle timeout: no message for 60 s");
+        conn.close(4000, `idle timeout: no message for ${this.#idleMs / 1000} s`);
         this.#connections.delete(conn);
       }
     }

@@ -1,0 +1,72 @@
+import assert from "node:assert/strict";
+import { Packr } from "msgpackr";
+import { Hub, type Subscriber } from "../../lib/hub/hub.ts";
+import { OrderedLog } from "../../lib/store/ordered_log.ts";
+import type { WireFormat } from "../../lib/socket/codec.ts";
+import { tempStore } from "../helpers/temp_store.ts";
+
+const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+
+/** A subscriber that decodes and records every frame. */
+class Recorder implements Subscriber {
+  frames: unknown[][] = [];
+  raw: (string | Uint8Array)[] = [];
+  constructor(readonly format: WireFormat = "json") {}
+  sendEncoded(data: string | Uint8Array) {
+    this.raw.push(data);
+    this.frames.push(typeof data === "string" ? JSON.parse(data) : packr.unpack(data as Uint8Array));
+  }
+}
+
+Deno.test("Hub.publish() encodes once per format and reaches every subscriber but the excluded one", () => {
+  const hub = new Hub();
+  const [a, b, c, m] = [new Recorder(), new Recorder(), new Recorder(), new Recorder("msgpack")];
+  for (const s of [a, b, c, m]) hub.subscribe("t", s);
+  assert.equal(hub.publish("t", "ev", { x: 1 }, c), 3);
+  assert.deepEqual(a.frames, [[null, null, "t", "ev", { x: 1 }]]);
+  assert.equal(a.raw[0], b.raw[0]);
+  assert.deepEqual(m.frames, [[null, null, "t", "ev", { x: 1 }]]);
+  assert.equal(c.frames.length, 0);
+  hub.unsubscribe("t", a);
+  assert.equal(hub.count("t"), 3);
+  assert.deepEqual(hub.topics(""), ["t"]);
+});
+
+Deno.test("Hub + OrderedLog: concurrent publishers and joins with replay see each stream exactly once, in order", async () => {
+  const { env } = tempStore();
+  const log = new OrderedLog(env);
+  const hub = new Hub();
+  const streams = ["s1", "s2", "s3"];
+  const seen = new Map<Recorder, { stream: string; positions: number[] }>();
+
+  // The join procedure products use: snapshot at N, then in the turn N is published, replay
+  // from `after`, reply and subscribe.
+  const join = (stream: string, after: number) => {
+    const sub = new Recorder();
+    const record = { stream, positions: [] as number[] };
+    seen.set(sub, record);
+    const n = log.head(stream);
+    log.whenPublished(stream, n, () => {
+      for (const r of log.after(stream, after)) if (r.position <= n) record.positions.push(r.position);
+      hub.subscribe(stream, {
+        format: "json",
+        sendEncoded: (d) => record.positions.push((JSON.parse(d as string)[4] as { pos: number }).pos),
+      });
+    });
+  };
+
+  const writers = streams.flatMap((stream) =>
+    Array.from({ length: 150 }, () =>
+      log.append(stream, () => ({ entries: [0], result: 0 }), (pos) => hub.publish(stream, "e", { pos })))
+  );
+  const joiners: Promise<void>[] = [];
+  for (let i = 0; i < 30; i++) {
+    joiners.push(new Promise((r) => setTimeout(r, i)).then(() => join(streams[i % 3], i % 2 ? 0 : Math.max(0, log.head(streams[i % 3]) - 3))));
+  }
+  await Promise.all([...writers, ...joiners]);
+  for (const { stream, positions } of seen.values()) {
+    const start = positions[0] ?? 1;
+    assert.deepEqual(positions, Array.from({ length: 150 - start + 1 }, (_, i) => start + i), `subscriber of ${stream}`);
+  }
+  await env.close();
+});
