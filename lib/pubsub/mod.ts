@@ -1,6 +1,18 @@
 import type { ProductDeps, ProductModule } from "../product.ts";
+import { OrderedLog } from "../store/ordered_log.ts";
+import { pubsubChannel } from "./channel.ts";
+import { pubsubRoutes } from "./routes.ts";
+import { ChannelService } from "./service.ts";
 
-/** Builds the pubsub product (routes and channel handler). */
-export function createPubsub(_deps: ProductDeps): ProductModule {
-  return {};
+export { ChannelService } from "./service.ts";
+export type { HistoryItem, StoredEvent } from "./service.ts";
+export { channelKind, validChannelName } from "./names.ts";
+
+/** Builds the pubsub product: the backend routes and the `pubsub` channel handler. */
+export function createPubsub(deps: ProductDeps): ProductModule {
+  const svc = new ChannelService(new OrderedLog(deps.env, "channels"), deps.hub, deps.config);
+  return {
+    routes: pubsubRoutes(deps.apps, svc),
+    channels: { pubsub: pubsubChannel(svc) },
+  };
 }

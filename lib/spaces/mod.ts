@@ -1,6 +1,9 @@
 import type { ProductDeps, ProductModule } from "../product.ts";
+import { spacesChannel } from "./channel.ts";
 
-/** Builds the spaces product (routes and channel handler). */
+export type { SpaceMember } from "./channel.ts";
+
+/** Builds the spaces product: the `spaces` relay channel handler (no routes, no storage). */
 export function createSpaces(_deps: ProductDeps): ProductModule {
-  return {};
+  return { channels: { spaces: spacesChannel() } };
 }

@@ -1,0 +1,53 @@
+/**
+ * Channel names, kinds and the validation limits shared by the socket channel, the HTTP
+ * routes and client publishes (see docs/channels.md "Names and limits").
+ */
+
+/** The four channel kinds, chosen by name prefix. */
+export type ChannelKind = "public" | "private" | "presence" | "ephemeral";
+
+/** Longest channel name (Pusher's limit). */
+export const MAX_CHANNEL_NAME = 164;
+/** Longest event name. */
+export const MAX_EVENT_NAME = 200;
+/** Largest client-published payload, as JSON bytes. */
+export const MAX_CLIENT_PAYLOAD_BYTES = 10 * 1024;
+/** Largest backend-published `data`, as JSON bytes. */
+export const MAX_BACKEND_DATA_BYTES = 64 * 1024;
+/** Most events in one `push` batch. */
+export const MAX_PUSH_EVENTS = 100;
+
+const NAME_RE = /^[A-Za-z0-9_\-=@,.;:]+$/;
+
+/** The kind of `name` by its prefix. */
+export function channelKind(name: string): ChannelKind {
+  if (name.startsWith("private-")) return "private";
+  if (name.startsWith("presence-")) return "presence";
+  if (name.startsWith("ephemeral-")) return "ephemeral";
+  return "public";
+}
+
+/** Whether `name` is a valid channel name: 1..164 chars of `[A-Za-z0-9_\-=@,.;:]`. */
+export function validChannelName(name: unknown): name is string {
+  return typeof name === "string" && name.length > 0 && name.length <= MAX_CHANNEL_NAME &&
+    NAME_RE.test(name);
+}
+
+/**
+ * Why `event` is not a publishable event name, or null when it is. Reserved: `phx_*` (Phoenix
+ * control events) and `presence:*` (server presence events).
+ */
+export function eventNameProblem(event: unknown): string | null {
+  if (typeof event !== "string" || event === "") return "event must be a non-empty string";
+  if (event.length > MAX_EVENT_NAME) return `event name longer than ${MAX_EVENT_NAME} characters`;
+  if (event.startsWith("phx_") || event.startsWith("presence:")) {
+    return `event name ${JSON.stringify(event)} is reserved`;
+  }
+  return null;
+}
+
+/** Size of `value` as JSON bytes (0 for undefined). */
+export function jsonBytes(value: unknown): number {
+  const text = JSON.stringify(value);
+  return text === undefined ? 0 : new TextEncoder().encode(text).length;
+}

@@ -1,0 +1,166 @@
+/**
+ * Channel service functions used by both the HTTP routes and the socket channel: publish
+ * (serial allocation + ordered fan-out), the retained history window, replay and info.
+ */
+import type { App } from "../config/apps.ts";
+import type { Config } from "../config/config.ts";
+import type { Hub } from "../hub/hub.ts";
+import type { LogRecord, OrderedLog } from "../store/ordered_log.ts";
+import { channelKind } from "./names.ts";
+import { PresenceRegistry } from "./presence.ts";
+import { RateLimiter } from "./rate_limit.ts";
+
+/** One published event as stored in the channel log. */
+export interface StoredEvent {
+  event: string;
+  data: unknown;
+  /** Set for client publishes: who sent it. */
+  client_id?: string;
+  socket_id?: string;
+}
+
+/** One event of the history route. */
+export interface HistoryItem extends StoredEvent {
+  serial: number;
+  /** Unix ms of the append. */
+  published_at: number;
+}
+
+/** The wire payload of a delivered event: `{ serial, data }` plus the sender for client events. */
+export function deliveryPayload(serial: number | null, e: StoredEvent): Record<string, unknown> {
+  const p: Record<string, unknown> = { serial, data: e.data };
+  if (e.client_id !== undefined) p.client_id = e.client_id;
+  if (e.socket_id !== undefined) p.socket_id = e.socket_id;
+  return p;
+}
+
+/** Trim a stream when it holds this many events more than the count bound ... */
+const TRIM_SLACK_MIN = 16;
+/** ... and apply the age bound at least every this many appends or milliseconds. */
+const AGE_TRIM_EVERY_APPENDS = 256;
+const AGE_TRIM_EVERY_MS = 30_000;
+
+/** Serial-numbered channels over one OrderedLog (stream `{appId}/{channel}`). */
+export class ChannelService {
+  readonly log: OrderedLog;
+  readonly hub: Hub;
+  readonly presence = new PresenceRegistry();
+  readonly backendLimiter = new RateLimiter();
+  readonly clientLimiter = new RateLimiter();
+  #maxCount: number;
+  #maxAgeMs: number;
+  #trim = new Map<string, { appends: number; lastAgeTrim: number; running: boolean }>();
+
+  constructor(log: OrderedLog, hub: Hub, config: Pick<Config, "historyMaxCount" | "historyMaxAgeSeconds">) {
+    this.log = log;
+    this.hub = hub;
+    this.#maxCount = config.historyMaxCount;
+    this.#maxAgeMs = config.historyMaxAgeSeconds * 1000;
+  }
+
+  /** The Phoenix topic of a channel. */
+  topic(app: App, channel: string): string {
+    return `pubsub:${app.key}:${channel}`;
+  }
+
+  /** The log stream of a channel. */
+  stream(app: App, channel: string): string {
+    return `${app.id}/${channel}`;
+  }
+
+  /**
+   * Publishes events on one channel, atomically: they get contiguous serials in one durable
+   * append and are broadcast in serial order after the commit. Ephemeral channels are relayed
+   * only (serial null, nothing stored). Resolves with each event's serial.
+   */
+  async publish(app: App, channel: string, events: StoredEvent[]): Promise<(number | null)[]> {
+    const topic = this.topic(app, channel);
+    if (channelKind(channel) === "ephemeral") {
+      for (const e of events) this.hub.publish(topic, e.event, deliveryPayload(null, e));
+      return events.map(() => null);
+    }
+    const stream = this.stream(app, channel);
+    const { position } = await this.log.append(
+      stream,
+      () => ({ entries: events, result: null }),
+      (first, entries) => {
+        entries.forEach((e, i) => this.hub.publish(topic, e.event, deliveryPayload(first + i, e)));
+      },
+    );
+    this.#maybeTrim(stream, events.length);
+    return events.map((_, i) => position + i);
+  }
+
+  /** Current serial (head) of a channel; 0 when never published. */
+  serial(app: App, channel: string): number {
+    return this.log.head(this.stream(app, channel));
+  }
+
+  /**
+   * The oldest serial still within the retention bounds (count and age), even if a lazy trim
+   * has not removed older entries yet. `head + 1` when nothing is retained. Synchronous.
+   */
+  firstRetained(stream: string, head: number): number {
+    let first = Math.max(this.log.first(stream), head - this.#maxCount + 1, 1);
+    const cutoff = Date.now() - this.#maxAgeMs;
+    while (first <= head) {
+      const chunk = this.log.after(stream, first - 1, 256);
+      if (chunk.length === 0) return head + 1;
+      const fresh = chunk.find((r) => r.time >= cutoff);
+      if (fresh) return fresh.position;
+      first = chunk[chunk.length - 1].position + 1;
+    }
+    return first;
+  }
+
+  /** Retained records with serial in (after, upTo], oldest first, at most `limit`. */
+  records(stream: string, after: number, upTo: number, limit = Infinity): {
+    records: LogRecord<StoredEvent>[];
+    first: number;
+  } {
+    const first = this.firstRetained(stream, upTo);
+    const from = Math.max(after, first - 1);
+    const count = Math.min(limit, upTo - from);
+    const records = count > 0 ? this.log.after<StoredEvent>(stream, from, count) : [];
+    return { records: records.filter((r) => r.position <= upTo), first };
+  }
+
+  /** One history page: events after `after`, oldest first. */
+  history(app: App, channel: string, after: number, limit: number) {
+    if (channelKind(channel) === "ephemeral") {
+      return { items: [], serial: null, first_serial: null, next: null };
+    }
+    const stream = this.stream(app, channel);
+    const head = this.log.head(stream);
+    const { records, first } = this.records(stream, after, head, limit);
+    const items: HistoryItem[] = records.map((r) => ({
+      serial: r.position,
+      published_at: r.time,
+      ...r.entry,
+    }));
+    const last = items.length ? items[items.length - 1].serial : Math.max(after, first - 1);
+    return { items, serial: head, first_serial: first, next: last < head ? last : null };
+  }
+
+  #maybeTrim(stream: string, appended: number): void {
+    let t = this.#trim.get(stream);
+    if (!t) this.#trim.set(stream, (t = { appends: 0, lastAgeTrim: Date.now(), running: false }));
+    t.appends += appended;
+    if (t.running) return;
+    const head = this.log.head(stream);
+    const slack = Math.max(TRIM_SLACK_MIN, Math.floor(this.#maxCount / 10));
+    const overCount = head - this.log.first(stream) + 1 > this.#maxCount + slack;
+    const ageDue = t.appends >= AGE_TRIM_EVERY_APPENDS ||
+      Date.now() - t.lastAgeTrim >= AGE_TRIM_EVERY_MS;
+    if (!overCount && !ageDue) return;
+    t.running = true;
+    const state = t;
+    this.log.trim(stream, { maxCount: this.#maxCount, maxAgeMs: this.#maxAgeMs })
+      .catch((err) => console.error(`trim of ${stream} failed:`, err))
+      .finally(() => {
+        state.running = false;
+        state.appends = 0;
+        state.lastAgeTrim = Date.now();
+      });
+  }
+}
