@@ -8,6 +8,7 @@ import { Hub } from "./hub/hub.ts";
 import type { ProductDeps, ProductModule } from "./product.ts";
 import { StoreEnv } from "./store/env.ts";
 import { SocketServer } from "./socket/server.ts";
+import { MAX_BUFFERED_BYTES } from "./socket/connection.ts";
 import { verifyToken } from "./auth/verify.ts";
 import { serve, type RunningServer } from "./runtime/mod.ts";
 import { healthRoutes } from "../routes/health.ts";
@@ -17,9 +18,6 @@ import { createPubsub } from "./pubsub/mod.ts";
 import { createChat } from "./chat/mod.ts";
 import { createSpaces } from "./spaces/mod.ts";
 import { createShipping } from "../routes/shipping.ts";
-
-/** Per-socket send buffer bound before a slow subscriber is disconnected. */
-export const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 
 /** A running Switchboard: the listener plus what tests and shutdown need to reach. */
 export interface Switchboard {

@@ -1,6 +1,7 @@
 import { type RunningServer, type ServeOptions, unauthorizedUpgrade } from "./types.ts";
 import type { Connection } from "../socket/connection.ts";
 import type { UpgradeDecision } from "../socket/server.ts";
+import { MAX_BUFFERED_BYTES } from "../socket/connection.ts";
 
 // Bun's globals are not in Deno's type environment; this module only runs under Bun.
 // deno-lint-ignore no-explicit-any
@@ -33,12 +34,19 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
     websocket: {
       maxPayloadLength: 2 * 1024 * 1024,
       perMessageDeflate: false,
+      // Native fan-out queues in uWS, not in JS: bound it the same as the JS path, and close
+      // a subscriber that falls that far behind (DESIGN.md rule 6).
+      backpressureLimit: MAX_BUFFERED_BYTES,
+      closeOnBackpressureLimit: true,
       open(ws: BunSocket) {
         const data = ws.data as SocketData;
         data.conn = sockets.open(data.decision, {
           send: (bytes) => ws.send(bytes),
           close: (code, reason) => ws.close(code, reason),
           bufferedAmount: () => ws.getBufferedAmount(),
+          subscribe: (name) => ws.subscribe(name),
+          unsubscribe: (name) => ws.unsubscribe(name),
+          publish: (name, bytes) => ws.publish(name, bytes),
         });
       },
       message(ws: BunSocket, message: string | Uint8Array) {
@@ -52,6 +60,7 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
       },
     },
   });
+  sockets.useNativeTopics((name, bytes) => server.publish(name, bytes));
   return Promise.resolve({
     hostname: server.hostname,
     port: server.port,

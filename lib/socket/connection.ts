@@ -11,6 +11,10 @@ export interface Transport {
   close(code: number, reason: string): void;
   /** Bytes queued but not yet written to the network. */
   bufferedAmount(): number;
+  /** Runtime-native topic membership and publish-to-others (Bun only). */
+  subscribe?(name: string): void;
+  unsubscribe?(name: string): void;
+  publish?(name: string, data: string | Uint8Array): void;
 }
 
 /** Socket-level services shared by every connection. */
@@ -29,6 +33,9 @@ interface Membership {
   /** False once the member left or was replaced; a late join result is then discarded. */
   live: boolean;
 }
+
+/** Per-socket send buffer bound before a slow subscriber is disconnected (8 MiB). */
+export const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 
 /** Close code and reason used when a subscriber falls behind (documented in protocol.md). */
 export const SLOW_CONSUMER = { code: 4008, reason: "slow consumer: send buffer limit exceeded" };
@@ -69,6 +76,21 @@ export class Connection implements Subscriber {
       return;
     }
     this.#transport.send(data);
+  }
+
+  /** Joins a runtime-native topic when the transport has them (see Hub). */
+  nativeSubscribe(name: string): void {
+    if (!this.#closed) this.#transport.subscribe?.(name);
+  }
+
+  /** Leaves a runtime-native topic. */
+  nativeUnsubscribe(name: string): void {
+    if (!this.#closed) this.#transport.unsubscribe?.(name);
+  }
+
+  /** Publishes to a runtime-native topic, skipping this socket. */
+  nativePublish(name: string, data: string | Uint8Array): void {
+    if (!this.#closed) this.#transport.publish?.(name, data);
   }
 
   /** Handles one inbound WebSocket message. Never throws. */

@@ -60,6 +60,11 @@ export class SocketServer {
     this.#connections.delete(conn);
   }
 
+  /** Hands fan-out to the runtime's native topics (Bun's `server.publish`). */
+  useNativeTopics(publish: (name: string, data: string | Uint8Array) => void): void {
+    this.#deps.hub.useNative({ publish });
+  }
+
   /** Number of open connections. */
   get size(): number {
     return this.#connections.size;
