@@ -1,6 +1,23 @@
 import type { ProductDeps, ProductModule } from "../product.ts";
+import { ChatStore } from "./store.ts";
+import { ThreadLog } from "./thread_log.ts";
 
-/** Builds the chat product (routes and channel handler). */
-export function createChat(_deps: ProductDeps): ProductModule {
+/** What the REST side and the live side share: built once per server by `createChat`. */
+export interface ChatServices {
+  threadLog: ThreadLog;
+  store: ChatStore;
+}
+
+/** Builds the thread log and the record store over `deps.env` / `deps.hub`. */
+export function createChatServices(deps: ProductDeps): ChatServices {
+  const threadLog = new ThreadLog(deps.env, deps.hub);
+  return { threadLog, store: new ChatStore(deps.env, threadLog) };
+}
+
+/** Builds the chat product (REST routes, webhooks and the live thread channel). */
+export function createChat(deps: ProductDeps): ProductModule {
+  const services = createChatServices(deps);
+  void services;
+  // LIVE: const live = createChatLive(deps, services); // from "./live/mod.ts" (live dev wires this)
   return {};
 }
