@@ -1,6 +1,18 @@
 import type { ProductDeps, ProductModule } from "../product.ts";
+import { objectChannel } from "./channel.ts";
+import { objectRoutes } from "./routes.ts";
+import { ObjectStore } from "./store.ts";
 
-/** Builds the objects product (routes and channel handler). */
-export function createObjects(_deps: ProductDeps): ProductModule {
-  return {};
+export { ObjectStore, streamOf, topicOf } from "./store.ts";
+export type { LogItem, ObjectRef, Snapshot } from "./store.ts";
+export { ObjectError } from "./ops.ts";
+export type { MaterialOp, Op } from "./ops.ts";
+
+/** Builds the objects product: the HTTP API and the read-only `durable` channel handler. */
+export function createObjects(deps: ProductDeps): ProductModule {
+  const store = new ObjectStore(deps.env, deps.hub);
+  return {
+    routes: objectRoutes(deps.apps, store),
+    channels: { durable: objectChannel(store) },
+  };
 }

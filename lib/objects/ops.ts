@@ -1,0 +1,204 @@
+/**
+ * Durable Object operations as pure values: parsing request bodies into operations, and
+ * applying operations to an object's state into materialised `set` / `delete` entries.
+ * Everything here validates before anything is written (lmdb-js does not roll back).
+ */
+import {
+  MAX_OBJECT_BYTES,
+  MAX_OPS_PER_WRITE,
+  MAX_SLOT_NAME_BYTES,
+  MAX_VALUE_BYTES,
+} from "./limits.ts";
+
+/** A requested operation (HTTP route or transaction element). */
+export type Op =
+  | { op: "set"; key: string; value: unknown }
+  | { op: "delete"; key: string }
+  | { op: "increment"; key: string; by: number }
+  | { op: "append"; key: string; value: unknown };
+
+/** What a write leaves in the log: increments and appends become `set` of the result. */
+export interface MaterialOp {
+  op: "set" | "delete";
+  key: string;
+  /** The stored value after the op; null for a delete. */
+  value: unknown;
+}
+
+/** A Durable Object failure answered as `{ error: message }` with `status`. */
+export class ObjectError extends Error {
+  readonly status: 400 | 404 | 413 | 422;
+  /** Builds the error; `message` is the user-facing `error` text. */
+  constructor(status: 400 | 404 | 413 | 422, message: string) {
+    super(message);
+    this.status = status;
+    this.name = "ObjectError";
+  }
+}
+
+const encoder = new TextEncoder();
+
+/** UTF-8 byte length of a string. */
+export function byteLength(s: string): number {
+  return encoder.encode(s).length;
+}
+
+/** Bytes a value takes as JSON (what the size limits count). */
+export function jsonBytes(value: unknown): number {
+  return byteLength(JSON.stringify(value) ?? "null");
+}
+
+/** Throws 422 unless `key` is a valid slot name (non-empty string within the length limit). */
+export function checkSlotName(key: unknown, where = "slot"): string {
+  if (typeof key !== "string" || key === "") {
+    throw new ObjectError(422, `${where} must be a non-empty string`);
+  }
+  if (byteLength(key) > MAX_SLOT_NAME_BYTES) {
+    throw new ObjectError(422, `${where} is longer than ${MAX_SLOT_NAME_BYTES} bytes`);
+  }
+  return key;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function checkCount(n: number): void {
+  if (n === 0) throw new ObjectError(422, "a write must contain at least one operation");
+  if (n > MAX_OPS_PER_WRITE) {
+    throw new ObjectError(413, `too many operations: at most ${MAX_OPS_PER_WRITE} per write`);
+  }
+}
+
+/** `PUT /{slot}` body: `{ value }` -> a set op. */
+export function parseSet(slot: string, body: unknown): Op[] {
+  if (!isPlainObject(body) || !("value" in body)) {
+    throw new ObjectError(422, 'body must be an object with a "value" field');
+  }
+  return [{ op: "set", key: checkSlotName(slot), value: body.value }];
+}
+
+/** `PATCH` body: plain object, each key a slot -> set ops in key order. */
+export function parsePatch(body: unknown): Op[] {
+  if (!isPlainObject(body)) throw new ObjectError(422, "body must be a plain JSON object");
+  const keys = Object.keys(body);
+  checkCount(keys.length);
+  return keys.map((k) => ({ op: "set", key: checkSlotName(k, "slot name"), value: body[k] }));
+}
+
+/** `POST /increment` body: `{ slot, by? }`. */
+export function parseIncrement(body: unknown): Op[] {
+  if (!isPlainObject(body)) throw new ObjectError(422, "body must be a JSON object");
+  return [{ op: "increment", key: checkSlotName(body.slot), by: parseBy(body.by, "by") }];
+}
+
+/** `POST /append` body: `{ slot, value }`. */
+export function parseAppend(body: unknown): Op[] {
+  if (!isPlainObject(body) || !("value" in body)) {
+    throw new ObjectError(422, 'body must be an object with "slot" and "value" fields');
+  }
+  return [{ op: "append", key: checkSlotName(body.slot), value: body.value }];
+}
+
+function parseBy(by: unknown, where: string): number {
+  if (by === undefined) return 1;
+  if (typeof by !== "number" || !Number.isFinite(by)) {
+    throw new ObjectError(422, `${where} must be a finite number`);
+  }
+  return by;
+}
+
+/** `POST /transaction` body: a bare array of `{ op, key, value?, by? }`. */
+export function parseTransaction(body: unknown): Op[] {
+  if (!Array.isArray(body)) throw new ObjectError(422, "transaction body must be a JSON array");
+  checkCount(body.length);
+  return body.map((raw, i): Op => {
+    const at = `operation ${i}`;
+    if (!isPlainObject(raw)) throw new ObjectError(422, `${at} must be an object`);
+    const key = checkSlotName(raw.key, `${at}: key`);
+    switch (raw.op) {
+      case "set":
+      case "append":
+        if (!("value" in raw)) throw new ObjectError(422, `${at}: ${raw.op} needs a value`);
+        return { op: raw.op, key, value: raw.value };
+      case "delete":
+        return { op: "delete", key };
+      case "increment":
+        return { op: "increment", key, by: parseBy(raw.by, `${at}: by`) };
+      default:
+        throw new ObjectError(
+          422,
+          `${at}: unknown op ${JSON.stringify(raw.op)} (expected set, delete, increment or append)`,
+        );
+    }
+  });
+}
+
+/** An object's stored record: slot values, per-slot sizes and their total. */
+export interface ObjectRecord {
+  state: Record<string, unknown>;
+  sizes: Record<string, number>;
+  total: number;
+}
+
+/** The record of a never-written object. */
+export function emptyRecord(): ObjectRecord {
+  return { state: {}, sizes: {}, total: 0 };
+}
+
+/**
+ * Applies `ops` in order to `record` (not mutated) and returns the new record and the
+ * materialised ops. Throws `ObjectError` (422 / 413) before producing anything when an op
+ * does not fit the current values or a limit.
+ */
+export function applyOps(
+  record: ObjectRecord,
+  ops: Op[],
+): { record: ObjectRecord; material: MaterialOp[] } {
+  const state = { ...record.state };
+  const sizes = { ...record.sizes };
+  let total = record.total;
+  const material: MaterialOp[] = [];
+  for (const op of ops) {
+    const has = Object.hasOwn(state, op.key);
+    const current = has ? state[op.key] : undefined;
+    let next: unknown;
+    if (op.op === "delete") {
+      if (has) {
+        total -= sizes[op.key];
+        delete state[op.key];
+        delete sizes[op.key];
+      }
+      material.push({ op: "delete", key: op.key, value: null });
+      continue;
+    } else if (op.op === "set") {
+      next = op.value;
+    } else if (op.op === "increment") {
+      if (has && typeof current !== "number") {
+        throw new ObjectError(422, `cannot increment slot "${op.key}": value is not a number`);
+      }
+      next = ((current as number | undefined) ?? 0) + op.by;
+      if (!Number.isFinite(next)) {
+        throw new ObjectError(422, `cannot increment slot "${op.key}": result is not finite`);
+      }
+    } else {
+      if (has && !Array.isArray(current)) {
+        throw new ObjectError(422, `cannot append to slot "${op.key}": value is not a list`);
+      }
+      next = [...((current as unknown[] | undefined) ?? []), op.value];
+    }
+    const valueBytes = jsonBytes(next);
+    if (valueBytes > MAX_VALUE_BYTES) {
+      throw new ObjectError(413, `value of slot "${op.key}" exceeds ${MAX_VALUE_BYTES} bytes`);
+    }
+    const size = byteLength(op.key) + valueBytes;
+    total += size - (sizes[op.key] ?? 0);
+    sizes[op.key] = size;
+    state[op.key] = next;
+    material.push({ op: "set", key: op.key, value: next });
+  }
+  if (total > MAX_OBJECT_BYTES) {
+    throw new ObjectError(413, `object would exceed ${MAX_OBJECT_BYTES} bytes`);
+  }
+  return { record: { state, sizes, total }, material };
+}

@@ -1,0 +1,130 @@
+/** Durable Object HTTP API under `/api/v1/objects/{app_id}/{type}/{key}` (docs/objects.md). */
+import { type Context, Hono } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { AppRegistry } from "../config/apps.ts";
+import { appCredentials, type AppEnv } from "../auth/credentials.ts";
+import { MAX_BODY_BYTES, MAX_NAME_BYTES } from "./limits.ts";
+import {
+  byteLength,
+  checkSlotName,
+  ObjectError,
+  type Op,
+  parseAppend,
+  parseIncrement,
+  parsePatch,
+  parseSet,
+  parseTransaction,
+} from "./ops.ts";
+import type { ObjectRef, ObjectStore } from "./store.ts";
+
+const BASE = "/api/v1/objects";
+const OBJECT = `${BASE}/:app_id/:type/:key`;
+const SLOT = `${OBJECT}/:slot`;
+
+type C = Context<AppEnv>;
+
+function fail(c: C, status: number, error: string): Response {
+  return c.json({ error }, status as ContentfulStatusCode);
+}
+
+/** The object the path names; throws 422 for an over-long type or key. */
+function refOf(c: C): ObjectRef {
+  const app = c.get("app");
+  const type = c.req.param("type")!;
+  const key = c.req.param("key")!;
+  for (const [what, v] of [["type", type], ["key", key]]) {
+    if (byteLength(v) > MAX_NAME_BYTES) {
+      throw new ObjectError(422, `object ${what} is longer than ${MAX_NAME_BYTES} bytes`);
+    }
+  }
+  return { appId: app.id, appKey: app.key, type, key };
+}
+
+function slotOf(c: C): string {
+  return c.req.param("slot") ?? "";
+}
+
+/** Reads the JSON body: 413 when too large, 400 when not JSON. */
+async function body(c: C): Promise<unknown> {
+  const declared = Number(c.req.header("content-length") ?? 0);
+  if (declared > MAX_BODY_BYTES) throw new ObjectError(413, "request body too large");
+  const text = await c.req.text();
+  if (byteLength(text) > MAX_BODY_BYTES) throw new ObjectError(413, "request body too large");
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ObjectError(400, "request body is not valid JSON");
+  }
+}
+
+/** Wraps a handler so `ObjectError`s become `{ error }` answers. */
+function handle(fn: (c: C) => Promise<Response> | Response) {
+  return async (c: C): Promise<Response> => {
+    try {
+      return await fn(c);
+    } catch (err) {
+      if (err instanceof ObjectError) return fail(c, err.status, err.message);
+      throw err;
+    }
+  };
+}
+
+function afterParam(value: string | undefined, name: string): number | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (!/^\d+$/.test(value)) throw new ObjectError(400, `${name} must be a non-negative integer`);
+  return Number(value);
+}
+
+/**
+ * The routes. Credentials (401, JSON:API body) run first for anything under
+ * `/api/v1/objects/{app_id}/`; unmatched paths under the prefix answer 404 `{ error }`.
+ */
+export function objectRoutes(apps: AppRegistry, store: ObjectStore): Hono {
+  const r = new Hono<AppEnv>();
+  r.use(`${BASE}/:app_id/*`, appCredentials(apps));
+  r.use(`${BASE}/:app_id`, appCredentials(apps));
+
+  const write = (c: C, ops: Op[], batch: boolean) => store.write(refOf(c), ops, batch);
+
+  r.get(OBJECT, handle((c) => c.json(store.snapshot(refOf(c)))));
+  r.get(`${OBJECT}/log`, handle((c) => {
+    const after = afterParam(c.req.query("after"), "after") ?? 0;
+    const limit = afterParam(c.req.query("limit"), "limit");
+    return c.json({ items: store.items(refOf(c), after, limit || undefined) });
+  }));
+  r.get(SLOT, handle((c) => c.json({ value: store.slot(refOf(c), slotOf(c)) })));
+  r.put(SLOT, handle(async (c) => {
+    const { log_id } = await write(c, parseSet(slotOf(c), await body(c)), false);
+    return c.json({ log_id });
+  }));
+  r.patch(OBJECT, handle(async (c) => {
+    const { log_id } = await write(c, parsePatch(await body(c)), true);
+    return c.json({ log_id });
+  }));
+  r.post(`${OBJECT}/increment`, handle(async (c) => {
+    const { log_id, ops } = await write(c, parseIncrement(await body(c)), false);
+    return c.json({ log_id, value: ops[0].value });
+  }));
+  r.post(`${OBJECT}/append`, handle(async (c) => {
+    const { log_id } = await write(c, parseAppend(await body(c)), false);
+    return c.json({ log_id });
+  }));
+  r.post(`${OBJECT}/transaction`, handle(async (c) => {
+    const { log_id } = await write(c, parseTransaction(await body(c)), true);
+    return c.json({ log_id });
+  }));
+  r.delete(SLOT, handle(async (c) => {
+    const { log_id } = await write(c, [{ op: "delete", key: checkSlotName(slotOf(c)) }], false);
+    return c.json({ log_id });
+  }));
+  r.delete(OBJECT, handle(async (c) => {
+    await store.purge(refOf(c));
+    return c.body(null, 204);
+  }));
+
+  const notFound = (c: C) => fail(c, 404, "not found");
+  r.all(BASE, notFound);
+  r.all(`${BASE}/*`, notFound);
+  // Mounted as a plain Hono (ProductModule.routes); the app variable stays internal.
+  return new Hono().route("/", r);
+}
