@@ -1,0 +1,100 @@
+// Fan-out: one backend trigger stream to many subscribers, against two bare baselines run in
+// the same session (Bun native server.publish, npm ws broadcast under node).
+import { APP, CpuMeter, runGenerator, type Served, startBunPubsub, startSwitchboard, startWsBroadcast } from "../lib/proc.ts";
+import { type BenchContext, type BenchReport, bottleneck, pending } from "../lib/report.ts";
+import { round } from "../lib/stats.ts";
+import { routeExists } from "./probe.ts";
+
+interface GenResult {
+  subscribers: number;
+  connectSeconds: number;
+  perSecond: number;
+  p50: number;
+  p99: number;
+  missing: number;
+  httpErrors: number;
+  closedDuringRun: number;
+  genCpu: number;
+}
+
+const TARGETS = [
+  { name: "switchboard", start: () => startSwitchboard(), kind: "switchboard" as const },
+  { name: "bun server.publish", start: startBunPubsub, kind: "bare" as const },
+  { name: "node ws broadcast", start: startWsBroadcast, kind: "bare" as const },
+];
+
+/** Runs the fan-out scenarios against Switchboard and both baselines. */
+export async function fanout(ctx: BenchContext): Promise<BenchReport> {
+  const scenarios = [
+    { label: `1 channel x ${ctx.size(1000)}`, channels: 1, perChannel: ctx.size(1000), window: 8 },
+    { label: `1 channel x ${ctx.size(10000)}`, channels: 1, perChannel: ctx.size(10000), window: 4 },
+    { label: `${ctx.size(1000)} channels x 10`, channels: ctx.size(1000), perChannel: 10, window: 200 },
+  ];
+  const results: Record<string, Record<string, (GenResult & { serverCpu: number }) | { error: string }>> = {};
+  let missing = false;
+  for (const target of TARGETS) {
+    const server: Served = await target.start();
+    try {
+      if (target.kind === "switchboard" && !(await routeExists(server.baseUrl, "POST", `/api/apps/${APP.id}/trigger`, { channel: "probe", event: "probe", data: {} }))) {
+        missing = true;
+        continue;
+      }
+      for (const s of scenarios) {
+        ctx.log(`fanout ${s.label} -> ${target.name}`);
+        const meter = new CpuMeter(server.pid);
+        try {
+          const r = await runGenerator<GenResult>("bun", "gen/fanout_gen.ts", {
+            target: { kind: target.kind, base: server.baseUrl, appKey: APP.key },
+            channels: s.channels,
+            perChannel: s.perChannel,
+            seconds: ctx.seconds(6, 1.5),
+            warmup: ctx.seconds(1, 0.5),
+            window: s.window,
+            payloadBytes: 100,
+            maxHttp: 32,
+          }, meter.mark);
+          (results[s.label] ??= {})[target.name] = { ...r, serverCpu: meter.share };
+        } catch (e) {
+          (results[s.label] ??= {})[target.name] = { error: String(e).slice(0, 300) };
+          ctx.log(String(e).slice(0, 1000));
+        }
+      }
+    } finally {
+      await server.stop();
+    }
+  }
+
+  const columns = ["scenario", "server", "delivered/s", "p50 ms", "p99 ms", "vs bun", "vs ws", "server cpu", "gen cpu", "limit", "lost"];
+  const rows: (string | number | null)[][] = [];
+  const data: Record<string, unknown>[] = [];
+  const notes: string[] = [];
+  for (const s of scenarios) {
+    const per = results[s.label] ?? {};
+    const rate = (n: string) => ("perSecond" in (per[n] ?? {}) ? (per[n] as GenResult).perSecond : NaN);
+    for (const t of TARGETS) {
+      const r = per[t.name];
+      if (!r || "error" in r) {
+        rows.push([s.label, t.name, "error", null, null, null, null, null, null, null, null]);
+        data.push({ scenario: s.label, server: t.name, error: r?.error ?? "not run" });
+        continue;
+      }
+      const vsBun = round(r.perSecond / rate("bun server.publish"), 3);
+      const vsWs = round(r.perSecond / rate("node ws broadcast"), 3);
+      const limit = bottleneck(r.genCpu, r.serverCpu);
+      const lost = r.missing + r.closedDuringRun;
+      rows.push([s.label, t.name, r.perSecond, r.p50, r.p99, t.kind === "switchboard" ? vsBun : null, t.kind === "switchboard" ? vsWs : null, pct(r.serverCpu), pct(r.genCpu), limit, lost ? `${r.missing} msgs, ${r.closedDuringRun} socks` : "0"]);
+      data.push({ scenario: s.label, server: t.name, channels: s.channels, subscribersPerChannel: s.perChannel, window: s.window, deliveredPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, ratioToBun: t.kind === "switchboard" ? vsBun : undefined, ratioToWs: t.kind === "switchboard" ? vsWs : undefined, serverCpu: round(r.serverCpu, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit, missing: r.missing, closedDuringRun: r.closedDuringRun, httpErrors: r.httpErrors, connectSeconds: round(r.connectSeconds, 2) });
+      if (limit === "generator") notes.push(`${s.label} / ${t.name}: the load generator saturated its core; the server figure is a lower bound.`);
+    }
+  }
+  notes.push("Triggers are HTTP POSTs from the generator process; at most `window` triggers' worth of deliveries are outstanding, so latency is measured at saturation with bounded queues.");
+  if (missing) {
+    const p = pending("fanout", "Switchboard channel trigger (POST /api/apps/{app_id}/trigger) is not available yet; baselines only");
+    return { ...p, columns, rows, data, notes: [...p.notes, ...notes] };
+  }
+  return { name: "fanout", status: "ok", columns, rows, data, notes };
+}
+
+function pct(x: number): string {
+  return Number.isNaN(x) ? "-" : `${Math.round(x * 100)}%`;
+}

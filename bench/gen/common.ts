@@ -1,0 +1,110 @@
+// Shared pieces of the load generators (run under Bun, in their own process): config from
+// BENCH_CONFIG, phase marks for the driver, result output, and socket helpers for both the
+// Switchboard Phoenix protocol and the bare baselines.
+declare const process: {
+  env: Record<string, string | undefined>;
+  stderr: { write(s: string): void };
+  cpuUsage(prev?: { user: number; system: number }): { user: number; system: number };
+  exit(code: number): never;
+};
+
+/** The generator's config (JSON in BENCH_CONFIG). */
+export function config<T>(): T {
+  return JSON.parse(process.env.BENCH_CONFIG ?? "{}") as T;
+}
+
+/** Tells the driver a phase edge ("start"/"end") so it can sample the server's CPU. */
+export function mark(name: string): void {
+  process.stderr.write(`@mark ${name}\n`);
+}
+
+/** Progress line on stderr (shown by the driver only on failure). */
+export function log(msg: string): void {
+  process.stderr.write(`${msg}\n`);
+}
+
+/** Prints the result object as the last stdout line. */
+export function done(result: unknown): void {
+  console.log(JSON.stringify(result));
+}
+
+/** CPU meter for this process: share of one core since `start()`. */
+export class SelfCpu {
+  #u = process.cpuUsage();
+  #t = performance.now();
+  /** Restarts the meter. */
+  start(): void {
+    this.#u = process.cpuUsage();
+    this.#t = performance.now();
+  }
+  /** CPU share (1.0 = one core) since start. */
+  share(): number {
+    const d = process.cpuUsage(this.#u);
+    return (d.user + d.system) / 1000 / (performance.now() - this.#t);
+  }
+}
+
+/** Sleeps `ms`. */
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Where and how to connect: Switchboard (Phoenix join) or a bare baseline (`/ws?channel=`). */
+export interface Target {
+  kind: "switchboard" | "bare";
+  /** http://127.0.0.1:PORT */
+  base: string;
+  appKey?: string;
+}
+
+/**
+ * Opens a socket subscribed to `channel` and resolves once subscribed (join reply ok for
+ * Switchboard, open for bare). `onMessage` gets every later text frame.
+ */
+export function subscribe(target: Target, topic: string, params: Record<string, unknown>, onMessage: (data: string) => void): Promise<WebSocket> {
+  const ws = target.kind === "switchboard"
+    ? new WebSocket(`${target.base.replace("http", "ws")}/socket/websocket?app_key=${target.appKey}&vsn=2.0.0`)
+    : new WebSocket(`${target.base.replace("http", "ws")}/ws?channel=${encodeURIComponent(topic)}`);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`subscribe ${topic} timed out`)), 30_000);
+    ws.onerror = () => reject(new Error(`socket error on ${topic}`));
+    ws.onclose = (e) => reject(new Error(`socket closed on ${topic}: ${e.code} ${e.reason}`));
+    ws.onopen = () => {
+      if (target.kind === "bare") {
+        clearTimeout(timer);
+        ws.onmessage = (e) => onMessage(e.data as string);
+        return resolve(ws);
+      }
+      ws.send(JSON.stringify(["1", "1", topic, "phx_join", params]));
+    };
+    if (target.kind === "switchboard") {
+      ws.onmessage = (e) => {
+        const s = e.data as string;
+        if (s.startsWith('["1","1"') && s.includes('"phx_reply"')) {
+          clearTimeout(timer);
+          if (!s.includes('"status":"ok"')) return reject(new Error(`join ${topic} refused: ${s}`));
+          ws.onmessage = (ev) => onMessage(ev.data as string);
+          resolve(ws);
+        }
+      };
+    }
+  });
+}
+
+/** Runs `tasks` with at most `limit` in flight. */
+export async function pool<T>(count: number, limit: number, task: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = new Array(count);
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const i = next++;
+      out[i] = await task(i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, count) }, worker));
+  return out;
+}
+
+/** Extracts the numeric field `"t":` (send timestamp) from a frame without a full parse. */
+export function stamp(s: string): number {
+  const i = s.indexOf('"t":');
+  return i < 0 ? NaN : parseFloat(s.slice(i + 4, i + 32));
+}

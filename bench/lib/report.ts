@@ -1,0 +1,40 @@
+// Types shared by the benchmark drivers and the runner.
+
+/** What every benchmark driver gets from the runner. */
+export interface BenchContext {
+  /** BENCH_QUICK=1: every size about 10x smaller, short windows. */
+  quick: boolean;
+  /** "source" (deno run main.ts) or "binary" (SWITCHBOARD_BIN). */
+  mode: "source" | "binary";
+  /** Scales a size for quick mode (about 10x smaller, at least `min`). */
+  size(n: number, min?: number): number;
+  /** Measurement window in seconds for quick or full mode. */
+  seconds(full: number, quick?: number): number;
+  /** Progress output. */
+  log(msg: string): void;
+}
+
+/** One benchmark's outcome, as printed and written to results/latest.json. */
+export interface BenchReport {
+  name: string;
+  status: "ok" | "pending" | "error";
+  /** Column names of `rows` as printed. */
+  columns: string[];
+  rows: (string | number | null)[][];
+  /** Machine-readable figures. */
+  data: Record<string, unknown>[];
+  notes: string[];
+  seconds?: number;
+}
+
+/** A report for a product that has not landed yet. */
+export function pending(name: string, why: string): BenchReport {
+  return { name, status: "pending", columns: [], rows: [], data: [], notes: [`PENDING: ${why}`] };
+}
+
+/** Verdict on who limited a run: the generator when it saturated its core and the server did not. */
+export function bottleneck(genCpu: number, serverCpu: number): string {
+  if (genCpu >= 0.9 && !(serverCpu >= 0.9)) return "generator";
+  if (serverCpu >= 0.9) return "server";
+  return "-";
+}
