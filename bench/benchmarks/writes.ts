@@ -1,6 +1,75 @@
-import { type BenchContext, type BenchReport, pending } from "../lib/report.ts";
+// Durable writes: set and increment on one hot object and on many objects, 1 and 64
+// concurrent writers, each acknowledged only when durable; baseline: raw awaited lmdb-js puts
+// of the same bytes with the same durability settings, in the server's runtime.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { APP, CpuMeter, matchingRuntime, runGenerator, startSwitchboard } from "../lib/proc.ts";
+import { type BenchContext, type BenchReport, bottleneck, pending } from "../lib/report.ts";
+import { round } from "../lib/stats.ts";
+import { routeExists } from "./probe.ts";
 
-/** Placeholder until written. */
-export function writes(_ctx: BenchContext): Promise<BenchReport> {
-  return Promise.resolve(pending("writes", "not written yet"));
+interface WriteResult {
+  perSecond: number;
+  p50: number;
+  p99: number;
+  errors?: number;
+  genCpu?: number;
+}
+
+/** Runs the durable-write matrix and its raw LMDB baseline. */
+export async function writes(ctx: BenchContext): Promise<BenchReport> {
+  const seconds = ctx.seconds(4, 1);
+  const warmup = ctx.seconds(0.5, 0.3);
+  const valueBytes = 100;
+  const many = ctx.size(10000);
+  const concurrencies = [1, 64];
+
+  // Raw baseline first, in the runtime the server runs in.
+  const raw: Record<string, WriteResult> = {};
+  const rt = matchingRuntime();
+  for (const objects of [1, many]) {
+    for (const concurrency of concurrencies) {
+      const dir = mkdtempSync(join(tmpdir(), "sb-bench-raw-"));
+      try {
+        ctx.log(`raw lmdb puts (${rt.name}) objects=${objects} c=${concurrency}`);
+        raw[`${objects}/${concurrency}`] = await runGenerator<WriteResult>(rt.name, "baselines/lmdb_raw.ts", { mode: "writes", dir, concurrency, seconds, warmup, objects, valueBytes });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  }
+
+  const columns = ["op", "objects", "writers", "writes/s", "p50 ms", "p99 ms", "raw writes/s", "raw p99 ms", "ratio", "server cpu", "limit"];
+  const rows: (string | number | null)[][] = [];
+  const data: Record<string, unknown>[] = [];
+  const notes: string[] = [];
+  const server = await startSwitchboard();
+  try {
+    if (!(await routeExists(server.baseUrl, "PUT", `/api/v1/objects/${APP.id}/probe/probe/v`, { value: 1 }))) {
+      const p = pending("writes", "Durable Objects HTTP API is not available yet; raw baseline only");
+      for (const [k, r] of Object.entries(raw)) data.push({ server: "raw lmdb", objectsAndWriters: k, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99 });
+      return { ...p, data };
+    }
+    for (const op of ["set", "increment"] as const) {
+      for (const objects of [1, many]) {
+        for (const concurrency of concurrencies) {
+          ctx.log(`${op} objects=${objects} writers=${concurrency}`);
+          const meter = new CpuMeter(server.pid);
+          const r = await runGenerator<WriteResult>("bun", "gen/writes_gen.ts", { base: server.baseUrl, op, objects, concurrency, seconds, warmup, valueBytes }, meter.mark);
+          const base = raw[`${objects}/${concurrency}`];
+          const ratio = round(r.perSecond / base.perSecond, 3);
+          const limit = bottleneck(r.genCpu ?? 0, meter.share);
+          rows.push([op, objects, concurrency, r.perSecond, r.p50, r.p99, base.perSecond, base.p99, ratio, `${Math.round(meter.share * 100)}%`, limit]);
+          data.push({ op, objects, writers: concurrency, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, rawWritesPerSecond: round(base.perSecond), rawP50Ms: base.p50, rawP99Ms: base.p99, ratioToRaw: ratio, errors: r.errors, serverCpu: round(meter.share, 2), generatorCpu: round(r.genCpu ?? 0, 2), bottleneck: limit });
+          if (r.errors) notes.push(`${op} objects=${objects} writers=${concurrency}: ${r.errors} failed requests`);
+          if (limit === "generator") notes.push(`${op} objects=${objects} writers=${concurrency}: generator-bound; the server figure is a lower bound`);
+        }
+      }
+    }
+  } finally {
+    await server.stop();
+  }
+  notes.push(`value ~${valueBytes} B JSON per set; raw baseline = one awaited db.put of the same value per write (overlappingSync false), ${rt.name} runtime, same writers and objects; data dirs on the local disk (${tmpdir()}).`);
+  return { name: "writes", status: "ok", columns, rows, data, notes };
 }

@@ -1,0 +1,64 @@
+// Baseline: raw lmdb-js, the same library and durability settings Switchboard uses
+// (overlappingSync false, msgpack values, ordered-binary array keys). Runs under Deno or Bun
+// (the runner picks the server's runtime). Modes, from BENCH_CONFIG:
+//   {mode:"writes", dir, concurrency, seconds, warmup, objects, valueBytes}
+//      closed-loop awaited durable puts; writes/s and p50/p99 latency
+//   {mode:"range", dir, count, valueBytes}
+//      writes `count` log-shaped entries, then times a full range read (entries/s)
+import { open } from "lmdb";
+import { latencySummary, Reservoir } from "../lib/stats.ts";
+
+declare const process: { env: Record<string, string | undefined> };
+const cfg = JSON.parse(process.env.BENCH_CONFIG ?? "{}");
+const root = open({ path: cfg.dir, overlappingSync: false, encoding: "msgpack" });
+const db = root.openDB({ name: "log", keyEncoding: "ordered-binary", encoding: "msgpack" });
+const pad = "x".repeat(Math.max(0, cfg.valueBytes - 20));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+if (cfg.mode === "writes") {
+  const lat = new Reservoir();
+  let running = true;
+  let measuring = false;
+  let count = 0;
+  const writer = async (w: number) => {
+    let n = 0;
+    while (running) {
+      const obj = cfg.objects === 1 ? "hot" : `o${(w * 7919 + n * 104729) % cfg.objects}`;
+      n++;
+      const t0 = performance.now();
+      await db.put(["app-1", "bench", obj, w, n], { n, pad });
+      if (measuring) {
+        lat.add(performance.now() - t0);
+        count++;
+      }
+    }
+  };
+  const writers = Array.from({ length: cfg.concurrency }, (_, w) => writer(w));
+  await sleep(cfg.warmup * 1000);
+  const t0 = performance.now();
+  measuring = true;
+  await sleep(cfg.seconds * 1000);
+  measuring = false;
+  const elapsed = (performance.now() - t0) / 1000;
+  running = false;
+  await Promise.all(writers);
+  console.log(JSON.stringify({ writes: count, perSecond: count / elapsed, ...latencySummary(lat.values) }));
+} else if (cfg.mode === "range") {
+  const stream = "app-1/bench/replay";
+  await root.transaction(() => {
+    for (let i = 1; i <= cfg.count; i++) db.put([stream, i], { op: "set", key: "v", value: { n: i, pad } });
+  });
+  let best = 0;
+  for (let round = 0; round < 3; round++) {
+    const t0 = performance.now();
+    let n = 0;
+    for (const { value } of db.getRange({ start: [stream, 0], end: [stream, Infinity] })) {
+      if (value) n++;
+    }
+    const rate = n / ((performance.now() - t0) / 1000);
+    if (n !== cfg.count) throw new Error(`read ${n} of ${cfg.count}`);
+    best = Math.max(best, rate);
+  }
+  console.log(JSON.stringify({ entries: cfg.count, perSecond: best }));
+}
+await root.close();

@@ -1,0 +1,70 @@
+// Durable-write load generator (Bun): `concurrency` closed-loop writers issue set (PUT slot)
+// or increment (POST /increment) requests on one hot object or spread over `objects` objects.
+// Each request is acknowledged by the server only once the write is durable.
+import { config, done, log, mark, SelfCpu, sleep } from "./common.ts";
+import { latencySummary, Reservoir } from "../lib/stats.ts";
+
+interface Cfg {
+  base: string;
+  op: "set" | "increment";
+  objects: number;
+  concurrency: number;
+  seconds: number;
+  warmup: number;
+  valueBytes: number;
+}
+
+const cfg = config<Cfg>();
+const headers = { "content-type": "application/json", "x-app-key": "key1", "x-app-secret": "secret1" };
+const pad = "x".repeat(Math.max(0, cfg.valueBytes - 20));
+const prefix = `${cfg.base}/api/v1/objects/app-1/bench-${cfg.op}-${cfg.objects}`;
+const lat = new Reservoir();
+let measuring = false;
+let running = true;
+let count = 0;
+let errors = 0;
+
+async function writer(w: number) {
+  let n = 0;
+  while (running) {
+    const obj = cfg.objects === 1 ? "hot" : `o${(w * 7919 + n * 104729) % cfg.objects}`;
+    n++;
+    const [url, method, body] = cfg.op === "set"
+      ? [`${prefix}/${obj}/v`, "PUT", JSON.stringify({ value: { n, pad } })]
+      : [`${prefix}/${obj}/increment`, "POST", JSON.stringify({ slot: "n", by: 1 })];
+    const t0 = performance.now();
+    try {
+      const res = await fetch(url, { method, headers, body });
+      await res.arrayBuffer();
+      if (!res.ok) {
+        errors++;
+        if (errors < 5) log(`${method} ${url}: ${res.status}`);
+        continue;
+      }
+    } catch (e) {
+      errors++;
+      if (errors < 5) log(`${method} ${url}: ${e}`);
+      await sleep(10);
+      continue;
+    }
+    if (measuring) {
+      lat.add(performance.now() - t0);
+      count++;
+    }
+  }
+}
+
+const writers = Array.from({ length: cfg.concurrency }, (_, w) => writer(w));
+await sleep(cfg.warmup * 1000);
+const cpu = new SelfCpu();
+mark("start");
+const t0 = performance.now();
+measuring = true;
+await sleep(cfg.seconds * 1000);
+measuring = false;
+const elapsed = (performance.now() - t0) / 1000;
+mark("end");
+const genCpu = cpu.share();
+running = false;
+await Promise.all(writers);
+done({ writes: count, perSecond: count / elapsed, ...latencySummary(lat.values), errors, genCpu });
