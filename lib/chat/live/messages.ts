@@ -1,0 +1,124 @@
+/**
+ * Message helpers of the live side: record <-> wire shape, the recent window, and staging the
+ * user message + assistant placeholder pair of a new run in one thread-log append.
+ */
+import type { Database, Key } from "lmdb";
+import type { App } from "../../config/apps.ts";
+import type { StoreEnv } from "../../store/env.ts";
+import { ChatError } from "../errors.ts";
+import type { ChatStore } from "../store.ts";
+import type { MessageRecord, ThreadEntry } from "../types.ts";
+import { LiveError } from "./runs.ts";
+
+/** A message in the spec's wire shape (`messageId`), plus the store's extra fields. */
+export type WireMessage = Omit<MessageRecord, "id"> & { messageId: string };
+
+/** Record -> wire shape. */
+export function toWire(m: MessageRecord): WireMessage {
+  const { id, ...rest } = m;
+  return { messageId: id, ...rest };
+}
+
+/** Maps a store error to a live reason: 404 -> `not_found`, others -> `invalid_request: ...`. */
+export function reasonOf(err: unknown): string {
+  if (err instanceof LiveError) return err.reason;
+  if (err instanceof ChatError) {
+    if (err.status === 404) return "not_found";
+    return `invalid_request: ${err.detail ?? err.title}`;
+  }
+  throw err;
+}
+
+/** Newest-first window reads over the store's `chat:rows` layout (`[kind, appId, threadId, seq]`). */
+export class MessageWindow {
+  #rows: Database<unknown, Key>;
+
+  constructor(env: StoreEnv, private store: ChatStore) {
+    this.#rows = env.db("chat:rows");
+  }
+
+  /** The newest `limit` messages in creation order, and whether older ones exist. */
+  recent(app: App, threadId: string, limit: number): { messages: MessageRecord[]; hasOlder: boolean } {
+    const base = [this.store.messages.rows.kind, app.id, threadId];
+    const out: MessageRecord[] = [];
+    for (const { value } of this.#rows.getRange({
+      start: [...base, Number.MAX_SAFE_INTEGER],
+      end: [...base, 0],
+      reverse: true,
+      limit: limit + 1,
+    })) {
+      out.push(value as MessageRecord);
+    }
+    const hasOlder = out.length > limit;
+    return { messages: out.slice(0, limit).reverse(), hasOlder };
+  }
+
+  /** Up to `limit` messages created before `before` (an id), oldest first. */
+  older(app: App, threadId: string, before: string, limit: number): { messages: MessageRecord[]; hasOlder: boolean } {
+    const page = this.store.messages.list(app, threadId, { before, size: limit });
+    return { messages: page.items, hasOlder: page.hasPrev };
+  }
+}
+
+/** Input of a new run's message pair. */
+export interface PairInput {
+  userMessage?: {
+    id: string;
+    content: unknown;
+    role?: "user" | "system";
+    parentId: string | null;
+    forkOf?: string | null;
+  };
+  assistant: { id: string; parentId: string | null; msgRegenerate?: string | null };
+  runId: string;
+  ownerClientId: string;
+}
+
+/**
+ * Stages (inside a thread-log prepare) the optional user message and the streaming assistant
+ * placeholder of a run. The store's stageCreate checks that a parent exists, which the user
+ * message of the same append does not yet; so the placeholder is staged without a parent and
+ * the parent is set on the staged record (the entry and the apply share that object).
+ */
+export function stagePair(store: ChatStore, app: App, threadId: string, p: PairInput): {
+  entries: ThreadEntry[];
+  apply: () => void;
+  records: MessageRecord[];
+} {
+  const entries: ThreadEntry[] = [];
+  const applies: (() => void)[] = [];
+  const records: MessageRecord[] = [];
+  if (p.userMessage) {
+    const u = store.messages.stageCreate(app, threadId, {
+      id: p.userMessage.id,
+      role: p.userMessage.role ?? "user",
+      content: p.userMessage.content,
+      runId: p.runId,
+      ownerClientId: p.ownerClientId,
+      parentId: p.userMessage.parentId,
+      forkOf: p.userMessage.forkOf ?? null,
+    });
+    entries.push(u.entry);
+    applies.push(u.apply);
+    records.push(u.record);
+  }
+  const sameAppend = p.userMessage && p.assistant.parentId === p.userMessage.id;
+  if (p.userMessage && p.assistant.id === p.userMessage.id) {
+    throw new LiveError("invalid_request: message ids must differ");
+  }
+  const a = store.messages.stageCreate(app, threadId, {
+    id: p.assistant.id,
+    role: "assistant",
+    content: "",
+    runId: p.runId,
+    ownerClientId: p.ownerClientId,
+    parentId: sameAppend ? null : p.assistant.parentId,
+    msgRegenerate: p.assistant.msgRegenerate ?? null,
+    status: "streaming",
+  });
+  if (sameAppend) a.record.parentId = p.assistant.parentId;
+  entries.push(a.entry);
+  applies.push(a.apply);
+  records.push(a.record);
+  return { entries, apply: () => applies.forEach((f) => f()), records };
+}

@@ -1,0 +1,162 @@
+/**
+ * Runs of a thread: the record, its pure state machine, and its table.
+ *
+ * State machine (docs/chat-live.md "Runs"):
+ *   pending --agent run:start--> active            (only when no other run of the thread is
+ *                                                   active or suspended: runs queue)
+ *   active  --agent run:suspend--> suspended
+ *   suspended --agent run:resume--> active
+ *   any non-terminal --run:end / cancel--> complete | cancelled | error
+ * Anything else is `invalid_state`; ending a terminal run is `already_ended`.
+ */
+import type { Database, Key } from "lmdb";
+import type { StoreEnv } from "../../store/env.ts";
+
+/** Run status values. */
+export type RunStatus = "pending" | "active" | "suspended" | "complete" | "cancelled" | "error";
+
+/** A tool call waiting for a human decision. */
+export interface SuspendedTool {
+  toolCallId: string;
+  toolName: string;
+  args: Record<string, unknown>;
+}
+
+/** A run as stored and as sent on the wire (RunInfo plus documented extension fields). */
+export interface RunRecord {
+  runId: string;
+  ownerClientId: string;
+  status: RunStatus;
+  /** Creation time while pending; the time of run:start afterwards. */
+  startedAt: number;
+  endedAt: number | null;
+  suspendedTool: SuspendedTool | null;
+  parentId: string | null;
+  forkOf: string | null;
+  msgRegenerate: string | null;
+  /** The assistant message this run streams into (created with the run). */
+  messageId: string;
+  createdAt: number;
+  toolDecision: "approved" | "rejected" | null;
+  /** The agent that started the run, null while pending. */
+  agentId: string | null;
+}
+
+/** A live push failure carrying the spec's reason string. */
+export class LiveError extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+    this.name = "LiveError";
+  }
+}
+
+/** Terminal statuses. */
+export const TERMINAL: ReadonlySet<RunStatus> = new Set(["complete", "cancelled", "error"]);
+
+/** Whether the run is finished. */
+export function isTerminal(run: RunRecord): boolean {
+  return TERMINAL.has(run.status);
+}
+
+/** A fresh pending run. */
+export function newRun(fields: {
+  runId: string;
+  ownerClientId: string;
+  messageId: string;
+  parentId: string | null;
+  forkOf?: string | null;
+  msgRegenerate?: string | null;
+}, now = Date.now()): RunRecord {
+  return {
+    runId: fields.runId,
+    ownerClientId: fields.ownerClientId,
+    status: "pending",
+    startedAt: now,
+    endedAt: null,
+    suspendedTool: null,
+    parentId: fields.parentId,
+    forkOf: fields.forkOf ?? null,
+    msgRegenerate: fields.msgRegenerate ?? null,
+    messageId: fields.messageId,
+    createdAt: now,
+    toolDecision: null,
+    agentId: null,
+  };
+}
+
+/** pending -> active. `busy` is whether another run of the thread is active or suspended. */
+export function startRun(run: RunRecord, busy: boolean, agentId: string, now = Date.now()): RunRecord {
+  if (isTerminal(run)) throw new LiveError("already_ended");
+  if (run.status !== "pending" || busy) throw new LiveError("invalid_state");
+  return { ...run, status: "active", startedAt: now, agentId };
+}
+
+/** active -> suspended, waiting for a decision on `tool`. */
+export function suspendRun(run: RunRecord, tool: SuspendedTool): RunRecord {
+  if (isTerminal(run)) throw new LiveError("already_ended");
+  if (run.status !== "active") throw new LiveError("invalid_state");
+  return { ...run, status: "suspended", suspendedTool: tool, toolDecision: null };
+}
+
+/** Records a human decision on the suspended tool call (the run stays suspended). */
+export function decideTool(run: RunRecord, toolCallId: string, approved: boolean): RunRecord {
+  if (isTerminal(run)) throw new LiveError("already_ended");
+  if (run.status !== "suspended" || run.suspendedTool?.toolCallId !== toolCallId) {
+    throw new LiveError("invalid_state");
+  }
+  if (run.toolDecision !== null) throw new LiveError("invalid_state");
+  return { ...run, toolDecision: approved ? "approved" : "rejected" };
+}
+
+/** suspended -> active. */
+export function resumeRun(run: RunRecord): RunRecord {
+  if (isTerminal(run)) throw new LiveError("already_ended");
+  if (run.status !== "suspended") throw new LiveError("invalid_state");
+  return { ...run, status: "active", suspendedTool: null, toolDecision: null };
+}
+
+/** Any non-terminal -> the status matching `reason`. */
+export function endRun(run: RunRecord, reason: "complete" | "cancelled" | "error", now = Date.now()): RunRecord {
+  if (isTerminal(run)) throw new LiveError("already_ended");
+  return { ...run, status: reason, endedAt: now, suspendedTool: null };
+}
+
+/** Runs table: key `[appId, threadId, runId]`. Writes only inside a thread-log `apply`. */
+export class RunTable {
+  #db: Database<RunRecord, Key>;
+
+  constructor(env: StoreEnv) {
+    this.#db = env.db<RunRecord>("chat:live:runs");
+  }
+
+  /** One run, or undefined. */
+  get(appId: string, threadId: string, runId: string): RunRecord | undefined {
+    return this.#db.get([appId, threadId, runId]);
+  }
+
+  /** Stores a run (inside a transaction). */
+  put(appId: string, threadId: string, run: RunRecord): void {
+    this.#db.put([appId, threadId, run.runId], run);
+  }
+
+  /** Every run of a thread (key order). */
+  all(appId: string, threadId: string): RunRecord[] {
+    const out: RunRecord[] = [];
+    for (const { value } of this.#db.getRange({ start: [appId, threadId, ""], end: [appId, threadId, "\uffff"] })) {
+      out.push(value);
+    }
+    return out;
+  }
+
+  /** Whether a run other than `except` is active or suspended. */
+  busy(appId: string, threadId: string, except?: string): boolean {
+    return this.all(appId, threadId).some((r) =>
+      r.runId !== except && (r.status === "active" || r.status === "suspended")
+    );
+  }
+
+  /** Removes every run of a thread (thread purge). */
+  removeThread(appId: string, threadId: string): void {
+    for (const r of this.all(appId, threadId)) this.#db.remove([appId, threadId, r.runId]);
+  }
+}
