@@ -15,7 +15,17 @@ import {
   sendRequest,
 } from "./auth.ts";
 
+import * as channelsApi from "./channels.ts";
+
 export { SwitchboardError } from "./auth.ts";
+export type {
+  ChannelEvent,
+  ChannelInfo,
+  ChannelsOptions,
+  HistoryItem,
+  HistoryOptions,
+  HistoryPage,
+} from "./channels.ts";
 export type { AuthResult, Grants } from "./auth.ts";
 
 /** Options of `new Switchboard()`; `appId` defaults to `appKey` (both are accepted in paths). */
@@ -115,6 +125,40 @@ export class Switchboard {
   /** JWT for arbitrary grants via `POST /api/auth`. */
   async issueToken(socketId: string, clientId: string, grants: Grants): Promise<AuthResult> {
     return await this.#issue(socketId, clientId, grantCapabilities(grants));
+  }
+
+  /** Publishes one event on a channel; resolves with `{ serial }` (null on `ephemeral-`). */
+  trigger(channel: string, event: string, data?: unknown): Promise<{ serial: number | null }> {
+    return channelsApi.trigger(this.#channelConn(), this.appId, channel, event, data);
+  }
+
+  /** Publishes up to 100 events, atomic per channel; `{ serials }` in request order. */
+  push(events: channelsApi.ChannelEvent[]): Promise<{ serials: (number | null)[] }> {
+    return channelsApi.push(this.#channelConn(), this.appId, events);
+  }
+
+  /** One page of a channel's retained history, oldest first. */
+  history(channel: string, opts?: channelsApi.HistoryOptions): Promise<channelsApi.HistoryPage> {
+    return channelsApi.history(this.#channelConn(), this.appId, channel, opts);
+  }
+
+  /** Occupied channels, optionally filtered by prefix, with the requested info. */
+  channels(opts?: channelsApi.ChannelsOptions) {
+    return channelsApi.channels(this.#channelConn(), this.appId, opts);
+  }
+
+  /** One channel's info: occupied, subscription_count, serial (and user_count for presence). */
+  channel(name: string): Promise<channelsApi.ChannelInfo> {
+    return channelsApi.channel(this.#channelConn(), this.appId, name);
+  }
+
+  /** Members of a presence channel. */
+  users(name: string) {
+    return channelsApi.users(this.#channelConn(), this.appId, name);
+  }
+
+  #channelConn(): Connection {
+    return { baseUrl: this.baseUrl, appKey: this.appKey, appSecret: this.#secret };
   }
 
   async #issue(socketId: string, clientId: string, capabilities: string[]): Promise<AuthResult> {
