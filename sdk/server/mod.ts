@@ -16,6 +16,7 @@ import {
 } from "./auth.ts";
 
 import * as channelsApi from "./channels.ts";
+import { ObjectsClient } from "./objects.ts";
 
 export { SwitchboardError } from "./auth.ts";
 export type {
@@ -125,6 +126,12 @@ export class Switchboard {
   /** JWT for arbitrary grants via `POST /api/auth`. */
   async issueToken(socketId: string, clientId: string, grants: Grants): Promise<AuthResult> {
     return await this.#issue(socketId, clientId, grantCapabilities(grants));
+  }
+
+  /** Client for the Durable Object `{type}/{key}` of this app (docs/objects.md). */
+  objects(type: string, key: string): ObjectsClient {
+    const conn = { baseUrl: this.baseUrl, appKey: this.appKey, appSecret: this.#secret };
+    return new ObjectsClient(conn, this.appId, type, key);
   }
 
   /** Publishes one event on a channel; resolves with `{ serial }` (null on `ephemeral-`). */
