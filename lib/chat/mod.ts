@@ -1,7 +1,7 @@
 import type { ProductDeps, ProductModule } from "../product.ts";
+import { chatRestRoutes } from "./rest/mod.ts";
 import { ChatStore } from "./store.ts";
 import { ThreadLog } from "./thread_log.ts";
-import { createChatLive } from "./live/mod.ts";
 
 /** What the REST side and the live side share: built once per server by `createChat`. */
 export interface ChatServices {
@@ -18,6 +18,8 @@ export function createChatServices(deps: ProductDeps): ChatServices {
 /** Builds the chat product (REST routes, webhooks and the live thread channel). */
 export function createChat(deps: ProductDeps): ProductModule {
   const services = createChatServices(deps);
-  const live = createChatLive(deps, services);
-  return { channels: { chat: live.handler }, close: () => live.close() };
+  // LIVE: const live = createChatLive(deps, services); // from "./live/mod.ts" (live dev wires this)
+  return {
+    routes: chatRestRoutes(deps.apps, services),
+  };
 }
