@@ -1,4 +1,5 @@
 import type { ProductDeps, ProductModule } from "../product.ts";
+import { createChatLive } from "./live/mod.ts";
 import { chatRestRoutes } from "./rest/mod.ts";
 import { ChatStore } from "./store.ts";
 import { ThreadLog } from "./thread_log.ts";
@@ -18,8 +19,10 @@ export function createChatServices(deps: ProductDeps): ChatServices {
 /** Builds the chat product (REST routes, webhooks and the live thread channel). */
 export function createChat(deps: ProductDeps): ProductModule {
   const services = createChatServices(deps);
-  // LIVE: const live = createChatLive(deps, services); // from "./live/mod.ts" (live dev wires this)
+  const live = createChatLive(deps, services);
   return {
     routes: chatRestRoutes(deps.apps, services),
+    channels: { chat: live.handler },
+    close: () => live.close(),
   };
 }
