@@ -1,0 +1,322 @@
+/**
+ * `RealtimeClient`: channels (PubSub) for browsers, Deno, Bun and Node, on top of the official
+ * phoenix `Socket`. Learns its socket id from the server's first frame, fetches a fresh token
+ * per socket (tokens bind socket ids), and on reconnect resubscribes with `after_serial` so
+ * the app sees every event once, in order (deduplicated by serial). See docs/channels.md.
+ */
+import { Socket } from "phoenix";
+import { msgpackSocketOptions } from "./msgpack_serializer.ts";
+
+/** What a token source returns: the token, or `{ auth, channel_data? }`. */
+export type AuthResult = string | { auth: string; channel_data?: string | Record<string, unknown> };
+
+/** Params handed to `authCallback` and POSTed to `authEndpoint`. */
+export interface ChannelAuthParams {
+  socket_id: string;
+  channel_name: string;
+  auth_info?: unknown;
+  [extra: string]: unknown;
+}
+
+/** Options of `new RealtimeClient(appKey, options)`. */
+export interface RealtimeOptions {
+  /** Socket URL `ws://HOST:PORT/socket` (one ending in `/websocket` is accepted too). */
+  endpoint?: string;
+  /** Customer endpoint answering `{ auth, channel_data? }` to POST `{ socket_id, channel_name, auth_info? }`. */
+  authEndpoint?: string;
+  /** Alternative token source: call `done(err, result)` or return the result (or a promise). */
+  authCallback?: (params: ChannelAuthParams, done: (err: unknown, result?: AuthResult) => void) => unknown;
+  /** Extra headers on the authEndpoint request. */
+  authHeaders?: Record<string, string>;
+  /** Extra body fields on the authEndpoint request. */
+  authParams?: Record<string, unknown>;
+  /** `msgpack` switches the socket to MessagePack binary frames (default JSON). */
+  messageFormat?: "json" | "msgpack";
+  /** Same as `messageFormat`. */
+  serializer?: "json" | "msgpack";
+  reconnectAfterMs?: number | ((tries: number) => number);
+  rejoinAfterMs?: number | ((tries: number) => number);
+  /** False: do not connect until `connect()` (default true). */
+  autoConnect?: boolean;
+  /** Extra socket URL params. */
+  params?: Record<string, unknown>;
+  /** Push/join timeout in ms (phoenix default 10 s). */
+  timeout?: number;
+}
+
+/** Options of `subscribe`. */
+export interface SubscribeOptions {
+  /** Fetch a token for this channel (default: only for `private-` / `presence-`). */
+  auth?: boolean;
+  /** Passed to the token source as `auth_info`. */
+  authInfo?: unknown;
+  /** Replay events after this serial on the first join. */
+  afterSerial?: number;
+}
+
+/** Client-local events: `switchboard:subscribed` (join reply) and `switchboard:error` ({ reason }). */
+export type EventCallback = (data: any, meta: Record<string, any>) => void;
+
+const asMs = (v: number | ((t: number) => number) | undefined) =>
+  typeof v === "number" ? () => v : v;
+
+/** A connection to Switchboard channels. */
+export class RealtimeClient {
+  readonly appKey: string;
+  /** The underlying phoenix Socket (shared by object subscriptions). */
+  readonly socket: any;
+  /** The server-assigned id of the current connection; null while disconnected. */
+  socketId: string | null = null;
+  readonly #options: RealtimeOptions;
+  readonly #subs = new Map<string, ChannelSubscription>();
+  #idWaiters: ((id: string) => void)[] = [];
+
+  /** Creates the client and connects unless `autoConnect` is false. */
+  constructor(appKey: string, options: RealtimeOptions = {}) {
+    if (typeof appKey !== "string" || appKey === "") throw new TypeError("RealtimeClient needs an app key.");
+    this.appKey = appKey;
+    this.#options = options;
+    const endpoint = (options.endpoint ?? defaultEndpoint()).replace(/\/websocket\/?(\?.*)?$/, "");
+    const msgpack = (options.messageFormat ?? options.serializer) === "msgpack";
+    const params = { ...options.params, app_key: appKey, ...(msgpack ? { format: "msgpack" } : {}) };
+    // Cast: phoenix's bundled typings type encode/decode narrower than the runtime accepts.
+    this.socket = new Socket(endpoint, {
+      params,
+      ...(msgpack ? msgpackSocketOptions : {}),
+      ...(options.reconnectAfterMs !== undefined ? { reconnectAfterMs: asMs(options.reconnectAfterMs) } : {}),
+      ...(options.rejoinAfterMs !== undefined ? { rejoinAfterMs: asMs(options.rejoinAfterMs) } : {}),
+      ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
+    } as any);
+    this.socket.onMessage((msg: { topic: string; event: string; payload: any }) => {
+      if (msg.topic === "phoenix" && msg.event === "connected") this.#connected(String(msg.payload.socket_id));
+    });
+    const lost = () => {
+      if (this.socketId === null) return;
+      this.socketId = null;
+      for (const sub of this.#subs.values()) sub._detach();
+    };
+    this.socket.onClose(lost);
+    this.socket.onError(lost);
+    if (options.autoConnect !== false) this.socket.connect();
+  }
+
+  /** Opens the socket (after `autoConnect: false` or `disconnect()`). */
+  connect(): void {
+    this.socket.connect();
+  }
+
+  /** Closes the socket; subscriptions resume (with replay) on the next `connect()`. */
+  disconnect(): void {
+    this.socket.disconnect();
+    this.socketId = null;
+    for (const sub of this.#subs.values()) sub._detach();
+  }
+
+  /** Resolves with the socket id once connected. */
+  socketIdReady(): Promise<string> {
+    if (this.socketId !== null) return Promise.resolve(this.socketId);
+    return new Promise((resolve) => this.#idWaiters.push(resolve));
+  }
+
+  /** Subscribes to a channel (returned at once; `ready` settles with the first join). */
+  subscribe(channelName: string, opts: SubscribeOptions = {}): ChannelSubscription {
+    const existing = this.#subs.get(channelName);
+    if (existing) return existing;
+    const sub = new ChannelSubscription(this, channelName, opts, () => this.#subs.delete(channelName));
+    this.#subs.set(channelName, sub);
+    if (this.socketId !== null) sub._attach(this.socketId);
+    return sub;
+  }
+
+  /** Fetches a token for `params` from `authCallback` or `authEndpoint`. */
+  async authorize(params: ChannelAuthParams): Promise<{ auth: string; channel_data?: unknown }> {
+    const o = this.#options;
+    let result: AuthResult | undefined;
+    if (o.authCallback) {
+      result = await new Promise<AuthResult>((resolve, reject) => {
+        const done = (err: unknown, r?: AuthResult) => (err ? reject(err) : resolve(r!));
+        Promise.resolve(o.authCallback!(params, done)).then((r) => {
+          if (r !== undefined) resolve(r as AuthResult);
+        }, reject);
+      });
+    } else if (o.authEndpoint) {
+      const res = await fetch(o.authEndpoint, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...o.authHeaders },
+        body: JSON.stringify({ ...o.authParams, ...params }),
+      });
+      if (!res.ok) throw new Error(`authEndpoint answered HTTP ${res.status}`);
+      result = await res.json();
+    } else {
+      throw new Error(`Channel ${params.channel_name} needs a token: set authEndpoint or authCallback.`);
+    }
+    if (typeof result === "string") return { auth: result };
+    if (!result || typeof result.auth !== "string") throw new Error("The token source returned no auth.");
+    return result;
+  }
+
+  #connected(id: string) {
+    this.socketId = id;
+    for (const w of this.#idWaiters.splice(0)) w(id);
+    for (const sub of this.#subs.values()) sub._attach(id);
+  }
+}
+
+/** One subscribed channel. Events reach `bind` callbacks as `(data, { serial, ... })`. */
+export class ChannelSubscription {
+  readonly name: string;
+  /** Presence members by user id (presence channels). */
+  readonly members = new Map<string, unknown>();
+  /** Serial of the latest event seen (null before the first join and on ephemeral channels). */
+  lastSerial: number | null = null;
+  /** Settles with the first join reply, or rejects with its refusal. */
+  readonly ready: Promise<Record<string, any>>;
+  #client: RealtimeClient;
+  #opts: SubscribeOptions;
+  #remove: () => void;
+  #bindings = new Map<string, Set<EventCallback>>();
+  #channel: any = null;
+  #joined: Promise<any> | null = null;
+  #settle!: { ok: (r: Record<string, any>) => void; fail: (e: Error) => void };
+  #closed = false;
+
+  /** Use `RealtimeClient.subscribe`. */
+  constructor(client: RealtimeClient, name: string, opts: SubscribeOptions, remove: () => void) {
+    this.#client = client;
+    this.name = name;
+    this.#opts = opts;
+    this.#remove = remove;
+    this.ready = new Promise((ok, fail) => (this.#settle = { ok, fail }));
+    this.ready.catch(() => {}); // observed through bind("switchboard:error") too
+  }
+
+  /** Calls `cb(data, meta)` for `event`. */
+  bind(event: string, cb: EventCallback): this {
+    let set = this.#bindings.get(event);
+    if (!set) this.#bindings.set(event, (set = new Set()));
+    set.add(cb);
+    return this;
+  }
+
+  /** Removes one callback, every callback of `event`, or every callback. */
+  unbind(event?: string, cb?: EventCallback): this {
+    if (event === undefined) this.#bindings.clear();
+    else if (cb === undefined) this.#bindings.delete(event);
+    else this.#bindings.get(event)?.delete(cb);
+    return this;
+  }
+
+  /** Publishes a client event (data must be a JSON object); resolves with `{ serial }`. */
+  async publish(event: string, data: Record<string, unknown> = {}): Promise<{ serial: number | null }> {
+    if (typeof data !== "object" || data === null || Array.isArray(data)) {
+      throw new TypeError("publish() data must be a JSON object.");
+    }
+    while (!this.#closed) {
+      const channel = await (this.#joined ?? this.#nextJoin());
+      if (channel !== this.#channel) continue;
+      return await new Promise((resolve, reject) => {
+        channel.push(event, data)
+          .receive("ok", resolve)
+          .receive("error", (r: { reason: string }) => reject(Object.assign(new Error(r.reason), { reason: r.reason })))
+          .receive("timeout", () => reject(new Error("publish timed out")));
+      });
+    }
+    throw new Error("subscription closed");
+  }
+
+  /** Leaves the channel and forgets the subscription. */
+  unsubscribe(): void {
+    this.#closed = true;
+    this.#remove();
+    this.#channel?.leave();
+    this.#channel = null;
+  }
+
+  /** @internal Joins on socket `socketId` (fresh token, replay after `lastSerial`). */
+  async _attach(socketId: string): Promise<void> {
+    if (this.#closed) return;
+    const kind = this.name.startsWith("private-") || this.name.startsWith("presence-");
+    const params: Record<string, unknown> = {};
+    let ready!: (ch: any) => void;
+    this.#joined = new Promise((r) => (ready = r));
+    try {
+      if (this.#opts.auth ?? kind) {
+        const a = await this.#client.authorize({ socket_id: socketId, channel_name: this.name, ...(this.#opts.authInfo !== undefined ? { auth_info: this.#opts.authInfo } : {}) });
+        params.auth = a.auth;
+        if (a.channel_data !== undefined) params.channel_data = a.channel_data;
+      }
+    } catch (err) {
+      return this.#fail(String((err as Error)?.message ?? err));
+    }
+    if (this.#closed || this.#client.socketId !== socketId) return; // a newer connection took over
+    const channel = this.#client.socket.channel(`pubsub:${this.#client.appKey}:${this.name}`, () => {
+      const after = this.lastSerial ?? this.#opts.afterSerial;
+      return after === undefined ? params : { ...params, after_serial: after };
+    });
+    channel.onMessage = (event: string, payload: any) => {
+      if (channel === this.#channel) this.#dispatch(event, payload);
+      return payload;
+    };
+    this.#channel = channel;
+    channel.join()
+      .receive("ok", (resp: Record<string, any>) => {
+        this.lastSerial = typeof resp.serial === "number" ? resp.serial : null;
+        if (resp.presence) {
+          this.members.clear();
+          for (const m of resp.presence.members) this.members.set(m.user_id, m.user_info);
+        }
+        ready(channel);
+        this.#settle.ok(resp);
+        this.#emit("switchboard:subscribed", resp, {});
+      })
+      .receive("error", (r: { reason: string }) => this.#fail(r.reason));
+  }
+
+  /** @internal Drops the channel of a lost connection (it is rejoined with a fresh token). */
+  _detach(): void {
+    const ch = this.#channel;
+    if (!ch) return;
+    this.#channel = null;
+    ch.rejoinTimer?.reset();
+    this.#client.socket.remove(ch);
+  }
+
+  #nextJoin(): Promise<any> {
+    return this.#client.socketIdReady().then(() => this.#joined ?? this.#nextJoin());
+  }
+
+  #fail(reason: string) {
+    this._detach();
+    this.#settle.fail(Object.assign(new Error(reason), { reason }));
+    this.#emit("switchboard:error", { reason }, {});
+  }
+
+  #dispatch(event: string, payload: any) {
+    if (event.startsWith("phx_") || event.startsWith("chan_reply_")) return;
+    if (event === "presence:join") this.members.set(payload.user_id, payload.user_info);
+    else if (event === "presence:leave") this.members.delete(payload.user_id);
+    if (event.startsWith("presence:")) return this.#emit(event, payload, {});
+    const serial = payload?.serial;
+    if (typeof serial === "number") {
+      if (this.lastSerial !== null && serial <= this.lastSerial) return; // already seen
+      this.lastSerial = serial;
+    }
+    this.#emit(event, payload?.data, payload ?? {});
+  }
+
+  #emit(event: string, data: unknown, meta: Record<string, unknown>) {
+    for (const cb of [...(this.#bindings.get(event) ?? [])]) {
+      try {
+        cb(data, meta);
+      } catch (err) {
+        console.error(`channel ${this.name} callback for ${event} threw:`, err);
+      }
+    }
+  }
+}
+
+function defaultEndpoint(): string {
+  const loc = (globalThis as { location?: Location }).location;
+  if (loc?.host) return `${loc.protocol === "https:" ? "wss" : "ws"}://${loc.host}/socket`;
+  return "ws://127.0.0.1:4000/socket";
+}
