@@ -1,6 +1,59 @@
+// Connections: many idle sockets, each joined to its own channel; server memory per
+// connection (VmRSS delta / sockets) and connect+join rate. Scaled down automatically to the
+// open-file limit (the server holds one descriptor per socket).
+import { openFileLimit, rssBytes, runGenerator, startSwitchboard } from "../lib/proc.ts";
 import { type BenchContext, type BenchReport, pending } from "../lib/report.ts";
+import { round } from "../lib/stats.ts";
+import { routeExists } from "./probe.ts";
 
-/** Placeholder until written. */
-export function connections(_ctx: BenchContext): Promise<BenchReport> {
-  return Promise.resolve(pending("connections", "not written yet"));
+interface ConnResult {
+  joined: number;
+  failures: number;
+  seconds: number;
+  perSecond: number;
+  stillOpen: number;
+}
+
+/** Runs the idle-connection benchmark at the configured sizes. */
+export async function connections(ctx: BenchContext): Promise<BenchReport> {
+  const limit = openFileLimit();
+  const cap = limit - 300;
+  const columns = ["target sockets", "sockets", "connect+join/s", "rss before MB", "rss after MB", "KiB per socket", "still open"];
+  const rows: (string | number | null)[][] = [];
+  const data: Record<string, unknown>[] = [];
+  const notes: string[] = [];
+  for (const target of [ctx.size(10_000), ctx.size(50_000)]) {
+    const count = Math.min(target, cap);
+    if (count < target) notes.push(`${target} sockets scaled down to ${count}: open-file limit (ulimit -n) is ${limit} and cannot be raised here (hard limit)`);
+    const server = await startSwitchboard();
+    try {
+      if (!(await routeExists(server.baseUrl, "POST", "/api/apps/app-1/trigger", { channel: "probe", event: "probe", data: {} }))) {
+        return pending("connections", "channels (pubsub) are not available yet");
+      }
+      await new Promise((r) => setTimeout(r, 500));
+      const before = rssBytes(server.pid);
+      let after = NaN;
+      // Each generator process holds at most `perProc` sockets (its own descriptor limit).
+      const perProc = Math.max(1, cap - 200);
+      const procs = Math.ceil(count / perProc);
+      let ready = 0;
+      ctx.log(`connections: ${count} sockets from ${procs} generator process(es)`);
+      const results = await Promise.all(Array.from({ length: procs }, (_, p) => {
+        const n = Math.min(perProc, count - p * perProc);
+        return runGenerator<ConnResult>("node", "gen/conns_gen.mjs", { base: server.baseUrl, count: n, offset: p * perProc, holdMs: 3000 }, (m) => {
+          if (m === "ready" && ++ready === procs) after = rssBytes(server.pid);
+        });
+      }));
+      const joined = results.reduce((a, r) => a + r.joined, 0);
+      const seconds = Math.max(...results.map((r) => r.seconds));
+      const stillOpen = results.reduce((a, r) => a + r.stillOpen, 0);
+      const perSocket = (after - before) / Math.max(1, joined) / 1024;
+      rows.push([target, joined, joined / seconds, round(before / 2 ** 20, 1), round(after / 2 ** 20, 1), round(perSocket, 1), stillOpen]);
+      data.push({ targetSockets: target, sockets: joined, failures: results.reduce((a, r) => a + r.failures, 0), connectPerSecond: round(joined / seconds), rssBeforeBytes: before, rssAfterBytes: after, bytesPerSocket: round(perSocket * 1024), stillOpenAfterHold: stillOpen });
+    } finally {
+      await server.stop();
+    }
+  }
+  notes.push("each socket connects, receives `connected` and joins its own public channel; the generator (node + ws) keeps 200 connects in flight; RSS read from /proc/<pid>/status once all are joined.");
+  return { name: "connections", status: "ok", columns, rows, data, notes };
 }
