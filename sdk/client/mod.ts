@@ -1,4 +1,4 @@
-/** Client SDK: RealtimeClient (channels) and the MessagePack serializer for the phoenix Socket. */
+/** Client SDK: RealtimeClient (channels, objects) and the MessagePack serializer for phoenix. */
 export { ChannelSubscription, RealtimeClient } from "./realtime.ts";
 export type {
   AuthResult,
@@ -8,3 +8,5 @@ export type {
   SubscribeOptions,
 } from "./realtime.ts";
 export { msgpackDecode, msgpackEncode, msgpackSocketOptions } from "./msgpack_serializer.ts";
+export { ObjectSubscription } from "./object_subscription.ts";
+export type { ObjectChange } from "./object_subscription.ts";

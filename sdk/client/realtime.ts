@@ -6,6 +6,7 @@
  */
 import { Socket } from "phoenix";
 import { msgpackSocketOptions } from "./msgpack_serializer.ts";
+import { objectAuthBody, ObjectSubscription } from "./object_subscription.ts";
 
 /** What a token source returns: the token, or `{ auth, channel_data? }`. */
 export type AuthResult = string | { auth: string; channel_data?: string | Record<string, unknown> };
@@ -128,14 +129,33 @@ export class RealtimeClient {
     return sub;
   }
 
-  /** Fetches a token for `params` from `authCallback` or `authEndpoint`. */
-  async authorize(params: ChannelAuthParams): Promise<{ auth: string; channel_data?: unknown }> {
+  /**
+   * A live read-only copy of a Durable Object. The token comes from the same source as
+   * channels: `authCallback` / `authEndpoint` get `{ socket_id, object_type, object_key }`.
+   */
+  object(type: string, key: string): ObjectSubscription {
+    const hasSource = this.#options.authCallback || this.#options.authEndpoint;
+    return new ObjectSubscription(
+      this.socket,
+      this.appKey,
+      type,
+      key,
+      async (socketId) =>
+        hasSource ? (await this.authorize(objectAuthBody(socketId, type, key))).auth : undefined,
+      { socketId: () => this.socketId ?? undefined },
+    );
+  }
+
+  /** Fetches a token for `params` (channel or object auth body) from the configured source. */
+  async authorize(
+    params: ChannelAuthParams | Record<string, unknown>,
+  ): Promise<{ auth: string; channel_data?: unknown }> {
     const o = this.#options;
     let result: AuthResult | undefined;
     if (o.authCallback) {
       result = await new Promise<AuthResult>((resolve, reject) => {
         const done = (err: unknown, r?: AuthResult) => (err ? reject(err) : resolve(r!));
-        Promise.resolve(o.authCallback!(params, done)).then((r) => {
+        Promise.resolve(o.authCallback!(params as ChannelAuthParams, done)).then((r) => {
           if (r !== undefined) resolve(r as AuthResult);
         }, reject);
       });
@@ -148,7 +168,7 @@ export class RealtimeClient {
       if (!res.ok) throw new Error(`authEndpoint answered HTTP ${res.status}`);
       result = await res.json();
     } else {
-      throw new Error(`Channel ${params.channel_name} needs a token: set authEndpoint or authCallback.`);
+      throw new Error(`${params.channel_name ?? "This resource"} needs a token: set authEndpoint or authCallback.`);
     }
     if (typeof result === "string") return { auth: result };
     if (!result || typeof result.auth !== "string") throw new Error("The token source returned no auth.");

@@ -100,3 +100,28 @@ Deno.test("RealtimeClient: presence members via authEndpoint, msgpack frames", a
     await server.stop();
   }
 });
+
+Deno.test("RealtimeClient.object() delegates to ObjectSubscription with a token from authCallback", async () => {
+  const server = await startServer();
+  const sdk = sdkFor(server);
+  const client = new RealtimeClient("key1", {
+    endpoint: server.baseUrl.replace("http", "ws") + "/socket",
+    authCallback: async (params) => (await sdk.authenticateObject(params.socket_id, String(params.object_type), String(params.object_key))).auth,
+  });
+  try {
+    const put = await fetch(`${server.baseUrl}/api/v1/objects/app-1/doc/1/title`, {
+      method: "PUT",
+      headers: server.headers(),
+      body: JSON.stringify({ value: "hello" }),
+    });
+    assert.equal(put.status, 200);
+    await put.body?.cancel();
+    const obj = client.object("doc", "1");
+    await obj.whenSynced();
+    assert.deepEqual(obj.state, { title: "hello" });
+    obj.close();
+  } finally {
+    client.disconnect();
+    await server.stop();
+  }
+});
