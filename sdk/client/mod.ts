@@ -10,3 +10,4 @@ export type {
 export { msgpackDecode, msgpackEncode, msgpackSocketOptions } from "./msgpack_serializer.ts";
 export { ObjectSubscription } from "./object_subscription.ts";
 export type { ObjectChange } from "./object_subscription.ts";
+export { ChatClient } from "./chat_client.ts";

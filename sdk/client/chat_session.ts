@@ -1,0 +1,203 @@
+/**
+ * ChatSession: one joined thread. Owns the phoenix channel, feeds every frame to the view in
+ * wire order, and after a connection loss rejoins with `after_log_id = view.logId` and a
+ * fresh token (tokens are bound to the socket id, which changes on reconnect).
+ */
+import type { ChatAuthOptions } from "./chat_auth.ts";
+import { hasTokenSource, resolveToken } from "./chat_auth.ts";
+import type { ThreadSnapshot } from "./chat_types.ts";
+import { ChatView, type ViewTransport } from "./chat_view.ts";
+
+/** The part of ChatClient a session uses. */
+export interface SessionHost {
+  readonly appKey: string;
+  readonly socket: any;
+  readonly auth: ChatAuthOptions;
+  /** Resolves with the socket id of connection number > `afterEpoch`. */
+  socketIdAfter(afterEpoch: number): Promise<{ socketId: string; epoch: number }>;
+  /** Current connection number (0 before the first `connected` frame). */
+  readonly epoch: number;
+  readonly socketId: string | null;
+  rejoinDelay(tries: number): number;
+}
+
+/** Join parameters that identify the member (human or agent). */
+export type JoinIdentity =
+  | { kind: "client"; clientId: string }
+  | { kind: "agent"; secret: string; agentId: string };
+
+/** An error reply from the server; `reason` is the spec's reason string. */
+export class ChatPushError extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+    this.name = "ChatPushError";
+  }
+}
+
+const PUSH_TIMEOUT_MS = 10_000;
+
+/** One joined chat thread (spec "ChatSession"). */
+export class ChatSession implements ViewTransport {
+  readonly threadId: string;
+  readonly appKey: string;
+  readonly view: ChatView;
+  #host: SessionHost;
+  #who: JoinIdentity;
+  #channel: any = null;
+  #closed = false;
+  /** Connection number of the current join. */
+  #epoch = 0;
+  #clientId: string;
+
+  constructor(host: SessionHost, threadId: string, who: JoinIdentity, afterLogId?: number) {
+    this.#host = host;
+    this.threadId = threadId;
+    this.appKey = host.appKey;
+    this.#who = who;
+    this.#clientId = who.kind === "client" ? who.clientId : who.agentId;
+    this.view = new ChatView(this);
+    this.#afterLogId = afterLogId;
+  }
+
+  #afterLogId: number | undefined;
+
+  /** The client id the server bound to this member. */
+  get clientId(): string {
+    return this.#clientId;
+  }
+
+  /** Joins for the first time; rejects with the join error reason. */
+  async open(): Promise<this> {
+    await this.#join(true);
+    return this;
+  }
+
+  /** Raw push; resolves with the ok response, rejects with ChatPushError. */
+  push(event: string, payload: Record<string, unknown> = {}): Promise<any> {
+    return this.request(event, payload);
+  }
+
+  /** Pushes and waits for the reply (ViewTransport). */
+  request(event: string, payload: Record<string, unknown>): Promise<any> {
+    if (this.#closed || !this.#channel) return Promise.reject(new ChatPushError("closed"));
+    return new Promise((resolve, reject) => {
+      this.#channel.push(event, payload, PUSH_TIMEOUT_MS)
+        .receive("ok", (r: unknown) => resolve(r))
+        .receive("error", (r: { reason?: string }) => reject(new ChatPushError(r?.reason ?? "error")))
+        .receive("timeout", () => reject(new ChatPushError("timeout")));
+    });
+  }
+
+  /** Cancels a run. */
+  cancel(runId: string): Promise<void> {
+    return this.view.cancel(runId);
+  }
+
+  /** Registers a view event handler (update, run, run:start, run:end, ...). */
+  on(event: string, cb: (payload: any) => void): void {
+    this.view.on(event, cb);
+  }
+
+  /** Removes a handler. */
+  off(event: string, cb: (payload: any) => void): void {
+    this.view.off(event, cb);
+  }
+
+  /** Leaves the thread; no further rejoins. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    const ch = this.#channel;
+    this.#channel = null;
+    if (ch) {
+      ch.leave();
+      this.#host.socket.remove?.(ch);
+    }
+  }
+
+  async #params(first: boolean, socketId: string | null): Promise<Record<string, unknown>> {
+    const params: Record<string, unknown> = {};
+    if (this.#who.kind === "agent") {
+      params.agent_secret = this.#who.secret;
+      params.agent_id = this.#who.agentId;
+    } else {
+      params.client_id = this.#who.clientId;
+      if (hasTokenSource(this.#host.auth)) {
+        params.auth = await resolveToken(this.#host.auth, {
+          socket_id: socketId ?? "",
+          thread_id: this.threadId,
+          client_id: this.#who.clientId,
+        });
+      }
+    }
+    if (!first) params.after_log_id = this.view.logId;
+    else if (this.#afterLogId !== undefined) params.after_log_id = this.#afterLogId;
+    return params;
+  }
+
+  /**
+   * Joins on connection number > `afterEpoch` (a token is bound to that connection's socket
+   * id); a first join uses the current connection.
+   */
+  async #join(first: boolean, afterEpoch = this.#epoch): Promise<void> {
+    if (first && !this.#host.socket.isConnected?.()) this.#host.socket.connect?.();
+    const got = await this.#host.socketIdAfter(first ? Math.max(0, this.#host.epoch - 1) : afterEpoch);
+    const socketId = got.socketId;
+    this.#epoch = got.epoch;
+    if (this.#closed) return;
+    const params = await this.#params(first, socketId);
+    if (this.#closed) return;
+    if (first && this.#afterLogId !== undefined) this.view.seek(this.#afterLogId);
+    const ch = this.#host.socket.channel(`chat:${this.appKey}:${this.threadId}`, params);
+    this.#channel = ch;
+    ch.onMessage = (event: string, payload: any, _ref: unknown) => {
+      if (this.#channel === ch && !event.startsWith("phx_") && !event.startsWith("chan_reply_")) {
+        if (event === "run:cancel") this.view.emit("run:cancel", payload);
+        else this.view.apply(event, payload ?? {});
+      }
+      return payload;
+    };
+    ch.onError(() => this.#lost(ch));
+    const snapshot = await new Promise<ThreadSnapshot>((resolve, reject) => {
+      ch.join()
+        .receive("ok", (r: ThreadSnapshot) => resolve(r))
+        .receive("error", (r: { reason?: string }) => reject(new ChatPushError(r?.reason ?? "join failed")))
+        .receive("timeout", () => reject(new ChatPushError("timeout")));
+    }).catch((err) => {
+      this.#drop(ch);
+      throw err;
+    });
+    if (this.#channel !== ch) return;
+    if (snapshot.client_id) this.#clientId = snapshot.client_id;
+    this.view.applySnapshot(snapshot, first);
+    this.view.emit("joined", { logId: this.view.logId, rejoin: !first });
+  }
+
+  /** Stops phoenix from rejoining this channel on its own (we rejoin with fresh params). */
+  #drop(ch: any): void {
+    ch.rejoinTimer?.reset?.();
+    this.#host.socket.remove?.(ch);
+    if (this.#channel === ch) this.#channel = null;
+  }
+
+  #lost(ch: any): void {
+    if (this.#closed || this.#channel !== ch) return;
+    // Socket still up (a channel error): rejoin on it; else wait for the next connection.
+    const sameSocket = !!this.#host.socket.isConnected?.();
+    this.#drop(ch);
+    this.view.emit("disconnected", {});
+    void this.#rejoinLoop(sameSocket ? this.#epoch - 1 : this.#epoch);
+  }
+
+  async #rejoinLoop(afterEpoch: number): Promise<void> {
+    for (let tries = 1; !this.#closed; tries++) {
+      try {
+        await this.#join(false, afterEpoch);
+        return;
+      } catch (err) {
+        this.view.emit("error", err);
+        await new Promise((r) => setTimeout(r, this.#host.rejoinDelay(tries)));
+      }
+    }
+  }
+}
