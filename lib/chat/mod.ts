@@ -3,6 +3,7 @@ import { createChatLive } from "./live/mod.ts";
 import { chatRestRoutes } from "./rest/mod.ts";
 import { ChatStore } from "./store.ts";
 import { ThreadLog } from "./thread_log.ts";
+import { WebhookDispatcher } from "./webhooks/dispatcher.ts";
 
 /** What the REST side and the live side share: built once per server by `createChat`. */
 export interface ChatServices {
@@ -20,9 +21,13 @@ export function createChatServices(deps: ProductDeps): ChatServices {
 export function createChat(deps: ProductDeps): ProductModule {
   const services = createChatServices(deps);
   const live = createChatLive(deps, services);
+  const webhooks = new WebhookDispatcher(services.store, services.threadLog);
   return {
     routes: chatRestRoutes(deps.apps, services),
     channels: { chat: live.handler },
-    close: () => live.close(),
+    close: () => {
+      webhooks.close();
+      live.close();
+    },
   };
 }
