@@ -199,6 +199,7 @@ export class ChannelSubscription {
   #joined: Promise<any> | null = null;
   #settle!: { ok: (r: Record<string, any>) => void; fail: (e: Error) => void };
   #closed = false;
+  #joinFailed: (err: Error) => void = () => {};
 
   /** Use `RealtimeClient.subscribe`. */
   constructor(client: RealtimeClient, name: string, opts: SubscribeOptions, remove: () => void) {
@@ -258,7 +259,11 @@ export class ChannelSubscription {
     const kind = this.name.startsWith("private-") || this.name.startsWith("presence-");
     const params: Record<string, unknown> = {};
     let ready!: (ch: any) => void;
-    this.#joined = new Promise((r) => (ready = r));
+    this.#joined = new Promise((r, fail) => {
+      ready = r;
+      this.#joinFailed = fail;
+    });
+    this.#joined.catch(() => {});
     try {
       if (this.#opts.auth ?? kind) {
         const a = await this.#client.authorize({ socket_id: socketId, channel_name: this.name, ...(this.#opts.authInfo !== undefined ? { auth_info: this.#opts.authInfo } : {}) });
@@ -307,7 +312,9 @@ export class ChannelSubscription {
 
   #fail(reason: string) {
     this._detach();
-    this.#settle.fail(Object.assign(new Error(reason), { reason }));
+    const err = Object.assign(new Error(reason), { reason });
+    this.#joinFailed(err); // pending publishes reject instead of waiting forever
+    this.#settle.fail(err);
     this.#emit("switchboard:error", { reason }, {});
   }
 

@@ -125,3 +125,15 @@ Deno.test("RealtimeClient.object() delegates to ObjectSubscription with a token 
     await server.stop();
   }
 });
+
+Deno.test("RealtimeClient: publish on a refused subscription rejects instead of hanging", async () => {
+  const server = await startServer();
+  const client = new RealtimeClient("key1", { endpoint: server.baseUrl.replace("http", "ws") + "/socket" });
+  try {
+    const sub = client.subscribe("private-x", { auth: false });
+    await assert.rejects(sub.publish("client-a", {}), /auth required for private\/presence channels/);
+  } finally {
+    client.disconnect();
+    await server.stop();
+  }
+});
