@@ -16,7 +16,7 @@ Deno.test("phoenix Socket subscribes to a public channel and receives a triggere
     });
     assert.deepEqual(joined, { serial: 0 });
     assert.deepEqual(await trigger(server, "news", "breaking", { title: "hi" }), { status: 200, body: { serial: 1 } });
-    let timer = 0;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const payload = await Promise.race([
       got,
       new Promise((_, rej) => (timer = setTimeout(() => rej(new Error("no event")), 5000))),
