@@ -17,6 +17,7 @@ import {
 
 import * as channelsApi from "./channels.ts";
 import { ObjectsClient } from "./objects.ts";
+import { ChatRestClient } from "./chat.ts";
 
 export { SwitchboardError } from "./auth.ts";
 export type {
@@ -132,6 +133,11 @@ export class Switchboard {
   objects(type: string, key: string): ObjectsClient {
     const conn = { baseUrl: this.baseUrl, appKey: this.appKey, appSecret: this.#secret };
     return new ObjectsClient(conn, this.appId, type, key);
+  }
+
+  /** Client for the chat REST API (`/api/chat`, docs/chat-rest.md). */
+  get chat(): ChatRestClient {
+    return new ChatRestClient({ baseUrl: this.baseUrl, appKey: this.appKey, appSecret: this.#secret });
   }
 
   /** Publishes one event on a channel; resolves with `{ serial }` (null on `ephemeral-`). */
