@@ -71,7 +71,12 @@ export class ChatAgent {
   /** active -> suspended, waiting for approveTool / rejectTool; resolves with the toolCallId. */
   async suspend(runId: string, tool: ToolRequest): Promise<string> {
     const toolCallId = tool.toolCallId ?? crypto.randomUUID();
-    await this.session.request("run:suspend", { runId, toolCallId, toolName: tool.toolName, args: tool.args ?? {} });
+    await this.session.request("run:suspend", {
+      runId,
+      toolCallId,
+      toolName: tool.toolName,
+      args: tool.args ?? {},
+    });
     return toolCallId;
   }
 
@@ -81,12 +86,23 @@ export class ChatAgent {
   }
 
   /** Ends a run (`complete` or `error`); `content` replaces the streamed text when given. */
-  async end(runId: string, reason: "complete" | "error" = "complete", content?: unknown): Promise<void> {
-    await this.session.request("run:end", { runId, reason, ...(content !== undefined ? { content } : {}) });
+  async end(
+    runId: string,
+    reason: "complete" | "error" = "complete",
+    content?: unknown,
+  ): Promise<void> {
+    await this.session.request("run:end", {
+      runId,
+      reason,
+      ...(content !== undefined ? { content } : {}),
+    });
   }
 
   /** Posts a standalone assistant message (`publish:message`). */
-  async message(content: unknown, opts: { messageId?: string; parentId?: string } = {}): Promise<string> {
+  async message(
+    content: unknown,
+    opts: { messageId?: string; parentId?: string } = {},
+  ): Promise<string> {
     const r = await this.session.request("message", { content, ...opts });
     return r.messageId as string;
   }

@@ -39,7 +39,10 @@ export function hasTokenSource(o: ChatAuthOptions): boolean {
 }
 
 /** Resolves the join token, or undefined without a token source. */
-export async function resolveToken(o: ChatAuthOptions, params: ChatAuthParams): Promise<string | undefined> {
+export async function resolveToken(
+  o: ChatAuthOptions,
+  params: ChatAuthParams,
+): Promise<string | undefined> {
   if (o.authCallback) {
     const cb = o.authCallback;
     return await new Promise<string>((resolve, reject) => {
@@ -58,7 +61,9 @@ export async function resolveToken(o: ChatAuthOptions, params: ChatAuthParams): 
       };
       try {
         const r = cb(params, done);
-        if (r !== undefined) Promise.resolve(r).then((t) => done(null, t as string), (e) => done(e));
+        if (r !== undefined) {
+          Promise.resolve(r).then((t) => done(null, t as string), (e) => done(e));
+        }
       } catch (e) {
         done(e);
       }

@@ -66,7 +66,9 @@ export class ChatClient implements SessionHost {
   #own: boolean;
 
   constructor(appKey: string, options: ChatClientOptions = {}) {
-    if (typeof appKey !== "string" || appKey === "") throw new Error("ChatClient needs an appKey string.");
+    if (typeof appKey !== "string" || appKey === "") {
+      throw new Error("ChatClient needs an appKey string.");
+    }
     this.appKey = appKey;
     this.auth = {
       authEndpoint: options.authEndpoint,
@@ -86,21 +88,27 @@ export class ChatClient implements SessionHost {
       const endpoint = (options.endpoint ?? defaultEndpoint()).replace(/\/websocket\/?$/, "");
       this.socket = new Socket(endpoint, {
         params: msgpack ? { app_key: appKey, format: "msgpack" } : { app_key: appKey },
-        ...(msgpack ? { encode: msgpackEncode, decode: msgpackDecode, binaryType: "arraybuffer" } : {}),
-        ...(options.reconnectAfterMs !== undefined ? { reconnectAfterMs: backoff(options.reconnectAfterMs) } : {}),
+        ...(msgpack
+          ? { encode: msgpackEncode, decode: msgpackDecode, binaryType: "arraybuffer" }
+          : {}),
+        ...(options.reconnectAfterMs !== undefined
+          ? { reconnectAfterMs: backoff(options.reconnectAfterMs) }
+          : {}),
         rejoinAfterMs: this.#rejoin,
       } as any);
       this.#own = true;
     }
     // The server's first frame on every connection carries the socket id tokens bind to.
-    this.socket.onMessage((msg: { topic: string; event: string; payload: { socket_id?: string } }) => {
-      if (msg.topic !== "phoenix" || msg.event !== "connected") return;
-      this.#socketId = String(msg.payload?.socket_id ?? "");
-      this.#epoch++;
-      const due = this.#waiters.filter((w) => this.#epoch > w.after);
-      this.#waiters = this.#waiters.filter((w) => this.#epoch <= w.after);
-      for (const w of due) w.resolve({ socketId: this.#socketId, epoch: this.#epoch });
-    });
+    this.socket.onMessage(
+      (msg: { topic: string; event: string; payload: { socket_id?: string } }) => {
+        if (msg.topic !== "phoenix" || msg.event !== "connected") return;
+        this.#socketId = String(msg.payload?.socket_id ?? "");
+        this.#epoch++;
+        const due = this.#waiters.filter((w) => this.#epoch > w.after);
+        this.#waiters = this.#waiters.filter((w) => this.#epoch <= w.after);
+        for (const w of due) w.resolve({ socketId: this.#socketId, epoch: this.#epoch });
+      },
+    );
     if (this.#own && options.autoConnect !== false) this.socket.connect();
   }
 
@@ -128,16 +136,27 @@ export class ChatClient implements SessionHost {
   }
 
   /** Joins a thread as a human; resolves once the snapshot is applied. */
-  async connect(threadId: string, opts: { clientId: string; afterLogId?: number }): Promise<ChatSession> {
+  async connect(
+    threadId: string,
+    opts: { clientId: string; afterLogId?: number },
+  ): Promise<ChatSession> {
     if (!opts || typeof opts.clientId !== "string" || opts.clientId === "") {
       throw new Error("ChatClient.connect needs { clientId: string }.");
     }
-    const session = new ChatSession(this, threadId, { kind: "client", clientId: opts.clientId }, opts.afterLogId);
+    const session = new ChatSession(
+      this,
+      threadId,
+      { kind: "client", clientId: opts.clientId },
+      opts.afterLogId,
+    );
     return await session.open();
   }
 
   /** Joins a thread as an agent with the app secret (server-side code only). */
-  async connectAgent(threadId: string, opts: { secret: string; agentId: string; afterLogId?: number }): Promise<ChatAgent> {
+  async connectAgent(
+    threadId: string,
+    opts: { secret: string; agentId: string; afterLogId?: number },
+  ): Promise<ChatAgent> {
     const session = new ChatSession(
       this,
       threadId,

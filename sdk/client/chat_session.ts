@@ -83,7 +83,10 @@ export class ChatSession implements ViewTransport {
     return new Promise((resolve, reject) => {
       this.#channel.push(event, payload, PUSH_TIMEOUT_MS)
         .receive("ok", (r: unknown) => resolve(r))
-        .receive("error", (r: { reason?: string }) => reject(new ChatPushError(r?.reason ?? "error")))
+        .receive(
+          "error",
+          (r: { reason?: string }) => reject(new ChatPushError(r?.reason ?? "error")),
+        )
         .receive("timeout", () => reject(new ChatPushError("timeout")));
     });
   }
@@ -141,7 +144,9 @@ export class ChatSession implements ViewTransport {
    */
   async #join(first: boolean, afterEpoch = this.#epoch): Promise<void> {
     if (first && !this.#host.socket.isConnected?.()) this.#host.socket.connect?.();
-    const got = await this.#host.socketIdAfter(first ? Math.max(0, this.#host.epoch - 1) : afterEpoch);
+    const got = await this.#host.socketIdAfter(
+      first ? Math.max(0, this.#host.epoch - 1) : afterEpoch,
+    );
     const socketId = got.socketId;
     this.#epoch = got.epoch;
     if (this.#closed) return;
@@ -161,7 +166,10 @@ export class ChatSession implements ViewTransport {
     const snapshot = await new Promise<ThreadSnapshot>((resolve, reject) => {
       ch.join()
         .receive("ok", (r: ThreadSnapshot) => resolve(r))
-        .receive("error", (r: { reason?: string }) => reject(new ChatPushError(r?.reason ?? "join failed")))
+        .receive(
+          "error",
+          (r: { reason?: string }) => reject(new ChatPushError(r?.reason ?? "join failed")),
+        )
         .receive("timeout", () => reject(new ChatPushError("timeout")));
     }).catch((err) => {
       this.#drop(ch);

@@ -74,7 +74,7 @@ export class Emitter {
   /** Registers `cb` for `event`. */
   on(event: string, cb: (payload: any) => void): void {
     let set = this.#handlers.get(event);
-    if (!set) this.#handlers.set(event, (set = new Set()));
+    if (!set) this.#handlers.set(event, set = new Set());
     set.add(cb);
   }
 

@@ -173,7 +173,10 @@ export class ChatView extends Emitter {
   }
 
   /** Starts a new assistant answer for `messageId` (an assistant message), as a sibling. */
-  async regenerate(messageId: string, opts: { runId?: string; parentId?: string } = {}): Promise<ActiveRun> {
+  async regenerate(
+    messageId: string,
+    opts: { runId?: string; parentId?: string } = {},
+  ): Promise<ActiveRun> {
     const r = await this.#t.request("regenerate", {
       messageId,
       runId: opts.runId ?? uuid(),
@@ -183,7 +186,11 @@ export class ChatView extends Emitter {
   }
 
   /** Forks `messageId`: a new message with the new content beside it, and a new run. */
-  async edit(messageId: string, content: unknown, opts: { newMessageId?: string; runId?: string } = {}): Promise<ActiveRun> {
+  async edit(
+    messageId: string,
+    content: unknown,
+    opts: { newMessageId?: string; runId?: string } = {},
+  ): Promise<ActiveRun> {
     const r = await this.#t.request("edit", {
       messageId,
       content,
@@ -200,7 +207,9 @@ export class ChatView extends Emitter {
     const fresh = (r.messages as ChatMessage[]).filter((m) => !this.#messages.has(m.messageId));
     for (const m of fresh) this.#messages.set(m.messageId, m);
     this.#order.unshift(...fresh.map((m) => m.messageId));
-    for (const run of (r.runs ?? []) as RunInfo[]) if (!this.#runs.has(run.runId)) this.#runs.set(run.runId, run);
+    for (const run of (r.runs ?? []) as RunInfo[]) {
+      if (!this.#runs.has(run.runId)) this.#runs.set(run.runId, run);
+    }
     this.#hasOlder = !!r.has_older;
     this.emit("update");
     return r.messages as ChatMessage[];
@@ -261,7 +270,11 @@ export class ChatView extends Emitter {
         break;
       case "run:start":
         this.#setRun(p.run);
-        this.emit("run:start", { runId: p.runId, ownerClientId: p.ownerClientId, startedAt: p.startedAt });
+        this.emit("run:start", {
+          runId: p.runId,
+          ownerClientId: p.ownerClientId,
+          startedAt: p.startedAt,
+        });
         break;
       case "run:suspend":
       case "run:suspended":
@@ -274,7 +287,14 @@ export class ChatView extends Emitter {
         break;
       case "run:end": {
         const run = this.#runs.get(p.runId);
-        if (run) this.#runs.set(p.runId, { ...run, status: p.reason, endedAt: p.endedAt, suspendedTool: null });
+        if (run) {
+          this.#runs.set(p.runId, {
+            ...run,
+            status: p.reason,
+            endedAt: p.endedAt,
+            suspendedTool: null,
+          });
+        }
         this.emit("run:end", { runId: p.runId, reason: p.reason, endedAt: p.endedAt });
         break;
       }
@@ -295,8 +315,11 @@ export class ChatView extends Emitter {
       default:
         if (p?.run && typeof p.run === "object") this.#setRun(p.run);
         if (p?.message && typeof p.message === "object") this.#upsertMessage(p.message);
-        if (Array.isArray(p?.messages)) for (const m of p.messages) this.#upsertMessage(m);
-        if (event === "run" || event === "message" || p?.run || p?.message || typeof p?.log_id === "number") break;
+        if (Array.isArray(p?.messages)) { for (const m of p.messages) this.#upsertMessage(m); }
+        if (
+          event === "run" || event === "message" || p?.run || p?.message ||
+          typeof p?.log_id === "number"
+        ) break;
         return; // unknown, non-log event: no state change
     }
     this.emit("update");
@@ -349,7 +372,7 @@ export class ChatView extends Emitter {
       const m = this.#messages.get(id)!;
       const parent = m.parentId && this.#messages.has(m.parentId) ? m.parentId : ROOT;
       let list = kids.get(parent);
-      if (!list) kids.set(parent, (list = []));
+      if (!list) kids.set(parent, list = []);
       list.push(id);
     }
     return kids;

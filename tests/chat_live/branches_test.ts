@@ -16,7 +16,8 @@ Deno.test("edit forks a user message, regenerate adds an assistant sibling, sele
       await agent.token(run.runId, `answer ${++n}`);
       await agent.end(run.runId);
     });
-    const done = (runId: string) => until(() => s.view.run(runId)?.status === "complete", `run ${runId}`);
+    const done = (runId: string) =>
+      until(() => s.view.run(runId)?.status === "complete", `run ${runId}`);
     const first = await s.view.send("question v1");
     await done(first.runId);
     const [q1, a1] = s.view.getMessages();
@@ -51,13 +52,23 @@ Deno.test("edit forks a user message, regenerate adds an assistant sibling, sele
     // A new send follows the selected branch.
     const follow = await s.view.send("follow-up");
     await done(follow.runId);
-    assert.deepEqual(s.view.getMessages().map((m) => m.content), ["question v2", "answer 2", "follow-up", "answer 4"]);
+    assert.deepEqual(s.view.getMessages().map((m) => m.content), [
+      "question v2",
+      "answer 2",
+      "follow-up",
+      "answer 4",
+    ]);
 
     // Reconnect: selection and all branches are still there.
     const joined = new Promise((r) => s.on("joined", r));
     (human.socket as any).conn.close();
     await joined;
-    assert.deepEqual(s.view.getMessages().map((m) => m.content), ["question v2", "answer 2", "follow-up", "answer 4"]);
+    assert.deepEqual(s.view.getMessages().map((m) => m.content), [
+      "question v2",
+      "answer 2",
+      "follow-up",
+      "answer 4",
+    ]);
     assert.equal(s.view.getChannelMessages().length, 7);
     s.view.selectSibling(branch2[0].messageId, branch3[1].messageId);
     assert.deepEqual(s.view.getMessages().map((m) => m.content), ["question v2", "answer 3"]);

@@ -14,7 +14,9 @@ Deno.test("ChatClient conversation: send, agent streams tokens, run ends complet
     for (const e of ["run:start", "run:end"]) session.on(e, () => events.push(e));
     let sawPartial = false;
     session.on("update", () => {
-      for (const r of session.view.runs()) if (session.view.getStream(r.runId).length > 0) sawPartial = true;
+      for (const r of session.view.runs()) {
+        if (session.view.getStream(r.runId).length > 0) sawPartial = true;
+      }
     });
 
     agent.on("run:pending", async (run) => {

@@ -11,10 +11,16 @@ Deno.test("thread join errors: auth required, invalid token, forbidden subscribe
   const raw1 = await RawSocket.connect(server.wsUrl("key1"));
   try {
     const topic = (t: string) => `chat:key2:${t}`;
-    assert.deepEqual((await raw.join(topic("a"), { client_id: "x" })).response, { reason: "auth required" });
-    assert.deepEqual((await raw.join(topic("a"), { auth: "garbage" })).response, { reason: "invalid token" });
+    assert.deepEqual((await raw.join(topic("a"), { client_id: "x" })).response, {
+      reason: "auth required",
+    });
+    assert.deepEqual((await raw.join(topic("a"), { auth: "garbage" })).response, {
+      reason: "invalid token",
+    });
     const other = await sb2.mintFastToken("999.1", ["chat:subscribe:a"], "x"); // other socket
-    assert.deepEqual((await raw.join(topic("a"), { auth: other })).response, { reason: "invalid token" });
+    assert.deepEqual((await raw.join(topic("a"), { auth: other })).response, {
+      reason: "invalid token",
+    });
     const wrongThread = await sb2.authenticateChat(raw.socketId, "b", "x");
     assert.deepEqual((await raw.join(topic("a"), { auth: wrongThread.auth })).response, {
       reason: "forbidden: missing chat:subscribe:a",
@@ -23,10 +29,16 @@ Deno.test("thread join errors: auth required, invalid token, forbidden subscribe
     const joined = await raw.join(topic("a"), { auth: ok.auth });
     assert.equal(joined.status, "ok");
     assert.equal(joined.response.client_id, "x");
-    assert.deepEqual((await raw.join(topic("c"), { agent_secret: "nope", agent_id: "a" })).response, {
-      reason: "invalid secret",
-    });
-    assert.equal((await raw.join(topic("c"), { agent_secret: "secret2", agent_id: "a" })).status, "ok");
+    assert.deepEqual(
+      (await raw.join(topic("c"), { agent_secret: "nope", agent_id: "a" })).response,
+      {
+        reason: "invalid secret",
+      },
+    );
+    assert.equal(
+      (await raw.join(topic("c"), { agent_secret: "secret2", agent_id: "a" })).status,
+      "ok",
+    );
     // App auth disabled: no token needed, the client id comes from the join params.
     const anon = await raw1.join("chat:key1:open", { client_id: "zed" });
     assert.equal(anon.status, "ok");
@@ -54,7 +66,10 @@ Deno.test("thread push errors: forbidden: missing {verb}, not_found, forbidden, 
   const boss = client(server, {
     appKey: "key2",
     authCallback: (p, done) => {
-      sb.mintFastToken(p.socket_id, [`chat:subscribe:${thread}`, `chat:publish:cancel_any:${thread}`], p.client_id)
+      sb.mintFastToken(p.socket_id, [
+        `chat:subscribe:${thread}`,
+        `chat:publish:cancel_any:${thread}`,
+      ], p.client_id)
         .then((t) => done(null, t), done);
     },
   });
@@ -69,9 +84,18 @@ Deno.test("thread push errors: forbidden: missing {verb}, not_found, forbidden, 
     assert.equal(await reasonOf(o.view.send("hi")), "forbidden: missing publish:user_message");
     assert.equal(await reasonOf(o.view.approveTool("r", "c")), "forbidden: missing tool_approval");
     assert.equal(await reasonOf(o.cancel("r")), "forbidden: missing cancel_own");
-    assert.equal(await reasonOf(a.push("run:start", { runId: "r" })), "forbidden: missing publish:run_lifecycle");
-    assert.equal(await reasonOf(a.push("token", { runId: "r", text: "x" })), "forbidden: missing publish:token");
-    assert.equal(await reasonOf(agent.push("send", { content: "x" })), "forbidden: missing publish:user_message");
+    assert.equal(
+      await reasonOf(a.push("run:start", { runId: "r" })),
+      "forbidden: missing publish:run_lifecycle",
+    );
+    assert.equal(
+      await reasonOf(a.push("token", { runId: "r", text: "x" })),
+      "forbidden: missing publish:token",
+    );
+    assert.equal(
+      await reasonOf(agent.push("send", { content: "x" })),
+      "forbidden: missing publish:user_message",
+    );
 
     assert.equal(await reasonOf(a.cancel("no-such-run")), "not_found");
     assert.equal(await reasonOf(agent.startRun("no-such-run")), "not_found");
@@ -80,16 +104,25 @@ Deno.test("thread push errors: forbidden: missing {verb}, not_found, forbidden, 
 
     const run = await a.view.send("hello");
     assert.equal(await reasonOf(m.cancel(run.runId)), "forbidden");
-    assert.equal(await reasonOf(agent.end(run.runId, "complete").then(() => agent.end(run.runId))), "already_ended");
+    assert.equal(
+      await reasonOf(agent.end(run.runId, "complete").then(() => agent.end(run.runId))),
+      "already_ended",
+    );
     assert.equal(await reasonOf(run.cancel()), "already_ended");
-    assert.equal(await reasonOf(agent.push("run:end", { runId: run.runId, reason: "bogus" })), "invalid_request: reason must be complete or error");
+    assert.equal(
+      await reasonOf(agent.push("run:end", { runId: run.runId, reason: "bogus" })),
+      "invalid_request: reason must be complete or error",
+    );
 
     const second = await a.view.send("again");
     assert.equal(await reasonOf(agent.resume(second.runId)), "invalid_state");
     await b.cancel(second.runId); // publish:cancel_any may cancel someone else's run
     await until(() => a.view.run(second.runId)?.status === "cancelled", "cancelled by boss");
 
-    assert.equal(await reasonOf(a.push("load_older", { before: "no-such-message" })), "archive_unavailable");
+    assert.equal(
+      await reasonOf(a.push("load_older", { before: "no-such-message" })),
+      "archive_unavailable",
+    );
   } finally {
     for (const c of [alice, mallory, observer, boss, bot]) c.disconnect();
     await server.stop();

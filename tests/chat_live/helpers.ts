@@ -3,7 +3,10 @@ import { ChatClient, type ChatClientOptions } from "../../sdk/client/chat_client
 import type { TestServer } from "../helpers/server.ts";
 
 /** A ChatClient for `server` (app key1 unless given). */
-export function client(server: TestServer, opts: ChatClientOptions & { appKey?: string } = {}): ChatClient {
+export function client(
+  server: TestServer,
+  opts: ChatClientOptions & { appKey?: string } = {},
+): ChatClient {
   const { appKey, ...rest } = opts;
   return new ChatClient(appKey ?? "key1", {
     endpoint: `ws://127.0.0.1:${server.port}/socket`,
@@ -14,7 +17,11 @@ export function client(server: TestServer, opts: ChatClientOptions & { appKey?: 
 }
 
 /** Polls `pred` until it is truthy (default 5 s), else throws with `what`. */
-export async function until<T>(pred: () => T | undefined | null | false, what = "condition", ms = 5000): Promise<T> {
+export async function until<T>(
+  pred: () => T | undefined | null | false,
+  what = "condition",
+  ms = 5000,
+): Promise<T> {
   const deadline = Date.now() + ms;
   while (true) {
     const v = pred();

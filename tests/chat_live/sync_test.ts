@@ -46,9 +46,14 @@ Deno.test("a viewer that drops mid-stream rejoins with after_log_id and ends in 
     release();
     await until(() => rejoins.length === 1, "rejoined");
     await until(() => a.view.run(runId)?.status === "complete", "complete for alice");
-    await until(() => b.view.logId === a.view.logId && b.view.run(runId)?.status === "complete", "bob caught up");
+    await until(
+      () => b.view.logId === a.view.logId && b.view.run(runId)?.status === "complete",
+      "bob caught up",
+    );
     assert.deepEqual(state(b), state(a));
-    const answer = a.view.getChannelMessages().find((m) => m.runId === runId && m.role === "assistant")!;
+    const answer = a.view.getChannelMessages().find((m) =>
+      m.runId === runId && m.role === "assistant"
+    )!;
     assert.ok(String(answer.content).endsWith("b39 "));
   } finally {
     for (const c of [steady, flaky, bot]) c.disconnect();
@@ -84,15 +89,25 @@ Deno.test("two tabs of one user stay in sync; a viewer joining mid-run gets the 
     const l = await late.connect(thread, { clientId: "carol" });
     assert.equal(l.view.getStream(r.runId), "first part, ");
     release();
-    await until(() => t2.view.run(r.runId)?.status === "complete" && l.view.run(r.runId)?.status === "complete", "done");
-    await until(() => t1.view.logId === t2.view.logId && t1.view.logId === l.view.logId, "same log position");
+    await until(
+      () =>
+        t2.view.run(r.runId)?.status === "complete" && l.view.run(r.runId)?.status === "complete",
+      "done",
+    );
+    await until(
+      () => t1.view.logId === t2.view.logId && t1.view.logId === l.view.logId,
+      "same log position",
+    );
     assert.deepEqual(state(t2), state(t1));
     assert.deepEqual(state(l), state(t1));
     assert.equal(t2.view.getMessages()[1].content, "first part, second part.");
     // Tab 2 can cancel a run started in tab 1 (same client id: cancel_own).
     const r2 = await t1.view.send("again");
     await t2.cancel(r2.runId);
-    await until(() => t1.view.run(r2.runId)?.status === "cancelled", "cancelled from the other tab");
+    await until(
+      () => t1.view.run(r2.runId)?.status === "cancelled",
+      "cancelled from the other tab",
+    );
     assert.equal(runId, r.runId);
   } finally {
     for (const c of [tab1, tab2, late, bot]) c.disconnect();

@@ -11,7 +11,9 @@ Deno.test("suspend / approve / resume and suspend / reject / end: events, states
     const agent = await bot.connectAgent(thread, { secret: "secret1", agentId: "tools" });
     const session = await human.connect(thread, { clientId: "alice" });
     const seen: [string, unknown][] = [];
-    for (const e of ["run:suspend", "run:suspended", "run:resume"]) session.on(e, (p) => seen.push([e, p]));
+    for (const e of ["run:suspend", "run:suspended", "run:resume"]) {
+      session.on(e, (p) => seen.push([e, p]));
+    }
     const decisions: [string, any][] = [];
     agent.on("tool:approved", (p) => decisions.push(["approved", p]));
     agent.on("tool:rejected", (p) => decisions.push(["rejected", p]));
@@ -25,10 +27,18 @@ Deno.test("suspend / approve / resume and suspend / reject / end: events, states
     assert.equal(await reasonOf(agent.suspend(r1.runId, { toolName: "x" })), "invalid_state");
     await agent.startRun(r1.runId);
     assert.equal(await reasonOf(agent.resume(r1.runId)), "invalid_state"); // active, not suspended
-    const callId = await agent.suspend(r1.runId, { toolName: "search", args: { q: "deno" }, toolCallId: "call-1" });
+    const callId = await agent.suspend(r1.runId, {
+      toolName: "search",
+      args: { q: "deno" },
+      toolCallId: "call-1",
+    });
     assert.equal(callId, "call-1");
     await until(() => session.view.run(r1.runId)?.status === "suspended", "suspended");
-    assert.deepEqual(session.view.run(r1.runId)?.suspendedTool, { toolCallId: "call-1", toolName: "search", args: { q: "deno" } });
+    assert.deepEqual(session.view.run(r1.runId)?.suspendedTool, {
+      toolCallId: "call-1",
+      toolName: "search",
+      args: { q: "deno" },
+    });
     assert.equal(await reasonOf(agent.suspend(r1.runId, { toolName: "again" })), "invalid_state");
     assert.equal(await reasonOf(session.view.approveTool(r1.runId, "wrong-call")), "invalid_state");
     assert.equal(await reasonOf(session.view.approveTool("nope", "call-1")), "not_found");
@@ -43,7 +53,9 @@ Deno.test("suspend / approve / resume and suspend / reject / end: events, states
     await agent.end(r1.runId, "complete");
     await until(() => session.view.run(r1.runId)?.status === "complete", "complete");
     const tool = { runId: r1.runId, toolCallId: "call-1", toolName: "search", args: { q: "deno" } };
-    assert.deepEqual(seen, [["run:suspend", tool], ["run:suspended", tool], ["run:resume", { runId: r1.runId }]]);
+    assert.deepEqual(seen, [["run:suspend", tool], ["run:suspended", tool], ["run:resume", {
+      runId: r1.runId,
+    }]]);
 
     // Reject path: the agent ends the run with an error.
     const r2 = await session.view.send("/tool again");
@@ -53,7 +65,12 @@ Deno.test("suspend / approve / resume and suspend / reject / end: events, states
     await until(() => session.view.run(r2.runId)?.status === "suspended", "suspended 2");
     await session.view.rejectTool(r2.runId, "call-2", "no way");
     await until(() => decisions.length === 2, "agent got the rejection");
-    assert.deepEqual(decisions[1], ["rejected", { runId: r2.runId, toolCallId: "call-2", clientId: "alice", reason: "no way" }]);
+    assert.deepEqual(decisions[1], ["rejected", {
+      runId: r2.runId,
+      toolCallId: "call-2",
+      clientId: "alice",
+      reason: "no way",
+    }]);
     await agent.end(r2.runId, "error", "tool rejected");
     await until(() => session.view.run(r2.runId)?.status === "error", "error");
     const last = session.view.getMessages().at(-1)!;

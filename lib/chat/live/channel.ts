@@ -3,9 +3,19 @@
  * anonymous default set, agent secret), the gap-free join (replay, snapshot, live), and the
  * dispatch of pushes to the live service with capability checks.
  */
-import { CHAT_AGENT_VERBS, CHAT_CLIENT_VERBS, constantTimeEqual, makePrincipal } from "../../auth/mod.ts";
+import {
+  CHAT_AGENT_VERBS,
+  CHAT_CLIENT_VERBS,
+  constantTimeEqual,
+  makePrincipal,
+} from "../../auth/mod.ts";
 import type { Principal } from "../../auth/principal.ts";
-import type { ChannelHandler, ChannelInstance, JoinContext, PushReply } from "../../socket/handler.ts";
+import type {
+  ChannelHandler,
+  ChannelInstance,
+  JoinContext,
+  PushReply,
+} from "../../socket/handler.ts";
 import type { ChatServices } from "../mod.ts";
 import { MessageWindow, reasonOf, toWire } from "./messages.ts";
 import { isTerminal, LiveError } from "./runs.ts";
@@ -31,25 +41,43 @@ async function authorize(ctx: JoinContext): Promise<Member | { error: string }> 
       return { error: "invalid secret" };
     }
     const agentId = typeof p.agent_id === "string" && p.agent_id !== "" ? p.agent_id : "agent";
-    const principal = makePrincipal({ socketId: ctx.socketId, clientId: agentId, kind: "agent", capabilities: caps(CHAT_AGENT_VERBS) });
+    const principal = makePrincipal({
+      socketId: ctx.socketId,
+      clientId: agentId,
+      kind: "agent",
+      capabilities: caps(CHAT_AGENT_VERBS),
+    });
     return { principal, clientId: agentId, agent: true };
   }
-  const paramClient = typeof p.client_id === "string" && p.client_id !== "" ? p.client_id : undefined;
+  const paramClient = typeof p.client_id === "string" && p.client_id !== ""
+    ? p.client_id
+    : undefined;
   if (p.auth !== undefined && p.auth !== null && p.auth !== "") {
     const principal = await ctx.verify(p.auth);
     if (!principal) return { error: "invalid token" };
-    if (!principal.can(`chat:subscribe:${threadId}`)) return { error: `forbidden: missing chat:subscribe:${threadId}` };
+    if (!principal.can(`chat:subscribe:${threadId}`)) {
+      return { error: `forbidden: missing chat:subscribe:${threadId}` };
+    }
     const clientId = principal.clientId ?? paramClient ?? `socket:${ctx.socketId}`;
     return { principal, clientId, agent: false };
   }
   if (ctx.app.enable_user_authentication === 1) return { error: "auth required" };
   const clientId = paramClient ?? `socket:${ctx.socketId}`;
-  const principal = makePrincipal({ socketId: ctx.socketId, clientId, kind: "anonymous", capabilities: caps(CHAT_CLIENT_VERBS) });
+  const principal = makePrincipal({
+    socketId: ctx.socketId,
+    clientId,
+    kind: "anonymous",
+    capabilities: caps(CHAT_CLIENT_VERBS),
+  });
   return { principal, clientId, agent: false };
 }
 
 /** Builds the chat ChannelHandler over the shared services and the live service. */
-export function threadChannel(svc: ChatServices, live: LiveService, window: MessageWindow): ChannelHandler {
+export function threadChannel(
+  svc: ChatServices,
+  live: LiveService,
+  window: MessageWindow,
+): ChannelHandler {
   return {
     async join(ctx: JoinContext): Promise<ChannelInstance | { error: string }> {
       const member = await authorize(ctx);
@@ -62,14 +90,20 @@ export function threadChannel(svc: ChatServices, live: LiveService, window: Mess
       const head = log.head(app, threadId);
       const recent = window.recent(app, threadId, SNAPSHOT_WINDOW);
       const inWindow = new Set(recent.messages.map((m) => m.runId).filter((r) => r !== null));
-      const runs = live.runs.all(app.id, threadId).filter((r) => !isTerminal(r) || inWindow.has(r.runId));
-      const after = typeof ctx.params.after_log_id === "number" ? ctx.params.after_log_id : undefined;
+      const runs = live.runs.all(app.id, threadId).filter((r) =>
+        !isTerminal(r) || inWindow.has(r.runId)
+      );
+      const after = typeof ctx.params.after_log_id === "number"
+        ? ctx.params.after_log_id
+        : undefined;
       const reset = after !== undefined && after < log.first(app, threadId) - 1;
       const replay = after !== undefined && !reset && after < head
         ? log.after(app, threadId, after).filter((r) => r.position <= head)
         : [];
       let unregister: (() => void) | undefined;
-      if (member.agent) unregister = live.addAgent(app, threadId, (event, payload) => ctx.push(event, payload));
+      if (member.agent) {
+        unregister = live.addAgent(app, threadId, (event, payload) => ctx.push(event, payload));
+      }
 
       // 2. When N is published: replay, reply, subscribe, in one turn (no gap, no duplicate).
       log.whenPublished(app, threadId, head, () => {
@@ -95,7 +129,11 @@ export function threadChannel(svc: ChatServices, live: LiveService, window: Mess
       return {
         async handleIn(event: string, payload: Record<string, unknown>): Promise<PushReply> {
           try {
-            const response = await handlePush({ svc, live, window, app, threadId, member }, event, payload ?? {});
+            const response = await handlePush(
+              { svc, live, window, app, threadId, member },
+              event,
+              payload ?? {},
+            );
             return { status: "ok", response };
           } catch (err) {
             return { status: "error", response: { reason: reasonOf(err) } };

@@ -38,15 +38,21 @@ export class MessageWindow {
   }
 
   /** The newest `limit` messages in creation order, and whether older ones exist. */
-  recent(app: App, threadId: string, limit: number): { messages: MessageRecord[]; hasOlder: boolean } {
+  recent(
+    app: App,
+    threadId: string,
+    limit: number,
+  ): { messages: MessageRecord[]; hasOlder: boolean } {
     const base = [this.store.messages.rows.kind, app.id, threadId];
     const out: MessageRecord[] = [];
-    for (const { value } of this.#rows.getRange({
-      start: [...base, Number.MAX_SAFE_INTEGER],
-      end: [...base, 0],
-      reverse: true,
-      limit: limit + 1,
-    })) {
+    for (
+      const { value } of this.#rows.getRange({
+        start: [...base, Number.MAX_SAFE_INTEGER],
+        end: [...base, 0],
+        reverse: true,
+        limit: limit + 1,
+      })
+    ) {
       out.push(value as MessageRecord);
     }
     const hasOlder = out.length > limit;
@@ -54,7 +60,12 @@ export class MessageWindow {
   }
 
   /** Up to `limit` messages created before `before` (an id), oldest first. */
-  older(app: App, threadId: string, before: string, limit: number): { messages: MessageRecord[]; hasOlder: boolean } {
+  older(
+    app: App,
+    threadId: string,
+    before: string,
+    limit: number,
+  ): { messages: MessageRecord[]; hasOlder: boolean } {
     const page = this.store.messages.list(app, threadId, { before, size: limit });
     return { messages: page.items, hasOlder: page.hasPrev };
   }

@@ -41,7 +41,9 @@ function str(v: unknown, name: string, fallback?: () => string): string {
     if (fallback) return fallback();
     throw new LiveError(`invalid_request: ${name} is required`);
   }
-  if (typeof v !== "string" || v === "") throw new LiveError(`invalid_request: ${name} must be a non-empty string`);
+  if (typeof v !== "string" || v === "") {
+    throw new LiveError(`invalid_request: ${name} must be a non-empty string`);
+  }
   return v;
 }
 
@@ -58,7 +60,8 @@ export function handlePush(c: PushContext, event: string, p: Record<string, unkn
   if (event === "cancel") {
     const any = can("publish:cancel_any");
     if (!any && !can("cancel_own")) throw new LiveError("forbidden: missing cancel_own");
-    return live.cancel(app, threadId, { clientId: member.clientId, any }, str(p.runId, "runId")).then(() => ({}));
+    return live.cancel(app, threadId, { clientId: member.clientId, any }, str(p.runId, "runId"))
+      .then(() => ({}));
   }
   const verb = NEEDS[event];
   if (!verb) throw new LiveError(`unknown event: ${event}`);
@@ -102,9 +105,13 @@ export function handlePush(c: PushContext, event: string, p: Record<string, unkn
     case "load_older":
       return loadOlder(c, p);
     case "run:start":
-      return live.start(app, threadId, member.clientId, str(p.runId, "runId")).then((run) => ({ run }));
+      return live.start(app, threadId, member.clientId, str(p.runId, "runId")).then((run) => ({
+        run,
+      }));
     case "run:suspend": {
-      const args = p.args && typeof p.args === "object" && !Array.isArray(p.args) ? p.args as Record<string, unknown> : {};
+      const args = p.args && typeof p.args === "object" && !Array.isArray(p.args)
+        ? p.args as Record<string, unknown>
+        : {};
       return live.suspend(app, threadId, str(p.runId, "runId"), {
         toolCallId: str(p.toolCallId, "toolCallId", uuid),
         toolName: str(p.toolName, "toolName"),
@@ -133,7 +140,9 @@ export function handlePush(c: PushContext, event: string, p: Record<string, unkn
 }
 
 function loadOlder(c: PushContext, p: Record<string, unknown>) {
-  const limit = typeof p.limit === "number" && p.limit > 0 ? Math.min(Math.floor(p.limit), 500) : 50;
+  const limit = typeof p.limit === "number" && p.limit > 0
+    ? Math.min(Math.floor(p.limit), 500)
+    : 50;
   let page;
   try {
     page = typeof p.before === "string"

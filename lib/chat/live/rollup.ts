@@ -33,7 +33,9 @@ export class RollupBuffers {
   /** Adds token text to a run's buffer; false when the run's stream is closed. */
   append(key: string, topic: string, runId: string, text: string): boolean {
     let s = this.#streams.get(key);
-    if (!s) this.#streams.set(key, (s = { flushed: "", pending: "", timer: null, closed: false, topic }));
+    if (!s) {
+      this.#streams.set(key, s = { flushed: "", pending: "", timer: null, closed: false, topic });
+    }
     if (s.closed) return false;
     if (text === "") return true;
     s.pending += text;

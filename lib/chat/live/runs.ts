@@ -85,7 +85,12 @@ export function newRun(fields: {
 }
 
 /** pending -> active. `busy` is whether another run of the thread is active or suspended. */
-export function startRun(run: RunRecord, busy: boolean, agentId: string, now = Date.now()): RunRecord {
+export function startRun(
+  run: RunRecord,
+  busy: boolean,
+  agentId: string,
+  now = Date.now(),
+): RunRecord {
   if (isTerminal(run)) throw new LiveError("already_ended");
   if (run.status !== "pending" || busy) throw new LiveError("invalid_state");
   return { ...run, status: "active", startedAt: now, agentId };
@@ -116,7 +121,11 @@ export function resumeRun(run: RunRecord): RunRecord {
 }
 
 /** Any non-terminal -> the status matching `reason`. */
-export function endRun(run: RunRecord, reason: "complete" | "cancelled" | "error", now = Date.now()): RunRecord {
+export function endRun(
+  run: RunRecord,
+  reason: "complete" | "cancelled" | "error",
+  now = Date.now(),
+): RunRecord {
   if (isTerminal(run)) throw new LiveError("already_ended");
   return { ...run, status: reason, endedAt: now, suspendedTool: null };
 }
@@ -142,7 +151,12 @@ export class RunTable {
   /** Every run of a thread (key order). */
   all(appId: string, threadId: string): RunRecord[] {
     const out: RunRecord[] = [];
-    for (const { value } of this.#db.getRange({ start: [appId, threadId, ""], end: [appId, threadId, "\uffff"] })) {
+    for (
+      const { value } of this.#db.getRange({
+        start: [appId, threadId, ""],
+        end: [appId, threadId, "\uffff"],
+      })
+    ) {
       out.push(value);
     }
     return out;

@@ -18,8 +18,8 @@ import {
   type RunRecord,
   RunTable,
   startRun,
-  suspendRun,
   type SuspendedTool,
+  suspendRun,
 } from "./runs.ts";
 
 /** What send / edit / regenerate answer: the fields of the client's ActiveRun. */
@@ -59,7 +59,7 @@ export class LiveService {
   addAgent(app: App, threadId: string, sink: AgentSink): () => void {
     const key = `${app.id}/${threadId}`;
     let set = this.#agents.get(key);
-    if (!set) this.#agents.set(key, (set = new Set()));
+    if (!set) this.#agents.set(key, set = new Set());
     set.add(sink);
     return () => {
       set!.delete(sink);
@@ -86,8 +86,17 @@ export class LiveService {
         runId: p.runId,
         ownerClientId: clientId,
       });
-      const run = newRun({ runId: p.runId, ownerClientId: clientId, messageId: assistantId, parentId: p.messageId });
-      return { staged, run, created: { messageId: p.messageId, forkOf: null, regeneratesMessageId: null } };
+      const run = newRun({
+        runId: p.runId,
+        ownerClientId: clientId,
+        messageId: assistantId,
+        parentId: p.messageId,
+      });
+      return {
+        staged,
+        run,
+        created: { messageId: p.messageId, forkOf: null, regeneratesMessageId: null },
+      };
     });
   }
 
@@ -104,7 +113,12 @@ export class LiveService {
       if (!old) throw new LiveError("not_found");
       if (old.role === "assistant") throw new LiveError("invalid_state");
       const staged = stagePair(this.#svc.store, app, threadId, {
-        userMessage: { id: p.newMessageId, content: p.content, parentId: old.parentId, forkOf: old.id },
+        userMessage: {
+          id: p.newMessageId,
+          content: p.content,
+          parentId: old.parentId,
+          forkOf: old.id,
+        },
         assistant: { id: assistantId, parentId: p.newMessageId },
         runId: p.runId,
         ownerClientId: clientId,
@@ -116,7 +130,11 @@ export class LiveService {
         parentId: p.newMessageId,
         forkOf: old.id,
       });
-      return { staged, run, created: { messageId: p.newMessageId, forkOf: old.id, regeneratesMessageId: null } };
+      return {
+        staged,
+        run,
+        created: { messageId: p.newMessageId, forkOf: old.id, regeneratesMessageId: null },
+      };
     });
   }
 
@@ -143,12 +161,21 @@ export class LiveService {
         parentId,
         msgRegenerate: target.id,
       });
-      return { staged, run, created: { messageId: assistantId, forkOf: null, regeneratesMessageId: target.id } };
+      return {
+        staged,
+        run,
+        created: { messageId: assistantId, forkOf: null, regeneratesMessageId: target.id },
+      };
     });
   }
 
   /** Cancels a run: ends it as `cancelled` and signals the thread's agents (`run:cancel`). */
-  async cancel(app: App, threadId: string, who: { clientId: string; any: boolean }, runId: string): Promise<void> {
+  async cancel(
+    app: App,
+    threadId: string,
+    who: { clientId: string; any: boolean },
+    runId: string,
+  ): Promise<void> {
     const run = this.runs.get(app.id, threadId, runId);
     if (!run) throw new LiveError("not_found");
     if (run.status === "complete" || run.status === "cancelled" || run.status === "error") {
@@ -156,11 +183,23 @@ export class LiveService {
     }
     if (!who.any && run.ownerClientId !== who.clientId) throw new LiveError("forbidden");
     await this.end(app, threadId, runId, "cancelled");
-    this.#signalAgents(app, threadId, "run:cancel", { runId, reason: "cancelled", by: who.clientId });
+    this.#signalAgents(app, threadId, "run:cancel", {
+      runId,
+      reason: "cancelled",
+      by: who.clientId,
+    });
   }
 
   /** Records the approval or rejection of a suspended tool call; agents get it as an event. */
-  async decide(app: App, threadId: string, clientId: string, runId: string, toolCallId: string, approved: boolean, reason?: string) {
+  async decide(
+    app: App,
+    threadId: string,
+    clientId: string,
+    runId: string,
+    toolCallId: string,
+    approved: boolean,
+    reason?: string,
+  ) {
     await this.#transition(app, threadId, runId, (run) => {
       const next = decideTool(run, toolCallId, approved);
       const event = approved ? "tool:approved" : "tool:rejected";
@@ -176,7 +215,12 @@ export class LiveService {
   async start(app: App, threadId: string, agentId: string, runId: string): Promise<RunRecord> {
     return await this.#transition(app, threadId, runId, (run) => {
       const next = startRun(run, this.runs.busy(app.id, threadId, runId), agentId);
-      const data = { runId, ownerClientId: next.ownerClientId, startedAt: next.startedAt, run: next };
+      const data = {
+        runId,
+        ownerClientId: next.ownerClientId,
+        startedAt: next.startedAt,
+        run: next,
+      };
       return { next, entries: [{ event: "run:start", data }] };
     });
   }
@@ -218,7 +262,13 @@ export class LiveService {
    * with the full text) and the compaction `batch` of four slot changes; then the run's
    * volatile stream buffer is dropped. `content` replaces the streamed text when given.
    */
-  async end(app: App, threadId: string, runId: string, reason: "complete" | "cancelled" | "error", content?: unknown): Promise<void> {
+  async end(
+    app: App,
+    threadId: string,
+    runId: string,
+    reason: "complete" | "cancelled" | "error",
+    content?: unknown,
+  ): Promise<void> {
     const key = this.streamKey(app, threadId, runId);
     const text = this.rollups.close(key, runId);
     const messages = this.#svc.store.messages;
@@ -229,18 +279,28 @@ export class LiveService {
         const ended = endRun(run, reason);
         const msg = messages.get(app, threadId, run.messageId);
         const final = msg
-          ? { ...msg, content: content !== undefined ? content : text, status: reason, updatedAt: ended.endedAt! }
+          ? {
+            ...msg,
+            content: content !== undefined ? content : text,
+            status: reason,
+            updatedAt: ended.endedAt!,
+          }
           : null;
         const head3 = head + 3;
         const ops = [
-          final ? { op: "set", slot: `message:${run.messageId}`, value: final } : { op: "delete", slot: `message:${run.messageId}` },
+          final
+            ? { op: "set", slot: `message:${run.messageId}`, value: final }
+            : { op: "delete", slot: `message:${run.messageId}` },
           { op: "set", slot: `run:${runId}`, value: ended },
           { op: "delete", slot: `stream:${runId}` },
           { op: "set", slot: "head", value: { messageId: run.messageId, runId, logId: head3 } },
         ];
         const entries: ThreadEntry[] = [
           { event: "run:end", data: { runId, reason, endedAt: ended.endedAt } },
-          { event: "message:updated", data: { message: final ?? { id: run.messageId, deleted: true } } },
+          {
+            event: "message:updated",
+            data: { message: final ?? { id: run.messageId, deleted: true } },
+          },
           { event: "batch", data: { ops } },
         ];
         return {
@@ -282,8 +342,12 @@ export class LiveService {
     },
   ): Promise<RunCreated> {
     const r = await this.#svc.threadLog.append(app, threadId, () => {
-      if (typeof runId !== "string" || runId === "") throw new LiveError("invalid_request: runId must be a non-empty string");
-      if (this.runs.get(app.id, threadId, runId)) throw new LiveError(`invalid_request: run ${runId} already exists`);
+      if (typeof runId !== "string" || runId === "") {
+        throw new LiveError("invalid_request: runId must be a non-empty string");
+      }
+      if (this.runs.get(app.id, threadId, runId)) {
+        throw new LiveError(`invalid_request: run ${runId} already exists`);
+      }
       const { staged, run, created } = build();
       return {
         entries: [...staged.entries, { event: "run", data: { run } }],
