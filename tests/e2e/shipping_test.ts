@@ -6,6 +6,18 @@ import { startServer } from "../helpers/server.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 
+/** Starts a server with the development app and reads its printed key and secret. */
+async function startDevServer() {
+  const server = await startServer({ apps: null });
+  const deadline = Date.now() + 10_000;
+  while (!/app secret:\s+\S+\n/.test(server.output()) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const key = server.output().match(/app key:\s+(\S+)/)![1];
+  const secret = server.output().match(/app secret:\s+(\S+)/)![1];
+  return { server, key, secret };
+}
+
 Deno.test("GET /sdk/client.js serves the bundled SDK with a content ETag and answers 304", async () => {
   const server = await startServer();
   try {
@@ -87,10 +99,8 @@ Deno.test("playground API routes act only for the development app", async () => 
   } finally {
     await withFile.stop();
   }
-  const dev = await startServer({ apps: null });
+  const { server: dev, key, secret } = await startDevServer();
   try {
-    const key = dev.output().match(/app key:\s+(\S+)/)![1];
-    const secret = dev.output().match(/app secret:\s+(\S+)/)![1];
     const infoRes = await fetch(`${dev.baseUrl}/playground/api/info`);
     const infoText = await infoRes.text();
     assert.equal(JSON.parse(infoText).app.key, key);
@@ -118,5 +128,71 @@ Deno.test("playground API routes act only for the development app", async () => 
     await bad.body?.cancel();
   } finally {
     await dev.stop();
+  }
+});
+
+/** Joins a thread as a user with the phoenix client; collects events; `send` pushes. */
+async function userOnThread(baseUrl: string, appKey: string, threadId: string) {
+  const { Socket } = await import("phoenix");
+  const socket = new Socket(baseUrl.replace("http", "ws") + "/socket", { params: { app_key: appKey } });
+  socket.connect();
+  const events: { event: string; payload: any }[] = [];
+  const channel = socket.channel(`chat:${appKey}:${threadId}`, { client_id: "tester" });
+  channel.onMessage = (event: string, payload: any) => {
+    if (!event.startsWith("phx_") && !event.startsWith("chan_reply")) events.push({ event, payload });
+    return payload;
+  };
+  await new Promise((resolve, reject) => channel.join().receive("ok", resolve).receive("error", reject));
+  const push = (event: string, payload: object) =>
+    new Promise<any>((resolve, reject) =>
+      channel.push(event, payload).receive("ok", resolve).receive("error", (e: any) => reject(new Error(e.reason)))
+    );
+  const waitFor = async (pred: (e: { event: string; payload: any }) => boolean, what: string) => {
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      const hit = events.find(pred);
+      if (hit) return hit;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error(`timed out waiting for ${what}; got ${events.map((e) => e.event).join(",")}`);
+  };
+  return { events, push, waitFor, close: () => socket.disconnect() };
+}
+
+Deno.test("the demo agent streams an answer, stops on cancel and asks for tool approval", async () => {
+  const { server, key } = await startDevServer();
+  const threadId = `pg-${crypto.randomUUID()}`;
+  const user = await userOnThread(server.baseUrl, key, threadId);
+  try {
+    const started = await fetch(`${server.baseUrl}/playground/api/chat`, { method: "POST", body: JSON.stringify({ thread_id: threadId }) });
+    assert.equal(started.status, 200, await started.clone().text());
+    assert.equal((await started.json()).agent_id, "demo-agent");
+
+    const first = await user.push("send", { text: "hello agent" });
+    const end = await user.waitFor((e) => e.event === "run:end" && e.payload.runId === first.runId, "run:end");
+    assert.equal(end.payload.reason, "complete");
+    const streamed = user.events.filter((e) => e.event === "stream" && e.payload.runId === first.runId);
+    assert.ok(streamed.length >= 2, "the answer arrives in several roll-ups");
+    assert.match(streamed.map((e) => e.payload.text).join(""), /hello agent/);
+
+    const second = await user.push("send", { text: "tell me more" });
+    await user.waitFor((e) => e.event === "stream" && e.payload.runId === second.runId, "a streamed token");
+    await user.push("cancel", { runId: second.runId });
+    const cancelled = await user.waitFor((e) => e.event === "run:end" && e.payload.runId === second.runId, "run:end");
+    assert.equal(cancelled.payload.reason, "cancelled");
+
+    const third = await user.push("send", { text: "what is the weather in Porto?" });
+    const suspended = await user.waitFor((e) => e.event === "run:suspend" && e.payload.runId === third.runId, "run:suspend");
+    assert.equal(suspended.payload.toolName, "get_weather");
+    assert.deepEqual(suspended.payload.args, { city: "Porto" });
+    await user.push("tool:approve", { runId: third.runId, toolCallId: suspended.payload.toolCallId });
+    await user.waitFor((e) => e.event === "run:resume" && e.payload.runId === third.runId, "run:resume");
+    const done = await user.waitFor((e) => e.event === "run:end" && e.payload.runId === third.runId, "run:end");
+    assert.equal(done.payload.reason, "complete");
+    const text = user.events.filter((e) => e.event === "stream" && e.payload.runId === third.runId).map((e) => e.payload.text).join("");
+    assert.match(text, /Porto is sunny/);
+  } finally {
+    user.close();
+    await server.stop();
   }
 });
