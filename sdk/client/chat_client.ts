@@ -3,7 +3,7 @@
  * (`connect`) or as an agent (`connectAgent`). See docs/chat-live.md.
  */
 import { Socket } from "phoenix";
-import type { ChatAuthCallback, ChatAuthOptions } from "./chat_auth.ts";
+import { type ChatAuthCallback, type ChatAuthOptions, hasTokenSource } from "./chat_auth.ts";
 import { ChatAgent } from "./chat_agent.ts";
 import { msgpackDecode, msgpackEncode } from "./msgpack_serializer.ts";
 import { ChatSession, type SessionHost } from "./chat_session.ts";
@@ -81,8 +81,11 @@ export class ChatClient implements SessionHost {
     if (reused) {
       this.socket = reused.socket ?? reused;
       this.#own = false;
-      if (typeof reused.socketId === "string") this.#socketId = reused.socketId;
-      if (this.socket.isConnected?.()) this.#epoch = 1;
+      // The connected frame may already have passed: take the id the realtime client saw.
+      if (typeof reused.socketId === "string") {
+        this.#socketId = reused.socketId;
+        this.#epoch = 1;
+      } else if (this.socket.isConnected?.() && !hasTokenSource(this.auth)) this.#epoch = 1;
     } else {
       const msgpack = (options.serializer ?? options.messageFormat) === "msgpack";
       const endpoint = (options.endpoint ?? defaultEndpoint()).replace(/\/websocket\/?$/, "");
