@@ -75,6 +75,9 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     fetch: (req) => http.fetch(req),
     sockets,
   });
+  // With `--port 0` the OS picks the port; products calling themselves (the playground's demo
+  // agent) read the real one from the config.
+  config.port = server.port;
 
   let stopping: Promise<void> | undefined;
   return {

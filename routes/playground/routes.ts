@@ -74,7 +74,7 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
     if (!threadId) return badRequest(c, "thread_id is required");
     try {
       await agents.ensure(threadId, {
-        endpoint: `${loopbackBase(deps.config, c).replace(/^http/, "ws")}/socket`,
+        endpoint: `${loopbackBase(deps.config).replace(/^http/, "ws")}/socket`,
         appKey: devApp!.key,
         appSecret: devApp!.secret,
       });
@@ -104,12 +104,11 @@ function capabilitiesFor(body: Body): { list: string[]; channelData?: string } |
 }
 
 /**
- * This server's own base URL for loopback calls. The configured port wins; with `--port 0`
- * the port the browser reached (Host header) is the listening one (no proxy in front).
+ * This server's own base URL for loopback calls. `config.port` holds the listening port (the
+ * server fills it in after listening, so `--port 0` works behind any proxy).
  */
-export function loopbackBase(config: Config, c: Context): string {
-  const hostPort = Number(new URL(c.req.url).port || c.req.header("host")?.split(":").pop());
-  const port = config.port || hostPort;
+export function loopbackBase(config: Config): string {
+  const port = config.port;
   const wildcard = ["0.0.0.0", "::", "", "[::]"].includes(config.host);
   const host = wildcard ? "127.0.0.1" : config.host.includes(":") ? `[${config.host}]` : config.host;
   return `http://${host}:${port}`;
@@ -117,7 +116,7 @@ export function loopbackBase(config: Config, c: Context): string {
 
 /** Calls this server's own HTTP API with the dev app's credentials; relays status and body. */
 async function forward(c: Context, config: Config, app: App, method: string, path: string, body?: unknown) {
-  const res = await fetch(loopbackBase(config, c) + path, {
+  const res = await fetch(loopbackBase(config) + path, {
     method,
     headers: { "x-app-key": app.key, "x-app-secret": app.secret, "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
