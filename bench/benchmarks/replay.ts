@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { APP, CpuMeter, matchingRuntime, runGenerator, startSwitchboard } from "../lib/proc.ts";
-import { type BenchContext, type BenchReport, bottleneck } from "../lib/report.ts";
+import { type BenchContext, type BenchReport, bottleneck, pct } from "../lib/report.ts";
 import { round } from "../lib/stats.ts";
 import { routeExists } from "./probe.ts";
 
@@ -33,7 +33,7 @@ export async function replay(ctx: BenchContext): Promise<BenchReport> {
     rmSync(dir, { recursive: true, force: true });
   }
 
-  const columns = ["product", "entries", "entries/s", "replay ms", "first entry ms", "raw range entries/s", "ratio", "server cpu", "limit"];
+  const columns = ["product", "entries", "entries/s", "replay ms", "first entry ms", "raw range entries/s", "ratio", "server cpu", "machine", "limit"];
   const rows: (string | number | null)[][] = [["raw lmdb range read", count, raw.perSecond, round(count / raw.perSecond * 1000, 1), null, null, null, null, null]];
   const data: Record<string, unknown>[] = [{ product: "raw lmdb range read", runtime: rt.name, entries: count, entriesPerSecond: round(raw.perSecond) }];
   const notes: string[] = [];
@@ -55,9 +55,9 @@ export async function replay(ctx: BenchContext): Promise<BenchReport> {
       try {
         const r = await runGenerator<ReplayResult>("bun", "gen/replay_gen.ts", { base: server.baseUrl, kind: k.kind, count, rounds: 3, valueBytes }, meter.mark);
         const ratio = round(r.bestPerSecond / raw.perSecond, 3);
-        const limit = bottleneck(r.genCpu, meter.share);
-        rows.push([k.label, r.entries, r.bestPerSecond, round(r.bestMs, 1), round(r.firstEntryMs, 1), raw.perSecond, ratio, `${Math.round(meter.share * 100)}%`, limit]);
-        data.push({ product: k.label, entries: r.entries, entriesPerSecond: round(r.bestPerSecond), medianEntriesPerSecond: round(r.medianPerSecond), replayMs: round(r.bestMs, 1), firstEntryMs: round(r.firstEntryMs, 1), ratioToRawRange: ratio, preloadWritesPerSecond: round(r.preloadPerSecond), serverCpu: round(meter.share, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit });
+        const limit = bottleneck(r.genCpu, meter.share, meter.machine);
+        rows.push([k.label, r.entries, r.bestPerSecond, round(r.bestMs, 1), round(r.firstEntryMs, 1), raw.perSecond, ratio, `${Math.round(meter.share * 100)}%`, pct(meter.machine), limit]);
+        data.push({ product: k.label, entries: r.entries, entriesPerSecond: round(r.bestPerSecond), medianEntriesPerSecond: round(r.medianPerSecond), replayMs: round(r.bestMs, 1), firstEntryMs: round(r.firstEntryMs, 1), ratioToRawRange: ratio, preloadWritesPerSecond: round(r.preloadPerSecond), serverCpu: round(meter.share, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit });
         if (r.entries !== count) notes.push(`${k.label}: ${r.entries} of ${count} entries replayed`);
         if (limit === "generator") notes.push(`${k.label}: generator-bound; the server figure is a lower bound`);
       } catch (e) {

@@ -24,6 +24,7 @@ async function once(): Promise<{ readyMs: number; rss: number }> {
   const t0 = performance.now();
   const child = spawn(cmd, [...args, "--port", String(port), "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--apps", appsFile], { cwd: ROOT, stdio: "ignore" });
   const exited = new Promise<void>((r) => child.on("exit", () => r()));
+  child.on("error", () => {});
   try {
     let readyMs = NaN;
     while (performance.now() - t0 < 30_000) {

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { APP, CpuMeter, matchingRuntime, runGenerator, startSwitchboard } from "../lib/proc.ts";
-import { type BenchContext, type BenchReport, bottleneck, pending } from "../lib/report.ts";
+import { type BenchContext, type BenchReport, bottleneck, pct, pending } from "../lib/report.ts";
 import { round } from "../lib/stats.ts";
 import { routeExists } from "./probe.ts";
 
@@ -40,7 +40,7 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
     }
   }
 
-  const columns = ["op", "objects", "writers", "writes/s", "p50 ms", "p99 ms", "raw writes/s", "raw p99 ms", "ratio", "server cpu", "limit"];
+  const columns = ["op", "objects", "writers", "writes/s", "p50 ms", "p99 ms", "raw writes/s", "raw p99 ms", "ratio", "server cpu", "machine", "limit"];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
   const notes: string[] = [];
@@ -59,9 +59,9 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
           const r = await runGenerator<WriteResult>("bun", "gen/writes_gen.ts", { base: server.baseUrl, op, objects, concurrency, seconds, warmup, valueBytes }, meter.mark);
           const base = raw[`${objects}/${concurrency}`];
           const ratio = round(r.perSecond / base.perSecond, 3);
-          const limit = bottleneck(r.genCpu ?? 0, meter.share);
-          rows.push([op, objects, concurrency, r.perSecond, r.p50, r.p99, base.perSecond, base.p99, ratio, `${Math.round(meter.share * 100)}%`, limit]);
-          data.push({ op, objects, writers: concurrency, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, rawWritesPerSecond: round(base.perSecond), rawP50Ms: base.p50, rawP99Ms: base.p99, ratioToRaw: ratio, errors: r.errors, serverCpu: round(meter.share, 2), generatorCpu: round(r.genCpu ?? 0, 2), bottleneck: limit });
+          const limit = bottleneck(r.genCpu ?? 0, meter.share, meter.machine);
+          rows.push([op, objects, concurrency, r.perSecond, r.p50, r.p99, base.perSecond, base.p99, ratio, `${Math.round(meter.share * 100)}%`, pct(meter.machine), limit]);
+          data.push({ op, objects, writers: concurrency, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, rawWritesPerSecond: round(base.perSecond), rawP50Ms: base.p50, rawP99Ms: base.p99, ratioToRaw: ratio, errors: r.errors, serverCpu: round(meter.share, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(r.genCpu ?? 0, 2), bottleneck: limit });
           if (r.errors) notes.push(`${op} objects=${objects} writers=${concurrency}: ${r.errors} failed requests`);
           if (limit === "generator") notes.push(`${op} objects=${objects} writers=${concurrency}: generator-bound; the server figure is a lower bound`);
         }

@@ -15,6 +15,8 @@ interface Cfg {
   window: number;
   payloadBytes: number;
   maxHttp: number;
+  /** Seconds of a second, light phase: one trigger at a time (latency without queueing). */
+  latencySeconds: number;
 }
 
 const cfg = config<Cfg>();
@@ -23,7 +25,7 @@ const sampleEvery = Math.max(1, Math.floor((cfg.channels * cfg.perChannel) / 200
 let received = 0;
 let measuring = false;
 let windowStart = 0;
-const lat = new Reservoir(300_000);
+let lat = new Reservoir(300_000);
 let closed = 0;
 
 const names = Array.from({ length: cfg.channels }, (_, c) => `bench-${c}`);
@@ -53,7 +55,8 @@ let sent = 0;
 let httpErrors = 0;
 let running = true;
 let wake: (() => void) | undefined;
-const budget = cfg.window * cfg.perChannel;
+let budget = cfg.window * cfg.perChannel;
+let maxHttp = cfg.maxHttp;
 
 async function trigger(n: number) {
   const body = JSON.stringify({ channel: names[n % cfg.channels], event: "bench", data: { t: performance.now(), pad } });
@@ -77,7 +80,7 @@ async function trigger(n: number) {
 
 async function driver() {
   while (running) {
-    if (inflight < cfg.maxHttp && expected - received < budget) {
+    if (inflight < maxHttp && expected - received < budget) {
       void trigger(sent++);
       continue;
     }
@@ -102,10 +105,23 @@ const elapsed = (performance.now() - windowStart) / 1000;
 mark("end");
 const genCpu = cpu.share();
 measuring = false;
+const loaded = latencySummary(lat.values);
+const loadedSamples = lat.seen;
+// Light phase: one trigger outstanding at a time, so latency is one fan-out, not a queue.
+budget = 1;
+maxHttp = 1;
+let drainBy = performance.now() + 5000;
+while ((inflight > 0 || received < expected) && performance.now() < drainBy) await sleep(10);
+lat = new Reservoir(300_000);
+windowStart = performance.now();
+measuring = true;
+await sleep(cfg.latencySeconds * 1000);
+measuring = false;
+const light = latencySummary(lat.values);
 running = false;
 await drive;
-const drainUntil = performance.now() + 5000;
-while (inflight > 0 || (received < expected && performance.now() < drainUntil)) await sleep(20);
+drainBy = performance.now() + 5000;
+while (inflight > 0 || (received < expected && performance.now() < drainBy)) await sleep(20);
 for (const ws of sockets) ws.onclose = null;
 for (const ws of sockets) ws.close();
 
@@ -116,8 +132,11 @@ done({
   delivered: r1 - r0,
   perSecond: (r1 - r0) / elapsed,
   triggersPerSecond: (r1 - r0) / elapsed / cfg.perChannel,
-  ...latencySummary(lat.values),
-  samples: lat.seen,
+  ...loaded,
+  samples: loadedSamples,
+  lightP50: light.p50,
+  lightP99: light.p99,
+  lightSamples: lat.seen,
   missing: Math.max(0, expected - received),
   httpErrors,
   closedDuringRun: closed,

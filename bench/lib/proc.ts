@@ -1,7 +1,7 @@
 // Child processes for the benchmarks: the server under test (source or compiled binary),
 // the baseline servers and the load generators, plus /proc readings (RSS, CPU time).
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -23,18 +23,24 @@ export interface Served {
   stop(): Promise<void>;
 }
 
+/** This Deno, or the npm-installed one when this executable was replaced on disk meanwhile. */
+export function denoPath(): string {
+  const own = Deno.execPath();
+  return existsSync(own) ? own : join(ROOT, "node_modules/.bin/deno");
+}
+
 /** The command that runs Switchboard: the compiled binary when SWITCHBOARD_BIN is set. */
 export function serverCommand(): { cmd: string; args: string[]; label: string } {
   const bin = Deno.env.get("SWITCHBOARD_BIN");
   if (bin) return { cmd: bin.startsWith("/") ? bin : join(ROOT, bin), args: [], label: `binary ${bin}` };
-  return { cmd: Deno.execPath(), args: ["run", "-A", join(ROOT, "main.ts")], label: "source (deno run main.ts)" };
+  return { cmd: denoPath(), args: ["run", "-A", join(ROOT, "main.ts")], label: "source (deno run main.ts)" };
 }
 
 /** Runtime used for in-process baselines that must match the server's runtime (lmdb raw). */
 export function matchingRuntime(): { cmd: string; args: string[]; name: "bun" | "deno" } {
   return Deno.env.get("SWITCHBOARD_BIN")
     ? { cmd: BUN, args: ["run"], name: "bun" }
-    : { cmd: Deno.execPath(), args: ["run", "-A"], name: "deno" };
+    : { cmd: denoPath(), args: ["run", "-A"], name: "deno" };
 }
 
 /** Starts Switchboard on a random loopback port with a fresh data dir and the bench app. */
@@ -67,6 +73,10 @@ export async function startListening(cmd: string, args: string[], pattern: RegEx
     child.on("exit", (code) => {
       clearTimeout(timer);
       reject(new Error(`${cmd} exited with ${code}:\n${out}`));
+    });
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      reject(new Error(`cannot run ${cmd}: ${e.message}`));
     });
   });
   return {
@@ -120,7 +130,7 @@ export async function runGenerator<T>(
     ? [BUN, ["run", path]]
     : runtime === "node"
     ? ["node", [path]]
-    : [Deno.execPath(), ["run", "-A", path]];
+    : [denoPath(), ["run", "-A", path]];
   const child = spawn(cmd, args, {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
@@ -141,6 +151,11 @@ export async function runGenerator<T>(
   });
   const code = await new Promise<number | null>((resolve) => {
     const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+    child.on("error", (e) => {
+      err += `cannot run ${cmd}: ${e.message}\n`;
+      clearTimeout(timer);
+      resolve(-1);
+    });
     child.on("exit", (c) => {
       clearTimeout(timer);
       resolve(c);
@@ -168,7 +183,11 @@ export function cpuSeconds(pid: number): number {
 export class CpuMeter {
   #c0 = 0;
   #t0 = 0;
+  #m0: [number, number] = [0, 0];
+  /** The server's CPU share (1.0 = one core). */
   share = NaN;
+  /** Share of the whole machine busy (1.0 = every core), kernel included. */
+  machine = NaN;
   constructor(readonly pid: number) {}
 
   /** Mark handler for `runGenerator`. */
@@ -176,10 +195,20 @@ export class CpuMeter {
     if (name === "start") {
       this.#c0 = cpuSeconds(this.pid);
       this.#t0 = performance.now();
+      this.#m0 = machineTicks();
     } else if (name === "end" && this.#t0) {
       this.share = (cpuSeconds(this.pid) - this.#c0) / ((performance.now() - this.#t0) / 1000);
+      const [busy, total] = machineTicks();
+      this.machine = (busy - this.#m0[0]) / Math.max(1, total - this.#m0[1]);
     }
   };
+}
+
+/** [busy, total] jiffies over all cores from /proc/stat (idle and iowait are not busy). */
+function machineTicks(): [number, number] {
+  const f = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+  return [total - f[3] - f[4], total];
 }
 
 /** Soft open-file limit of this process (children inherit it). */

@@ -32,9 +32,19 @@ export function pending(name: string, why: string): BenchReport {
   return { name, status: "pending", columns: [], rows: [], data: [], notes: [`PENDING: ${why}`] };
 }
 
-/** Verdict on who limited a run: the generator when it saturated its core and the server did not. */
-export function bottleneck(genCpu: number, serverCpu: number): string {
+/**
+ * Verdict on who limited a run: the generator when it saturated its core and the server did
+ * not; the server when it saturated its core; "machine" when all cores were busy (server,
+ * generator and kernel loopback work share the cores) and neither process alone was.
+ */
+export function bottleneck(genCpu: number, serverCpu: number, machine = NaN): string {
   if (genCpu >= 0.9 && !(serverCpu >= 0.9)) return "generator";
   if (serverCpu >= 0.9) return "server";
+  if (machine >= 0.9) return "machine";
   return "-";
+}
+
+/** "87%" from 0.87, "-" for NaN. */
+export function pct(x: number): string {
+  return Number.isNaN(x) ? "-" : `${Math.round(x * 100)}%`;
 }
