@@ -50,7 +50,7 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
     const body = await objectBody(c);
     if (!body || !str(body.channel) || !str(body.event)) return badRequest(c, "channel and event are required");
     const { channel, event, data } = body;
-    return forward(c, deps.config, devApp!, "POST", `/api/apps/${devApp!.id}/trigger`, { channel, event, data: data ?? null });
+    return forward(deps.config, devApp!, "POST", `/api/apps/${devApp!.id}/trigger`, { channel, event, data: data ?? null });
   });
 
   routes.post("/playground/api/object", async (c) => {
@@ -59,10 +59,10 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
     if (!body || !type || !key || !slot) return badRequest(c, "type, key and slot are required");
     const base = `/api/v1/objects/${devApp!.id}/${encodeURIComponent(type)}/${encodeURIComponent(key)}`;
     const at = `${base}/${encodeURIComponent(slot)}`;
-    if (body.op === "set") return forward(c, deps.config, devApp!, "PUT", at, { value: body.value ?? null });
-    if (body.op === "delete") return forward(c, deps.config, devApp!, "DELETE", at);
+    if (body.op === "set") return forward(deps.config, devApp!, "PUT", at, { value: body.value ?? null });
+    if (body.op === "delete") return forward(deps.config, devApp!, "DELETE", at);
     if (body.op === "increment") {
-      return forward(c, deps.config, devApp!, "POST", `${base}/increment`, { slot, by: body.by ?? 1 });
+      return forward(deps.config, devApp!, "POST", `${base}/increment`, { slot, by: body.by ?? 1 });
     }
     return badRequest(c, "op must be set, increment or delete");
   });
@@ -115,7 +115,7 @@ export function loopbackBase(config: Config): string {
 }
 
 /** Calls this server's own HTTP API with the dev app's credentials; relays status and body. */
-async function forward(c: Context, config: Config, app: App, method: string, path: string, body?: unknown) {
+async function forward(config: Config, app: App, method: string, path: string, body?: unknown) {
   const res = await fetch(loopbackBase(config) + path, {
     method,
     headers: { "x-app-key": app.key, "x-app-secret": app.secret, "content-type": "application/json" },
