@@ -143,7 +143,7 @@ export class OrderedLog {
       publish?.(first, p.entries, p.result);
       return first + count - 1;
     });
-    this.#drain(stream, tracker);
+    this.#drain(tracker);
     tracker.inflight--;
     this.#release(stream, tracker);
     return { position: first, count, result: p.result };
@@ -237,7 +237,7 @@ export class OrderedLog {
     return t;
   }
 
-  #drain(stream: string, t: Tracker): void {
+  #drain(t: Tracker): void {
     let next = t.ready.get(t.published + 1);
     while (next) {
       t.ready.delete(t.published + 1);
@@ -249,7 +249,6 @@ export class OrderedLog {
       }
       next = t.ready.get(t.published + 1);
     }
-    void stream;
   }
 
   #release(stream: string, t: Tracker): void {

@@ -34,7 +34,8 @@ export interface TestServer {
   /** Credential headers for an app. */
   headers(app?: TestApp): Record<string, string>;
   output(): string;
-  /** SIGTERM and wait for exit; resolves with the exit code. */
+  /** SIGTERM and wait for exit; resolves with the exit code (null under Deno when the
+   * child ended by the signal: use Deno.Command where the exit code matters). */
   stop(): Promise<number | null>;
   /** SIGKILL and wait. */
   kill(): Promise<void>;
