@@ -1,16 +1,7 @@
 import assert from "node:assert/strict";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { withServer } from "../helpers/server.ts";
 import { api, doc, makeMessage, makeThread } from "../chat_rest/helpers.ts";
 import { verifyWebhook } from "../../lib/chat/webhooks/signature.ts";
-
-async function withServer(fn: (s: TestServer) => Promise<void>) {
-  const server = await startServer();
-  try {
-    await fn(server);
-  } finally {
-    await server.stop();
-  }
-}
 
 interface Received {
   headers: Headers;

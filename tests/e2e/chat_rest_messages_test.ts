@@ -1,15 +1,6 @@
 import assert from "node:assert/strict";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { withServer } from "../helpers/server.ts";
 import { api, doc, makeMessage, makeThread } from "../chat_rest/helpers.ts";
-
-async function withServer(fn: (s: TestServer) => Promise<void>) {
-  const server = await startServer();
-  try {
-    await fn(server);
-  } finally {
-    await server.stop();
-  }
-}
 
 Deno.test("chat REST messages: create with caller id, 409 duplicate, get, list pages, replies, edit, soft and hard delete", async () => {
   await withServer(async (s) => {

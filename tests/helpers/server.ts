@@ -121,3 +121,16 @@ async function stopChild(child: ChildProcess, exited: Promise<number | null>, si
   child.stderr?.destroy();
   return code;
 }
+
+/** Runs `fn` against a fresh server and always stops it afterwards. */
+export async function withServer(
+  fn: (server: TestServer) => Promise<void>,
+  opts: StartOptions = {},
+): Promise<void> {
+  const server = await startServer(opts);
+  try {
+    await fn(server);
+  } finally {
+    await server.stop();
+  }
+}
