@@ -1,33 +1,81 @@
-// Builds the single binary with Bun. lmdb-js loads its native addon through a dynamic
-// path lookup that `bun build --compile` cannot follow, so this plugin swaps that lookup
-// for a static require of the linux-x64 glibc addon, which Bun then embeds.
+// Builds the single binary with Bun. Two dependencies need a hand to survive bundling:
+//
+// - lmdb-js loads its native addon through a dynamic path lookup that `bun build --compile`
+//   cannot follow, so a plugin swaps that lookup for a static require of the linux-x64 glibc
+//   addon, which Bun then embeds.
+// - ordered-binary (lmdb's key encoder) decodes string keys with code it generates at run time
+//   from the source text of its own `finishUtf8` helper. The bundler renames the module
+//   variables that text refers to (`position` becomes `position6`), so every key holding a
+//   non-ASCII character threw a ReferenceError in the binary only. The plugin replaces the
+//   generated decoder with a plain loop over the same module variables, which the bundler
+//   renames consistently. The build fails if either pattern is no longer found, so an upgrade
+//   of either package cannot silently bring the bug back.
+//
 // Runs under Bun only; Bun's types are not part of the Deno type check.
 // deno-lint-ignore no-explicit-any
 declare const Bun: any;
 declare const process: { argv: string[]; exit(code: number): never };
 
-const lmdbNative = {
-  name: "lmdb-native-static",
+/** A plain-loop string decoder with the generated one's semantics: byte 4 escapes the next
+ * byte, a byte below 4 ends the string, bytes from 0x80 start a UTF-8 sequence. */
+const PLAIN_READ_STRING = `const readString = (source) => {
+	let out = ''
+	for (;;) {
+		let b = source[position++]
+		if (b > 4) {
+			if (b >= 0x80) b = finishUtf8(b, source)
+		} else if (b === 4) {
+			b = source[position++]
+		} else return out
+		out += fromCharCode(b)
+	}
+}
+function readStringSafely(`;
+
+/** Replaces `from` (a string or pattern) in `src`, failing the build when it is absent. */
+function patch(src: string, from: string | RegExp, to: string, what: string): string {
+  const found = typeof from === "string" ? src.includes(from) : from.test(src);
+  if (!found) {
+    console.error(`bun_build: cannot patch ${what}: its source changed; review scripts/bun_build.ts`);
+    process.exit(1);
+  }
+  return src.replace(from, to);
+}
+
+const bundlePatches = {
+  name: "bundle-patches",
   // deno-lint-ignore no-explicit-any
   setup(build: any) {
-    build.onLoad({ filter: /lmdb[\\/]native\.js$/ }, async (args: { path: string }) => {
-      const src = await Bun.file(args.path).text();
-      return {
-        contents: src.replace(
-          "loadNAPI(dirName)",
-          'require("@lmdb/lmdb-linux-x64/node.napi.glibc.node")',
+    build.onLoad({ filter: /lmdb[\\/]native\.js$/ }, async (args: { path: string }) => ({
+      contents: patch(
+        await Bun.file(args.path).text(),
+        "loadNAPI(dirName)",
+        'require("@lmdb/lmdb-linux-x64/node.napi.glibc.node")',
+        "lmdb's addon loader",
+      ),
+      loader: "js",
+    }));
+    build.onLoad(
+      { filter: /ordered-binary[\\/]index\.js$/ },
+      async (args: { path: string }) => ({
+        contents: patch(
+          await Bun.file(args.path).text(),
+          /const readString =[\s\S]*?function readStringSafely\(/,
+          PLAIN_READ_STRING,
+          "ordered-binary's string decoder",
         ),
         loader: "js",
-      };
-    });
+      }),
+    );
   },
 };
+
 const entry = process.argv[2] ?? "main.ts";
 const out = process.argv[3] ?? "dist/switchboard";
 const result = await Bun.build({
   entrypoints: [entry],
   compile: { outfile: out },
-  plugins: [lmdbNative],
+  plugins: [bundlePatches],
   minify: false,
   target: "bun",
 });
