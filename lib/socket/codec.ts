@@ -9,17 +9,47 @@ export type WireFormat = "json" | "msgpack";
 /** Largest accepted inbound frame, in bytes (documented in docs/protocol.md). */
 export const MAX_FRAME_BYTES = 1024 * 1024;
 
-const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+/** Deepest nesting of arrays and objects accepted in a payload. */
+export const MAX_PAYLOAD_DEPTH = 64;
+
+/**
+ * The one MessagePack codec of the wire. 64-bit integers decode as JavaScript numbers, exactly
+ * as `JSON.parse` reads a large integer literal, so both formats carry the same values and no
+ * product ever holds a BigInt that JSON cannot encode (docs/protocol.md "Values").
+ */
+const packr = new Packr({ useRecords: false, mapsAsObjects: true, int64AsType: "number" });
 
 /** Encodes a frame for the wire: a JSON string or MessagePack bytes. */
 export function encodeFrame(frame: Frame, format: WireFormat): string | Uint8Array {
   return format === "json" ? JSON.stringify(frame) : packr.pack(frame);
 }
 
-/** Parses an inbound frame; returns a reason string when it is malformed. */
-export function decodeFrame(data: string | Uint8Array, format: WireFormat): Frame | string {
-  const size = typeof data === "string" ? data.length : data.byteLength;
-  if (size > MAX_FRAME_BYTES) return `frame too large: limit is ${MAX_FRAME_BYTES} bytes`;
+const utf8 = new TextEncoder();
+
+/** Size of an inbound frame in bytes (UTF-8 for text frames). */
+function frameBytes(data: string | Uint8Array): number {
+  if (typeof data !== "string") return data.byteLength;
+  // A UTF-16 unit is at most 3 UTF-8 bytes: skip the count when the bound cannot be reached.
+  if (data.length * 3 <= MAX_FRAME_BYTES) return data.length;
+  return utf8.encode(data).byteLength;
+}
+
+/** A decoded frame whose payload holds a value JSON cannot carry: answered on its ref. */
+export interface RefusedFrame {
+  refused: string;
+  frame: Frame;
+}
+
+/**
+ * Parses an inbound frame. Returns a reason string when the frame itself is malformed, and a
+ * `RefusedFrame` when the frame is well-formed but its payload holds a value that the other
+ * wire format could not carry (so the push or join gets an error reply).
+ */
+export function decodeFrame(
+  data: string | Uint8Array,
+  format: WireFormat,
+): Frame | RefusedFrame | string {
+  if (frameBytes(data) > MAX_FRAME_BYTES) return `frame too large: limit is ${MAX_FRAME_BYTES} bytes`;
   let value: unknown;
   try {
     if (typeof data === "string") {
@@ -36,7 +66,8 @@ export function decodeFrame(data: string | Uint8Array, format: WireFormat): Fram
     return "malformed frame: expected [join_ref, ref, topic, event, payload]";
   }
   const [joinRef, ref, topic, event, payload] = value;
-  const refOk = (v: unknown) => v === null || typeof v === "string" || typeof v === "number";
+  const refOk = (v: unknown) =>
+    v === null || typeof v === "string" || (typeof v === "number" && Number.isFinite(v));
   if (!refOk(joinRef) || !refOk(ref)) return "malformed frame: refs must be strings or null";
   if (typeof topic !== "string" || typeof event !== "string") {
     return "malformed frame: topic and event must be strings";
@@ -45,5 +76,45 @@ export function decodeFrame(data: string | Uint8Array, format: WireFormat): Fram
     return "malformed frame: payload must be an object";
   }
   const str = (v: unknown) => (v === null ? null : String(v));
-  return [str(joinRef), str(ref), topic, event, payload];
+  const frame: Frame = [str(joinRef), str(ref), topic, event, payload];
+  const problem = jsonProblem(payload, 0);
+  return problem ? { refused: `invalid payload: ${problem}`, frame } : frame;
+}
+
+/**
+ * Why `value` is not plain JSON (null, boolean, finite number, string, array, plain object),
+ * or null when it is. MessagePack can carry binary, extension types (dates), NaN and the
+ * infinities; JSON text can overflow to an infinity (`1e400`). None of those survive the other
+ * format, so they are refused at the socket instead of reaching a product.
+ */
+export function jsonProblem(value: unknown, depth: number): string | null {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return null;
+    case "number":
+      return Number.isFinite(value) ? null : "numbers must be finite";
+    case "object": {
+      if (value === null) return null;
+      if (depth >= MAX_PAYLOAD_DEPTH) return `nested deeper than ${MAX_PAYLOAD_DEPTH} levels`;
+      if (Array.isArray(value)) {
+        for (const item of value) {
+          const p = jsonProblem(item, depth + 1);
+          if (p) return p;
+        }
+        return null;
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) {
+        return "binary, dates and other extension types are not supported";
+      }
+      for (const key in value) {
+        const p = jsonProblem((value as Record<string, unknown>)[key], depth + 1);
+        if (p) return p;
+      }
+      return null;
+    }
+    default:
+      return `${typeof value} values are not supported`;
+  }
 }

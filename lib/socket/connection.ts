@@ -96,11 +96,17 @@ export class Connection implements Subscriber {
   /** Handles one inbound WebSocket message. Never throws. */
   receive(data: string | Uint8Array): void {
     this.lastSeen = Date.now();
-    const frame = decodeFrame(data, this.format);
-    if (typeof frame === "string") {
-      this.#send([null, null, "phoenix", "phx_error", { reason: frame }]);
+    const decoded = decodeFrame(data, this.format);
+    if (typeof decoded === "string") {
+      this.#send([null, null, "phoenix", "phx_error", { reason: decoded }]);
       return;
     }
+    if (!Array.isArray(decoded)) {
+      const [joinRef, ref, topic] = decoded.frame;
+      this.#reply(joinRef, ref, topic, { status: "error", response: { reason: decoded.refused } });
+      return;
+    }
+    const frame = decoded;
     const [joinRef, ref, topic, event] = frame;
     const payload = frame[4] as Record<string, unknown>;
     try {
@@ -190,7 +196,7 @@ export class Connection implements Subscriber {
       this.#members.delete(topic);
       member.live = false;
       this.#unsubscribeAll(member);
-      console.error(`join ${topic} crashed:`, err);
+      console.error(`join ${brief(topic)} crashed:`, err);
       return this.#reply(jr, ref, topic, { status: "error", response: { reason: "join crashed" } });
     }
     if ("error" in outcome) {
@@ -233,12 +239,12 @@ export class Connection implements Subscriber {
     try {
       member.instance?.terminate?.(why);
     } catch (err) {
-      console.error(`terminate ${topic} failed:`, err);
+      console.error(`terminate ${brief(topic)} failed:`, err);
     }
   }
 
   #crash(topic: string, joinRef: string | null, err: unknown) {
-    console.error(`channel ${topic} crashed:`, err);
+    console.error(`channel ${brief(topic)} crashed:`, err);
     this.#leave(topic, "close");
     this.#send([joinRef, joinRef, topic, "phx_error", {}]);
   }
@@ -256,6 +262,11 @@ export class Connection implements Subscriber {
     if (this.#closed) return;
     this.#transport.send(encodeFrame(frame, this.format));
   }
+}
+
+/** A topic cut to a loggable length (topics can be up to a frame long). */
+function brief(topic: string): string {
+  return topic.length <= 200 ? topic : `${topic.slice(0, 200)}… (${topic.length} chars)`;
 }
 
 let counter = 0;

@@ -20,6 +20,9 @@ export class StoreEnv {
       // Values are JSON-shaped; msgpack is lmdb-js's default structured encoding.
       encoding: "msgpack",
       sharedStructuresKey: undefined,
+      // Read a stored 64-bit integer as a number, never a BigInt JSON cannot encode (data
+      // written before the wire codec refused BigInts stays readable).
+      int64AsNumber: true,
     });
   }
 
@@ -27,7 +30,12 @@ export class StoreEnv {
   db<V = unknown>(name: string): Database<V, Key> {
     let db = this.#dbs.get(name);
     if (!db) {
-      db = this.root.openDB({ name, keyEncoding: "ordered-binary", encoding: "msgpack" });
+      db = this.root.openDB({
+        name,
+        keyEncoding: "ordered-binary",
+        encoding: "msgpack",
+        int64AsNumber: true,
+      });
       this.#dbs.set(name, db);
     }
     return db as Database<V, Key>;
@@ -35,11 +43,12 @@ export class StoreEnv {
 
   /**
    * Runs `fn` inside one write transaction; resolves with its result once durable.
-   * lmdb-js does not roll back writes made before a throw, so `fn` must validate before
-   * it writes anything.
+   * All or nothing: lmdb-js batches concurrent transactions into one commit and does not undo
+   * writes made before a throw, so `fn` runs in a child transaction that is aborted when it
+   * throws. The promise then rejects and none of `fn`'s writes is committed.
    */
   transaction<T>(fn: () => T): Promise<T> {
-    return this.root.transaction(fn);
+    return this.root.transaction(() => this.root.childTransaction(fn) as T);
   }
 
   /** Resolves once every write issued so far is on disk. */

@@ -13,7 +13,8 @@ export interface LogRecord<E = unknown> {
 export interface Prepared<E, R> {
   /** One or more entries; they get contiguous positions `head + 1 ...`. */
   entries: E[];
-  /** Writes derived state (product tables) inside the same transaction. Must not throw. */
+  /** Writes derived state (product tables) inside the same transaction. If it throws, the
+   * append rejects with that error and nothing of it (entries, head, derived state) is kept. */
   apply?: (firstPosition: number) => void;
   /** Value handed back to the caller and to `publish`. */
   result: R;
@@ -46,8 +47,10 @@ const MAX_POS = Number.MAX_SAFE_INTEGER;
  *   state (`apply`), and resolves only after that transaction is durable.
  * - `publish` callbacks run after durability, strictly in position order per stream, so a
  *   subscriber never sees a write a crash could lose and never sees writes out of order.
- * - `prepare` runs inside the transaction and may read; if it throws, nothing is written and
- *   `append` rejects with that error.
+ * - All or nothing: `prepare` runs inside the transaction and may read; if `prepare` or
+ *   `apply` throws (or LMDB refuses a write, e.g. a key over its size limit), nothing of that
+ *   append is written, `append` rejects with the error, and concurrent appends committed in
+ *   the same LMDB batch are unaffected.
  */
 export class OrderedLog {
   #env: StoreEnv;

@@ -14,7 +14,7 @@ export interface PhoenixMessage {
   payload: any;
 }
 
-const packr = new Packr({ useRecords: false, mapsAsObjects: true });
+const packr = new Packr({ useRecords: false, mapsAsObjects: true, int64AsType: "number" });
 
 /** Encodes a message as one MessagePack frame. */
 export function msgpackEncode(msg: PhoenixMessage, callback: (data: Uint8Array) => unknown): unknown {

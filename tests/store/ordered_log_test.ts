@@ -111,3 +111,33 @@ Deno.test("OrderedLog data survives closing and reopening the environment", asyn
   assert.deepEqual(log2.after("s", 1).map((r) => r.entry), [1, 2]);
   await env2.close();
 });
+
+Deno.test("OrderedLog.append() leaves nothing behind when apply throws after entries were staged", async () => {
+  const { env } = tempStore();
+  const log = new OrderedLog(env);
+  const state = env.db<string>("state");
+  await log.append("s", one({ n: 1 }));
+  // Concurrent appends share one LMDB commit: the failing one must not take the others down,
+  // and must not leave its staged entries, its head move or its derived writes behind.
+  const results = await Promise.allSettled([
+    log.append("s", one({ n: 2 })),
+    log.append("s", () => ({
+      entries: [{ n: "bad" }, { n: "bad" }],
+      apply: () => {
+        state.put("half", "written");
+        state.put("x".repeat(3000), "key too long"); // throws inside LMDB
+      },
+      result: undefined,
+    })),
+    log.append("s", one({ n: 3 })),
+  ]);
+  assert.deepEqual(results.map((r) => r.status), ["fulfilled", "rejected", "fulfilled"]);
+  assert.equal(state.get("half"), undefined);
+  assert.equal(log.head("s"), 3);
+  assert.deepEqual(log.after("s", 0).map((r) => [r.position, r.entry]), [
+    [1, { n: 1 }],
+    [2, { n: 2 }],
+    [3, { n: 3 }],
+  ]);
+  await env.close();
+});
