@@ -13,7 +13,17 @@ async function main() {
     await runBackup(config.dataDir, config.backupPath!);
     return console.log(`backup written to ${config.backupPath}`);
   }
-  const sb = await startSwitchboard(config);
+  // Last resort: a stray rejected promise is logged, never a reason to drop every connection.
+  process.on("unhandledRejection", (err) => console.error("switchboard: unhandled rejection:", err));
+  let sb;
+  try {
+    sb = await startSwitchboard(config);
+  } catch (err) {
+    if (isAddressInUse(err)) {
+      throw new ConfigError(`${config.host}:${config.port} is already in use (--port / PORT)`);
+    }
+    throw err;
+  }
   const shown = sb.server.hostname === "0.0.0.0" ? "localhost" : sb.server.hostname;
   console.log(`switchboard ${VERSION} listening on http://${shown}:${sb.server.port}`);
   console.log(`  websocket: ws://${shown}:${sb.server.port}/socket/websocket?app_key=APP_KEY&vsn=2.0.0`);
@@ -22,13 +32,27 @@ async function main() {
     console.log(`  development app (${sb.devAppCreated ? "created" : "reused"}, kept in ${config.dataDir}):`);
     console.log(`    app id:     ${app.id}\n    app key:    ${app.key}\n    app secret: ${app.secret}`);
   }
+  let stopping = false;
   const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
     console.log(`${signal}: shutting down`);
-    await sb.shutdown();
+    try {
+      await sb.shutdown();
+    } catch (err) {
+      console.error("switchboard: shutdown failed:", err);
+      process.exit(1);
+    }
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
+}
+
+/** Whether `err` is the runtime's "address already in use" (Deno: AddrInUse, Bun: EADDRINUSE). */
+function isAddressInUse(err: unknown): boolean {
+  const e = err as { name?: string; code?: string; message?: string };
+  return e?.name === "AddrInUse" || e?.code === "EADDRINUSE" || /address already in use/i.test(e?.message ?? "");
 }
 
 main().catch((err) => {

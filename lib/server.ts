@@ -7,6 +7,7 @@ import type { Config } from "./config/config.ts";
 import { Hub } from "./hub/hub.ts";
 import type { ProductDeps, ProductModule } from "./product.ts";
 import { StoreEnv } from "./store/env.ts";
+import { StorageUnavailableError } from "./store/errors.ts";
 import { SocketServer } from "./socket/server.ts";
 import { MAX_BUFFERED_BYTES } from "./socket/connection.ts";
 import { verifyToken } from "./auth/verify.ts";
@@ -29,6 +30,36 @@ export interface Switchboard {
   devAppCreated: boolean;
   /** Graceful stop: stop accepting, close sockets, finish writes, close LMDB. */
   shutdown(): Promise<void>;
+}
+
+/** Longest a shutdown waits for in-flight HTTP requests before closing storage anyway. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/** Counts HTTP requests being handled, so shutdown can wait for them. */
+class InflightRequests {
+  #count = 0;
+  #waiters: (() => void)[] = [];
+
+  /** Runs `handle`, counting it until its response is produced. */
+  async track(handle: () => Response | Promise<Response>): Promise<Response> {
+    this.#count++;
+    try {
+      return await handle();
+    } finally {
+      if (--this.#count === 0) for (const wake of this.#waiters.splice(0)) wake();
+    }
+  }
+
+  /** Resolves when no request is in flight, or after `maxMs`. */
+  async settled(maxMs: number): Promise<void> {
+    if (this.#count === 0) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      new Promise<void>((resolve) => this.#waiters.push(resolve)),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, maxMs))),
+    ]);
+    clearTimeout(timer);
+  }
 }
 
 /** The LMDB environment's path inside the data dir. */
@@ -59,6 +90,12 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   for (const m of modules) if (m.routes) http.route("/", m.routes);
   http.notFound((c) => c.json({ errors: [{ status: "404", title: "Not Found" }] }, 404));
   http.onError((err, c) => {
+    if (err instanceof StorageUnavailableError) {
+      // A failed commit kept nothing: 503 in the surface's error shape; reads go on.
+      return c.req.path.startsWith("/api/v1/objects/")
+        ? c.json({ error: err.reason }, 503)
+        : c.json({ errors: [{ status: "503", title: "Service Unavailable", detail: err.reason }] }, 503);
+    }
     console.error("unhandled request error:", err);
     return c.json({ errors: [{ status: "500", title: "Internal Server Error" }] }, 500);
   });
@@ -69,10 +106,11 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     verify: verifyToken,
     maxBufferedBytes: MAX_BUFFERED_BYTES,
   }, config.idleTimeoutSeconds * 1000);
+  const inflight = new InflightRequests();
   const server = await serve({
     port: config.port,
     hostname: config.host,
-    fetch: (req) => http.fetch(req),
+    fetch: (req) => inflight.track(() => http.fetch(req)),
     sockets,
   });
   // With `--port 0` the OS picks the port; products calling themselves (the playground's demo
@@ -87,9 +125,13 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     devAppCreated: created,
     shutdown: () =>
       stopping ??= (async () => {
+        // Drain: stop accepting, let in-flight requests and commits finish, then close storage.
+        const listenerClosed = server.stop();
         sockets.closeAll();
-        await server.stop();
+        await inflight.settled(SHUTDOWN_GRACE_MS);
+        await listenerClosed;
         for (const m of modules) await m.close?.();
+        await env.drain();
         await env.close();
       })(),
   };

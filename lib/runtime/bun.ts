@@ -65,6 +65,13 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
     hostname: server.hostname,
     port: server.port,
     stop: async () => {
+      // Stop accepting and let in-flight requests finish, then drop idle keep-alive sockets.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        server.stop(false),
+        new Promise((resolve) => (timer = setTimeout(resolve, 10_000))),
+      ]);
+      clearTimeout(timer);
       await server.stop(true);
     },
   });

@@ -12,7 +12,8 @@ export interface ServeOptions {
 export interface RunningServer {
   hostname: string;
   port: number;
-  /** Stops accepting connections and resolves once the listener is closed. */
+  /** Stops accepting connections and resolves once in-flight requests have been answered
+   * (bounded) and the listener is closed. */
   stop(): Promise<void>;
 }
 

@@ -4,6 +4,7 @@ import type { Hub, Subscriber } from "../hub/hub.ts";
 import { decodeFrame, encodeFrame, type Frame, type WireFormat } from "./codec.ts";
 import type { ChannelHandler, ChannelInstance, JoinContext, PushReply } from "./handler.ts";
 import { parseTopic, type Product } from "./topics.ts";
+import { StorageUnavailableError } from "../store/errors.ts";
 
 /** The runtime's WebSocket, reduced to what a connection needs. */
 export interface Transport {
@@ -224,7 +225,9 @@ export class Connection implements Subscriber {
         ? await member.instance.handleIn(event, payload)
         : { status: "error", response: { reason: "unknown event" } };
     } catch (err) {
-      return this.#crash(topic, member.joinRef, err);
+      // Storage refusing a write is the push's answer, not a crash of the channel.
+      if (!(err instanceof StorageUnavailableError)) return this.#crash(topic, member.joinRef, err);
+      reply = { status: "error", response: { reason: err.reason } };
     }
     if (reply && ref !== null) this.#reply(member.joinRef, ref, topic, reply);
   }

@@ -1,4 +1,10 @@
 import { open, type Database, type Key, type RootDatabase } from "lmdb";
+import { asStorageError, StorageUnavailableError } from "./errors.ts";
+
+/** msgpackr options lmdb-js passes on but does not declare: a stored 64-bit integer reads as a
+ * number, never a BigInt JSON cannot encode (data stored before the wire codec turned 64-bit
+ * integers into numbers stays readable). */
+const DECODE_OPTIONS = { int64AsNumber: true };
 
 /**
  * The one LMDB environment in the data dir. Named databases are opened through `db(name)`.
@@ -11,6 +17,10 @@ import { open, type Database, type Key, type RootDatabase } from "lmdb";
 export class StoreEnv {
   readonly root: RootDatabase;
   #dbs = new Map<string, Database>();
+  /** Transactions started and not yet settled. */
+  #pending = 0;
+  #idle: (() => void)[] = [];
+  #closing = false;
 
   constructor(path: string) {
     this.root = open({
@@ -20,9 +30,7 @@ export class StoreEnv {
       // Values are JSON-shaped; msgpack is lmdb-js's default structured encoding.
       encoding: "msgpack",
       sharedStructuresKey: undefined,
-      // Read a stored 64-bit integer as a number, never a BigInt JSON cannot encode (data
-      // written before the wire codec refused BigInts stays readable).
-      int64AsNumber: true,
+      ...DECODE_OPTIONS,
     });
   }
 
@@ -34,7 +42,7 @@ export class StoreEnv {
         name,
         keyEncoding: "ordered-binary",
         encoding: "msgpack",
-        int64AsNumber: true,
+        ...DECODE_OPTIONS,
       });
       this.#dbs.set(name, db);
     }
@@ -45,10 +53,28 @@ export class StoreEnv {
    * Runs `fn` inside one write transaction; resolves with its result once durable.
    * All or nothing: lmdb-js batches concurrent transactions into one commit and does not undo
    * writes made before a throw, so `fn` runs in a child transaction that is aborted when it
-   * throws. The promise then rejects and none of `fn`'s writes is committed.
+   * throws. The promise then rejects and none of `fn`'s writes is committed. A commit that
+   * fails in storage (disk full) rejects with `StorageUnavailableError`.
    */
-  transaction<T>(fn: () => T): Promise<T> {
-    return this.root.transaction(() => this.root.childTransaction(fn) as T);
+  async transaction<T>(fn: () => T): Promise<T> {
+    if (this.#closing) throw new StorageUnavailableError("server shutting down");
+    this.#pending++;
+    try {
+      return await this.root.transaction(() => this.root.childTransaction(fn) as T);
+    } catch (err) {
+      throw await asStorageError(err);
+    } finally {
+      if (--this.#pending === 0) for (const wake of this.#idle.splice(0)) wake();
+    }
+  }
+
+  /**
+   * Shutdown, step one: refuses new transactions (`server shutting down`) and resolves once
+   * every transaction already started has committed or failed.
+   */
+  async drain(): Promise<void> {
+    this.#closing = true;
+    if (this.#pending > 0) await new Promise<void>((resolve) => this.#idle.push(resolve));
   }
 
   /** Resolves once every write issued so far is on disk. */
@@ -61,8 +87,9 @@ export class StoreEnv {
     return this.root.backup(path, true);
   }
 
-  /** Closes the environment after pending writes complete. */
+  /** Closes the environment after pending writes complete (call `drain` first). */
   async close(): Promise<void> {
+    await this.drain();
     await this.root.close();
   }
 }

@@ -3,6 +3,7 @@
  * content-type gate (415), the zod validation hook (422) and the error mapper.
  */
 import type { Context, MiddlewareHandler } from "hono";
+import { StorageUnavailableError } from "../../store/errors.ts";
 import { HTTPException } from "hono/http-exception";
 import type { ZodError } from "zod";
 import type { App, AppRegistry } from "../../config/apps.ts";
@@ -31,6 +32,7 @@ const TITLES: Record<number, string> = {
   415: "Unsupported Media Type",
   422: "Unprocessable Entity",
   500: "Internal Server Error",
+  503: "Service Unavailable",
 };
 
 /** A JSON:API document response with the JSON:API media type. */
@@ -131,6 +133,7 @@ export function onChatError(err: Error, c: Context): Response {
   if (err instanceof HTTPException) {
     return sendError(c, err.status, err.message || undefined);
   }
+  if (err instanceof StorageUnavailableError) return sendError(c, 503, err.reason);
   console.error("chat REST error:", err);
   return sendError(c, 500);
 }
