@@ -22,8 +22,8 @@
  * | participant:updated | `{ participant: Participant }` (mark-read, role change)              |
  * | participant:removed | `{ participantId }`                                                  |
  *
- * A hard thread delete purges the stream and then broadcasts `thread:deleted` `{ threadId }`
- * (no `log_id`: the log no longer exists).
+ * A hard thread delete purges the stream (a new epoch starts) and then broadcasts
+ * `thread:deleted` `{ threadId, epoch }` (no `log_id`: the log no longer exists).
  *
  * The live side (lib/chat/live) appends its own events (runs, tokens, ...) through the same
  * `append`, so positions stay contiguous per thread across REST and live writes.
@@ -32,6 +32,7 @@ import type { App } from "../config/apps.ts";
 import type { Hub } from "../hub/hub.ts";
 import { type LogRecord, OrderedLog, type Prepared } from "../store/ordered_log.ts";
 import type { StoreEnv } from "../store/env.ts";
+import { ProductStream, type StreamAddress, threadAddress } from "../streams/mod.ts";
 import type { ThreadEntry } from "./types.ts";
 
 /** Called after each entry has been broadcast (webhooks hook in here). */
@@ -42,26 +43,23 @@ export type ThreadLogListener = (
   entry: ThreadEntry,
 ) => void;
 
-/** The thread log: ordered, durable, broadcast-after-commit. */
+/** The thread log: ordered, durable, broadcast-after-commit (a face of the stream layer). */
 export class ThreadLog {
-  readonly log: OrderedLog;
-  #hub: Hub;
+  readonly streams: ProductStream<ThreadEntry>;
   #listeners = new Set<ThreadLogListener>();
 
   /** Opens the `chat` ordered log in `env`; broadcasts go through `hub`. */
   constructor(env: StoreEnv, hub: Hub) {
-    this.log = new OrderedLog(env, "chat");
-    this.#hub = hub;
+    this.streams = new ProductStream<ThreadEntry>(
+      new OrderedLog(env, "chat"),
+      hub,
+      (logId, entry) => [[entry.event, { log_id: logId, ...entry.data }]],
+    );
   }
 
-  /** The ordered-log stream of a thread. */
-  stream(app: App, threadId: string): string {
-    return `${app.id}/${threadId}`;
-  }
-
-  /** The Phoenix topic of a thread. */
-  topic(app: App, threadId: string): string {
-    return `chat:${app.key}:${threadId}`;
+  /** Storage stream and topic of a thread. */
+  address(app: App, threadId: string): StreamAddress {
+    return threadAddress(app, threadId);
   }
 
   /**
@@ -74,11 +72,7 @@ export class ThreadLog {
     threadId: string,
     prepare: (head: number) => Prepared<ThreadEntry, R>,
   ): Promise<{ position: number; count: number; result: R }> {
-    const topic = this.topic(app, threadId);
-    return this.log.append(this.stream(app, threadId), prepare, (first, entries) => {
-      entries.forEach((entry, i) => {
-        this.#hub.publish(topic, entry.event, { log_id: first + i, ...entry.data });
-      });
+    return this.streams.append(this.address(app, threadId), prepare, (first, entries) => {
       // Listeners run after every broadcast of the batch; they must not throw or block.
       for (const fn of this.#listeners) {
         entries.forEach((entry, i) => {
@@ -94,37 +88,25 @@ export class ThreadLog {
 
   /** Entries after `position`, oldest first, at most `limit`. */
   after(app: App, threadId: string, position: number, limit?: number): LogRecord<ThreadEntry>[] {
-    return this.log.after<ThreadEntry>(this.stream(app, threadId), position, limit);
+    return this.streams.log.after<ThreadEntry>(this.address(app, threadId).stream, position, limit);
   }
 
   /** Entries before `position`, newest first, at most `limit`. */
   before(app: App, threadId: string, position: number, limit: number): LogRecord<ThreadEntry>[] {
-    return this.log.before<ThreadEntry>(this.stream(app, threadId), position, limit);
+    return this.streams.log.before<ThreadEntry>(this.address(app, threadId).stream, position, limit);
   }
 
   /** The thread's current `log_id` (0 when never written). */
   head(app: App, threadId: string): number {
-    return this.log.head(this.stream(app, threadId));
-  }
-
-  /** Oldest retained position. */
-  first(app: App, threadId: string): number {
-    return this.log.first(this.stream(app, threadId));
-  }
-
-  /** Runs `fn` synchronously once every entry up to `position` is published (join pattern). */
-  whenPublished(app: App, threadId: string, position: number, fn: () => void): void {
-    this.log.whenPublished(this.stream(app, threadId), position, fn);
+    return this.streams.log.head(this.address(app, threadId).stream);
   }
 
   /**
-   * Deletes the thread's log (hard delete) with `apply` writes in the same transaction, then
-   * broadcasts `thread:deleted` `{ threadId }`.
+   * Deletes the thread's log (hard delete) with `apply` writes in the same transaction and
+   * starts a new epoch, then broadcasts `thread:deleted` `{ threadId, epoch }`.
    */
-  purge(app: App, threadId: string, apply?: () => void): Promise<void> {
-    return this.log.purge(this.stream(app, threadId), apply, () => {
-      this.#hub.publish(this.topic(app, threadId), "thread:deleted", { threadId });
-    });
+  async purge(app: App, threadId: string, apply?: () => void): Promise<void> {
+    await this.streams.purge(this.address(app, threadId), "thread:deleted", { threadId }, apply);
   }
 
   /** Registers a listener called for every entry after its broadcast; returns an unsubscribe. */

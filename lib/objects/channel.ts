@@ -7,18 +7,11 @@ import { constantTimeEqual } from "../auth/verify.ts";
 import { type ChannelHandler, errorReply, type JoinContext } from "../socket/handler.ts";
 import { MAX_NAME_BYTES } from "./limits.ts";
 import { byteLength } from "./ops.ts";
-import { eventOf, type ObjectEntry, type ObjectRef, type ObjectStore, streamOf } from "./store.ts";
+import { parseEpoch, parsePosition } from "../streams/mod.ts";
+import { addressOf, type ObjectRef, type ObjectStore } from "./store.ts";
 
 /** The push refusal the spec prescribes for this read-only channel. */
 export const READ_ONLY_REASON = "writes must go through the server SDK";
-
-/** Parses `after_log_id`: absent -> undefined, a non-negative integer (or digit string) -> it. */
-function parseAfter(raw: unknown): number | undefined | "invalid" {
-  if (raw === undefined || raw === null) return undefined;
-  if (typeof raw === "number" && Number.isSafeInteger(raw) && raw >= 0) return raw;
-  if (typeof raw === "string" && /^\d{1,15}$/.test(raw)) return Number(raw);
-  return "invalid";
-}
 
 /** Join auth: the app secret (`app_secret`) or a token with `object:read:{type}/{key}`. */
 async function authorize(ctx: JoinContext, type: string, key: string): Promise<string | null> {
@@ -48,31 +41,23 @@ export function objectChannel(store: ObjectStore): ChannelHandler {
       }
       const refused = await authorize(ctx, type, key);
       if (refused) return { error: refused };
-      const after = parseAfter(ctx.params.after_log_id);
-      if (after === "invalid") return { error: "invalid after_log_id" };
+      const after = parsePosition(ctx.params.after_log_id);
+      if (after === null) return { error: "invalid after_log_id" };
+      const epoch = parseEpoch(ctx.params.epoch);
+      if (epoch === null) return { error: "invalid epoch" };
 
       const ref: ObjectRef = { appId: ctx.app.id, appKey: ctx.app.key, type, key };
-      const stream = streamOf(ref);
-      // Snapshot at N in one synchronous turn; then, in the turn N is published, replay
-      // (after, N], reply and subscribe, so live delivery starts exactly at N + 1.
-      const snap = store.snapshot(ref);
-      await new Promise<void>((resolve) => {
-        store.log.whenPublished(stream, snap.log_id, () => {
-          try {
-            if (after !== undefined && after < snap.log_id) {
-              for (const rec of store.log.after<ObjectEntry>(stream, after)) {
-                if (rec.position > snap.log_id) break;
-                const [event, payload] = eventOf(rec.position, rec.entry);
-                ctx.push(event, payload);
-              }
-            }
-            ctx.accept(snap);
-            ctx.subscribe();
-          } finally {
-            resolve();
-          }
-        });
+      const addr = addressOf(ref);
+      const joined = await store.streams.join(ctx, addr, {
+        after,
+        epoch,
+        snapshot: () => {
+          const snap = { ...store.snapshot(ref), epoch: store.streams.log.epoch(addr.stream) };
+          return { position: snap.log_id, value: snap };
+        },
+        reply: (snap, { replay }) => (replay === "reset" ? { ...snap, reset: true } : snap),
       });
+      if (!joined) return { error: "join ended" };
       return { handleIn: () => errorReply(READ_ONLY_REASON) };
     },
   };

@@ -3,7 +3,7 @@ import { objectChannel } from "./channel.ts";
 import { objectRoutes } from "./routes.ts";
 import { ObjectStore } from "./store.ts";
 
-export { ObjectStore, streamOf, topicOf } from "./store.ts";
+export { addressOf, ObjectStore } from "./store.ts";
 export type { LogItem, ObjectRef, Snapshot } from "./store.ts";
 export { ObjectError } from "./ops.ts";
 export type { MaterialOp, Op } from "./ops.ts";

@@ -7,6 +7,7 @@ import type { Database, Key } from "lmdb";
 import type { Hub } from "../hub/hub.ts";
 import type { StoreEnv } from "../store/env.ts";
 import { OrderedLog } from "../store/ordered_log.ts";
+import { objectAddress, ProductStream, type StreamAddress } from "../streams/mod.ts";
 import { applyOps, emptyRecord, type MaterialOp, type ObjectRecord, type Op } from "./ops.ts";
 
 /** Which object: the app (id for storage, key for the topic), type and key. */
@@ -34,18 +35,9 @@ export interface Snapshot {
   log_id: number;
 }
 
-/**
- * Storage stream of an object. `/` and `%` in the type are escaped so that distinct
- * (type, key) pairs never share a stream (the key is the rest and may contain `/`).
- */
-export function streamOf(ref: ObjectRef): string {
-  const type = ref.type.replaceAll("%", "%25").replaceAll("/", "%2F");
-  return `${ref.appId}/${type}/${ref.key}`;
-}
-
-/** The Phoenix topic of an object's channel. */
-export function topicOf(ref: ObjectRef): string {
-  return `durable:${ref.appKey}:${ref.type}:${ref.key}`;
+/** Storage stream and topic of an object (naming lives in the stream layer). */
+export function addressOf(ref: ObjectRef): StreamAddress {
+  return objectAddress({ id: ref.appId, key: ref.appKey }, ref.type, ref.key);
 }
 
 /** The event name and payload broadcast (and replayed) for one log entry. */
@@ -57,27 +49,28 @@ export function eventOf(logId: number, entry: ObjectEntry): [string, unknown] {
 
 /** Reads and writes Durable Objects; see the module comment. */
 export class ObjectStore {
-  readonly log: OrderedLog;
+  readonly streams: ProductStream<ObjectEntry>;
   #records: Database<ObjectRecord, Key>;
-  #hub: Hub;
 
   constructor(env: StoreEnv, hub: Hub) {
-    this.log = new OrderedLog(env, "objects");
+    this.streams = new ProductStream<ObjectEntry>(
+      new OrderedLog(env, "objects"),
+      hub,
+      (position, entry) => [eventOf(position, entry)],
+    );
     this.#records = env.db<ObjectRecord>("objects:state");
-    this.#hub = hub;
   }
 
   /** State and log_id read in one synchronous turn (one consistent LMDB snapshot). */
   snapshot(ref: ObjectRef): Snapshot {
-    const stream = streamOf(ref);
-    const log_id = this.log.head(stream);
+    const { stream } = addressOf(ref);
     const record = this.#records.get(stream);
-    return { state: record?.state ?? {}, log_id };
+    return { state: record?.state ?? {}, log_id: this.streams.log.head(stream) };
   }
 
   /** One slot's value; null when unset. */
   slot(ref: ObjectRef, slot: string): unknown {
-    const state = this.#records.get(streamOf(ref))?.state;
+    const state = this.#records.get(addressOf(ref).stream)?.state;
     return state && Object.hasOwn(state, slot) ? state[slot] : null;
   }
 
@@ -86,42 +79,30 @@ export class ObjectStore {
    * Rejects with `ObjectError` and writes nothing when an op does not apply.
    */
   async write(ref: ObjectRef, ops: Op[], batch: boolean): Promise<{ log_id: number; ops: MaterialOp[] }> {
-    const stream = streamOf(ref);
-    const topic = topicOf(ref);
-    const done = await this.log.append<ObjectEntry, MaterialOp[]>(
-      stream,
-      () => {
-        const { record, material } = applyOps(this.#records.get(stream) ?? emptyRecord(), ops);
-        return {
-          entries: [{ batch, ops: material }],
-          apply: () => this.#records.put(stream, record),
-          result: material,
-        };
-      },
-      (position, entries) => {
-        const [event, payload] = eventOf(position, entries[0]);
-        this.#hub.publish(topic, event, payload);
-      },
-    );
+    const addr = addressOf(ref);
+    const done = await this.streams.append<MaterialOp[]>(addr, () => {
+      const { record, material } = applyOps(this.#records.get(addr.stream) ?? emptyRecord(), ops);
+      return {
+        entries: [{ batch, ops: material }],
+        apply: () => this.#records.put(addr.stream, record),
+        result: material,
+      };
+    });
     return { log_id: done.position, ops: done.result };
   }
 
   /** Replay items after `after`, oldest first; `limit` counts log entries. */
   items(ref: ObjectRef, after: number, limit?: number): LogItem[] {
     const out: LogItem[] = [];
-    for (const rec of this.log.after<ObjectEntry>(streamOf(ref), after, limit)) {
+    for (const rec of this.streams.log.after<ObjectEntry>(addressOf(ref).stream, after, limit)) {
       for (const op of rec.entry.ops) out.push({ ...op, log_id: rec.position });
     }
     return out;
   }
 
-  /** Back to never-written; subscribers get a `purge` event `{ log_id: 0 }`. */
+  /** Back to never-written, in a new epoch; subscribers get `purge` `{ log_id: 0, epoch }`. */
   async purge(ref: ObjectRef): Promise<void> {
-    const stream = streamOf(ref);
-    await this.log.purge(
-      stream,
-      () => void this.#records.remove(stream),
-      () => this.#hub.publish(topicOf(ref), "purge", { log_id: 0 }),
-    );
+    const addr = addressOf(ref);
+    await this.streams.purge(addr, "purge", { log_id: 0 }, () => void this.#records.remove(addr.stream));
   }
 }

@@ -14,7 +14,8 @@ import {
   validChannelName,
 } from "./names.ts";
 import { memberOf, type PresenceMember } from "./presence.ts";
-import { type ChannelService, deliveryPayload, type StoredEvent } from "./service.ts";
+import { type ChannelService, type StoredEvent } from "./service.ts";
+import { parseEpoch, parsePosition } from "../streams/mod.ts";
 
 type JoinOutcome = ChannelInstance | { error: string };
 
@@ -51,8 +52,10 @@ async function join(svc: ChannelService, ctx: JoinContext): Promise<JoinOutcome>
     member = memberOf(String(data.user_id), data.user_info);
     if (principal!.clientId !== member.user_id) return { error: "invalid token" };
   }
-  const after = parseAfter(ctx.params.after_serial);
+  const after = parsePosition(ctx.params.after_serial);
   if (after === null) return { error: "invalid after_serial" };
+  const epoch = parseEpoch(ctx.params.epoch);
+  if (epoch === null) return { error: "invalid epoch" };
 
   const instance = channelInstance(svc, ctx, principal, member);
   if (kind === "ephemeral") {
@@ -60,16 +63,20 @@ async function join(svc: ChannelService, ctx: JoinContext): Promise<JoinOutcome>
     ctx.subscribe();
     return instance;
   }
-  // Join without gaps: snapshot head N, then replay + reply + subscribe in the turn N is published.
-  const stream = svc.stream(ctx.app, name);
-  const head = svc.log.head(stream);
-  return await new Promise<JoinOutcome>((resolve) => {
-    svc.log.whenPublished(stream, head, () => {
-      const response: Record<string, unknown> = { serial: head };
+  const addr = svc.address(ctx.app, name);
+  const joined = await svc.streams.join(ctx, addr, {
+    after,
+    epoch,
+    // Replay honours the retention window (count and age), even before a lazy trim ran.
+    read: (from, upTo, limit) => svc.records(addr.stream, from, upTo, limit),
+    snapshot: () => {
+      const serial = svc.log.head(addr.stream);
+      return { position: serial, value: { serial, epoch: svc.log.epoch(addr.stream) } };
+    },
+    reply: (snap, { replay, first }) => {
+      const response: Record<string, unknown> = { ...snap };
       if (after !== undefined) {
-        const { records, first } = svc.records(stream, after, head);
-        for (const r of records) ctx.push(r.entry.event, deliveryPayload(r.position, r.entry));
-        response.replay = after >= first - 1 || after >= head ? "complete" : "partial";
+        response.replay = replay;
         response.first_serial = first;
       }
       if (member) {
@@ -80,11 +87,10 @@ async function join(svc: ChannelService, ctx: JoinContext): Promise<JoinOutcome>
         const members = svc.presence.members(ctx.topic);
         response.presence = { members, count: members.length };
       }
-      ctx.accept(response);
-      ctx.subscribe();
-      resolve(instance);
-    });
+      return response;
+    },
   });
+  return joined ? instance : { error: "join ended" };
 }
 
 function channelInstance(
@@ -147,11 +153,4 @@ function parseChannelData(raw: unknown): { user_id: unknown; user_info?: unknown
   if (v.user_id === undefined || v.user_id === null || v.user_id === "") return null;
   if (typeof v.user_id !== "string" && typeof v.user_id !== "number") return null;
   return { user_id: v.user_id, user_info: v.user_info };
-}
-
-/** `after_serial`: undefined when absent, a non-negative integer, or null when malformed. */
-function parseAfter(raw: unknown): number | undefined | null {
-  if (raw === undefined || raw === null || raw === "") return undefined;
-  const n = typeof raw === "string" ? Number(raw) : raw;
-  return typeof n === "number" && Number.isSafeInteger(n) && n >= 0 ? n : null;
 }

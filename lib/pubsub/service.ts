@@ -5,7 +5,8 @@
 import type { App } from "../config/apps.ts";
 import type { Config } from "../config/config.ts";
 import type { Hub } from "../hub/hub.ts";
-import type { LogRecord, OrderedLog } from "../store/ordered_log.ts";
+import type { LogRecord } from "../store/ordered_log.ts";
+import { channelAddress, ProductStream, type StreamAddress, type StreamLog } from "../streams/mod.ts";
 import { channelKind } from "./names.ts";
 import { PresenceRegistry } from "./presence.ts";
 import { RateLimiter } from "./rate_limit.ts";
@@ -42,7 +43,8 @@ const AGE_TRIM_EVERY_MS = 30_000;
 
 /** Serial-numbered channels over one OrderedLog (stream `{appId}/{channel}`). */
 export class ChannelService {
-  readonly log: OrderedLog;
+  readonly log: StreamLog;
+  readonly streams: ProductStream<StoredEvent>;
   readonly hub: Hub;
   readonly presence = new PresenceRegistry();
   readonly backendLimiter = new RateLimiter();
@@ -51,21 +53,27 @@ export class ChannelService {
   #maxAgeMs: number;
   #trim = new Map<string, { appends: number; lastAgeTrim: number; running: boolean }>();
 
-  constructor(log: OrderedLog, hub: Hub, config: Pick<Config, "historyMaxCount" | "historyMaxAgeSeconds">) {
+  constructor(log: StreamLog, hub: Hub, config: Pick<Config, "historyMaxCount" | "historyMaxAgeSeconds">) {
     this.log = log;
+    this.streams = new ProductStream<StoredEvent>(log, hub, (serial, e) => [[e.event, deliveryPayload(serial, e)]]);
     this.hub = hub;
     this.#maxCount = config.historyMaxCount;
     this.#maxAgeMs = config.historyMaxAgeSeconds * 1000;
   }
 
+  /** Storage stream and topic of a channel. */
+  address(app: App, channel: string): StreamAddress {
+    return channelAddress(app, channel);
+  }
+
   /** The Phoenix topic of a channel. */
   topic(app: App, channel: string): string {
-    return `pubsub:${app.key}:${channel}`;
+    return channelAddress(app, channel).topic;
   }
 
   /** The log stream of a channel. */
   stream(app: App, channel: string): string {
-    return `${app.id}/${channel}`;
+    return channelAddress(app, channel).stream;
   }
 
   /**
@@ -79,15 +87,9 @@ export class ChannelService {
       for (const e of events) this.hub.publish(topic, e.event, deliveryPayload(null, e));
       return events.map(() => null);
     }
-    const stream = this.stream(app, channel);
-    const { position } = await this.log.append(
-      stream,
-      () => ({ entries: events, result: null }),
-      (first, entries) => {
-        entries.forEach((e, i) => this.hub.publish(topic, e.event, deliveryPayload(first + i, e)));
-      },
-    );
-    this.#maybeTrim(stream, events.length);
+    const addr = this.address(app, channel);
+    const { position } = await this.streams.append(addr, () => ({ entries: events, result: null }));
+    this.#maybeTrim(addr.stream, events.length);
     return events.map((_, i) => position + i);
   }
 

@@ -2,7 +2,13 @@ import type { App } from "../config/apps.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Hub, Subscriber } from "../hub/hub.ts";
 import { decodeFrame, encodeFrame, type Frame, type WireFormat } from "./codec.ts";
-import type { ChannelHandler, ChannelInstance, JoinContext, PushReply } from "./handler.ts";
+import {
+  type ChannelHandler,
+  type ChannelInstance,
+  type JoinContext,
+  type PushReply,
+  REPLAY_LOW_WATER,
+} from "./handler.ts";
 import { parseTopic, type Product } from "./topics.ts";
 import { StorageUnavailableError } from "../store/errors.ts";
 
@@ -188,6 +194,14 @@ export class Connection implements Subscriber {
         if (!member.live) return;
         this.#leave(topic, "kick");
         this.#send([jr, null, topic, "phx_close", reason ? { reason } : {}]);
+      },
+      buffered: () => this.#transport.bufferedAmount(),
+      drained: async () => {
+        while (member.live && !this.#closed) {
+          if (this.#transport.bufferedAmount() <= REPLAY_LOW_WATER) return true;
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        return false;
       },
     };
     let outcome: ChannelInstance | { error: string };

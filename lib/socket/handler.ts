@@ -29,7 +29,18 @@ export interface JoinContext {
   unsubscribe(topic?: string): void;
   /** Server-side kick: sends `phx_close` and ends this join. */
   close(reason?: string): void;
+  /** Bytes this socket has queued but not yet written to the network. */
+  buffered(): number;
+  /**
+   * Resolves `true` once the socket's queue is down to `REPLAY_LOW_WATER` bytes, or `false`
+   * as soon as this join has ended (left, replaced, socket closed). Long replays wait on it
+   * between chunks, so a reading client gets any backlog without the queue growing unbounded.
+   */
+  drained(): Promise<boolean>;
 }
+
+/** Queue size a replay waits for before it pushes its next chunk (1 MiB). */
+export const REPLAY_LOW_WATER = 1024 * 1024;
 
 /** Reply to a client push: `undefined` means no reply. */
 export type PushReply =

@@ -1,5 +1,6 @@
 import type { Database, Key } from "lmdb";
 import type { StoreEnv } from "./env.ts";
+import type { StreamLog } from "../streams/stream_log.ts";
 
 /** A stored log entry with its position. */
 export interface LogRecord<E = unknown> {
@@ -38,6 +39,11 @@ interface Tracker {
 
 const MAX_POS = Number.MAX_SAFE_INTEGER;
 
+/** A fresh epoch id: 8 random hex digits. */
+function newEpoch(): string {
+  return [...crypto.getRandomValues(new Uint8Array(4))].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
 /**
  * The ordered log primitive every product stands on: per stream an append-only log with
  * contiguous positions from 1, stored in LMDB.
@@ -52,16 +58,23 @@ const MAX_POS = Number.MAX_SAFE_INTEGER;
  *   append is written, `append` rejects with the error, and concurrent appends committed in
  *   the same LMDB batch are unaffected.
  */
-export class OrderedLog {
+export class OrderedLog implements StreamLog {
   #env: StoreEnv;
   #log: Database<{ t: number; e: unknown }, Key>;
   #meta: Database<StreamMeta, Key>;
+  #epochs: Database<string, Key>;
   #trackers = new Map<string, Tracker>();
 
   constructor(env: StoreEnv, name = "log") {
     this.#env = env;
     this.#log = env.db(`${name}:entries`);
     this.#meta = env.db(`${name}:meta`);
+    this.#epochs = env.db(`${name}:epochs`);
+  }
+
+  /** The stream's current epoch: `"0"` until its first purge, then a new random id per purge. */
+  epoch(stream: string): string {
+    return this.#epochs.get(stream) ?? "0";
   }
 
   /** Position of the latest entry, 0 for a never-written stream. */
@@ -163,8 +176,11 @@ export class OrderedLog {
     tracker.waiters.push({ position, fn });
   }
 
-  /** Deletes every entry and the head: the stream is back to "never written". */
-  async purge(stream: string, apply?: () => void, publish?: () => void): Promise<void> {
+  /**
+   * Deletes every entry and the head: the stream is back to "never written", in a new epoch
+   * (resolved, and handed to `publish`, which runs after the commit).
+   */
+  async purge(stream: string, apply?: () => void, publish?: (epoch: string) => void): Promise<string> {
     const tracker = this.#track(stream);
     let done!: () => void;
     const prior = tracker.purging;
@@ -174,15 +190,18 @@ export class OrderedLog {
       while (tracker.inflight > 0 || tracker.ready.size > 0) {
         await new Promise((r) => setTimeout(r, 1));
       }
+      const epoch = newEpoch();
       await this.#env.transaction(() => {
         for (const key of this.#log.getKeys({ start: [stream, 0], end: [stream, MAX_POS] })) {
           this.#log.remove(key);
         }
         this.#meta.remove(stream);
+        this.#epochs.put(stream, epoch);
         apply?.();
       });
       tracker.published = 0;
-      publish?.();
+      publish?.(epoch);
+      return epoch;
     } finally {
       tracker.purging = undefined;
       done();

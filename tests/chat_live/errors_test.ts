@@ -45,7 +45,7 @@ Deno.test("thread join errors: auth required, invalid token, forbidden subscribe
     assert.equal(anon.response.client_id, "zed");
     assert.deepEqual(
       Object.keys(anon.response).sort(),
-      ["client_id", "has_older", "log_id", "messages", "runs", "streams"],
+      ["client_id", "epoch", "has_older", "log_id", "messages", "runs", "streams"],
     );
   } finally {
     await raw.close();

@@ -61,11 +61,11 @@ Deno.test({
 
         const good = await sb.authenticateObject(sock.socketId, "doc", "a:b");
         const ok = await sock.join(topic, { auth: good.auth });
-        assert.deepEqual(ok, { status: "ok", response: { state: { x: 1 }, log_id: 1 }, joinRef: ok.joinRef });
+        assert.deepEqual(ok, { status: "ok", response: { state: { x: 1 }, log_id: 1, epoch: "0" }, joinRef: ok.joinRef });
         const wild = await sb.mintFastToken(sock.socketId, ["object:read:doc/*"]);
         assert.equal((await sock.join(topic, { auth: wild })).status, "ok");
         const bySecret = await other.join(topic, { app_secret: "secret1" });
-        assert.deepEqual(bySecret.response, { state: { x: 1 }, log_id: 1 });
+        assert.deepEqual(bySecret.response, { state: { x: 1 }, log_id: 1, epoch: "0" });
         assert.equal((await other.join("durable:key1:t:k", { app_secret: "secret1", after_log_id: "x" })).response.reason, "invalid after_log_id");
 
         const current = await sock.join(topic, { auth: good.auth });
@@ -83,7 +83,7 @@ Deno.test({
         await http("POST", `${p}/increment`, { slot: "a", by: 4 });
         const sock = await RawSocket.connect(server.wsUrl());
         const joined = await sock.join(topic, { app_secret: "secret1", after_log_id: 1 });
-        assert.deepEqual(joined.response, { state: { a: 5, b: 2, c: 3 }, log_id: 3 });
+        assert.deepEqual(joined.response, { state: { a: 5, b: 2, c: 3 }, log_id: 3, epoch: "0" });
         const replyIndex = sock.frames.findIndex((f) => f[3] === "phx_reply" && f[1] === joined.joinRef);
         const replayed = sock.frames.slice(0, replyIndex).filter(isLive);
         assert.deepEqual(replayed.map((f) => [f[3], f[4]]), [
@@ -98,18 +98,25 @@ Deno.test({
         await http("PUT", `${p}/z`, { value: true });
         await sock.waitFor((f) => f[3] === "change" && f[4].log_id === 1);
         const live = sock.frames.slice(replyIndex + 1).filter(isLive).map((f) => [f[0], f[3], f[4]]);
+        const epoch = (live[3][2] as { epoch: string }).epoch;
+        assert.match(epoch, /^[0-9a-f]{8}$/, "a purge starts a new epoch");
         assert.deepEqual(live, [
           [null, "change", { log_id: 4, op: "set", key: "l", value: ["x"] }],
           [null, "change", { log_id: 5, op: "delete", key: "b", value: null }],
           [null, "batch", { log_id: 6, ops: [{ op: "set", key: "a", value: 6 }, { op: "delete", key: "c", value: null }] }],
-          [null, "purge", { log_id: 0 }],
+          [null, "purge", { log_id: 0, epoch }],
           [null, "change", { log_id: 1, op: "set", key: "z", value: true }],
         ]);
-        // after_log_id beyond the head (the object was purged meanwhile): no replay, snapshot only
+        // after_log_id beyond the head (the object was purged meanwhile): a flagged fresh
+        // snapshot, no replay; the same from another epoch even when the position exists.
         const again = await RawSocket.connect(server.wsUrl());
         const j = await again.join(topic, { app_secret: "secret1", after_log_id: 6 });
-        assert.deepEqual(j.response, { state: { z: true }, log_id: 1 });
-        assert.equal(again.frames.filter(isLive).length, 0);
+        assert.deepEqual(j.response, { state: { z: true }, log_id: 1, epoch, reset: true });
+        const old = await again.join(topic, { app_secret: "secret1", after_log_id: 0, epoch: "0" });
+        assert.deepEqual(old.response, { state: { z: true }, log_id: 1, epoch, reset: true });
+        const same = await again.join(topic, { app_secret: "secret1", after_log_id: 0, epoch });
+        assert.deepEqual(same.response, { state: { z: true }, log_id: 1, epoch });
+        assert.equal(again.frames.filter((f) => f[3] === "change").length, 1, "one replayed change");
         await sock.close();
         await again.close();
       });

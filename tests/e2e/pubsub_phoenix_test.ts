@@ -14,7 +14,7 @@ Deno.test("phoenix Socket subscribes to a public channel and receives a triggere
     const joined = await new Promise<any>((resolve, reject) => {
       channel.join().receive("ok", resolve).receive("error", reject).receive("timeout", () => reject(new Error("timeout")));
     });
-    assert.deepEqual(joined, { serial: 0 });
+    assert.deepEqual(joined, { serial: 0, epoch: "0" });
     assert.deepEqual(await trigger(server, "news", "breaking", { title: "hi" }), { status: 200, body: { serial: 1 } });
     let timer: ReturnType<typeof setTimeout> | undefined;
     const payload = await Promise.race([

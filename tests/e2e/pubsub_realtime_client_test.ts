@@ -28,7 +28,7 @@ Deno.test("RealtimeClient: private channel over forced reconnects sees every ser
     const sub = client.subscribe("private-rc");
     const seen: number[] = [];
     sub.bind("ev", (_data, meta) => seen.push(meta.serial));
-    assert.deepEqual(await sub.ready, { serial: 0 });
+    assert.deepEqual(await sub.ready, { serial: 0, epoch: "0" });
     let n = 0;
     for (let round = 0; round < 4; round++) {
       for (let i = 0; i < 5; i++) assert.equal((await trigger(server, "private-rc", "ev", { n: ++n })).status, 200);

@@ -9,7 +9,7 @@ Deno.test("after_serial: replay is pushed oldest first before the join reply; pa
   try {
     for (let i = 1; i <= 8; i++) await trigger(server, "r", "ev", { i });
     const r = await s.join("pubsub:key1:r", { after_serial: 5 });
-    assert.deepEqual(r.response, { serial: 8, replay: "complete", first_serial: 4 });
+    assert.deepEqual(r.response, { serial: 8, epoch: "0", replay: "complete", first_serial: 4 });
     const topicFrames = s.frames.filter((f) => f[2] === "pubsub:key1:r");
     assert.deepEqual(topicFrames.map((f) => f[3]), ["ev", "ev", "ev", "phx_reply"]);
     assert.deepEqual(topicFrames.slice(0, 3).map((f) => f[4]), [6, 7, 8].map((i) => ({ serial: i, data: { i } })));
@@ -20,10 +20,10 @@ Deno.test("after_serial: replay is pushed oldest first before the join reply; pa
 
     const s2 = await RawSocket.connect(server.wsUrl("key1"));
     const p = await s2.join("pubsub:key1:r", { after_serial: 1 });
-    assert.deepEqual(p.response, { serial: 9, replay: "partial", first_serial: 5 });
+    assert.deepEqual(p.response, { serial: 9, epoch: "0", replay: "partial", first_serial: 5 });
     assert.deepEqual(s2.events("pubsub:key1:r", "ev").map((f) => (f[4] as any).serial), [5, 6, 7, 8, 9]);
     const none = await s2.join("pubsub:key1:r", { after_serial: 9 });
-    assert.deepEqual(none.response, { serial: 9, replay: "complete", first_serial: 5 });
+    assert.deepEqual(none.response, { serial: 9, epoch: "0", replay: "complete", first_serial: 5 });
     await s2.close();
   } finally {
     await s.close();

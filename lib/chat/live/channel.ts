@@ -21,6 +21,7 @@ import { MessageWindow, reasonOf, toWire } from "./messages.ts";
 import { isTerminal, LiveError } from "./runs.ts";
 import type { LiveService } from "./service.ts";
 import { handlePush } from "./pushes.ts";
+import { parseEpoch, parsePosition } from "../../streams/mod.ts";
 
 /** Messages in a join snapshot (older ones come from `load_older`). */
 export const SNAPSHOT_WINDOW = 50;
@@ -84,47 +85,58 @@ export function threadChannel(
       if ("error" in member) return member;
       const app = ctx.app;
       const threadId = ctx.name;
+      const after = parsePosition(ctx.params.after_log_id);
+      if (after === null) return { error: "invalid after_log_id" };
+      const epoch = parseEpoch(ctx.params.epoch);
+      if (epoch === null) return { error: "invalid epoch" };
       const log = svc.threadLog;
+      const addr = log.address(app, threadId);
 
-      // 1. One synchronous turn: head N, the window, the runs, the replay (all at N).
-      const head = log.head(app, threadId);
-      const recent = window.recent(app, threadId, SNAPSHOT_WINDOW);
-      const inWindow = new Set(recent.messages.map((m) => m.runId).filter((r) => r !== null));
-      const runs = live.runs.all(app.id, threadId).filter((r) =>
-        !isTerminal(r) || inWindow.has(r.runId)
-      );
-      const after = typeof ctx.params.after_log_id === "number"
-        ? ctx.params.after_log_id
-        : undefined;
-      const reset = after !== undefined && after < log.first(app, threadId) - 1;
-      const replay = after !== undefined && !reset && after < head
-        ? log.after(app, threadId, after).filter((r) => r.position <= head)
-        : [];
       let unregister: (() => void) | undefined;
       if (member.agent) {
         unregister = live.addAgent(app, threadId, (event, payload) => ctx.push(event, payload));
       }
-
-      // 2. When N is published: replay, reply, subscribe, in one turn (no gap, no duplicate).
-      log.whenPublished(app, threadId, head, () => {
-        for (const r of replay) ctx.push(r.entry.event, { log_id: r.position, ...r.entry.data });
-        const streams: Record<string, string> = {};
-        for (const run of runs) {
-          if (isTerminal(run)) continue;
-          const text = live.rollups.flushed(live.streamKey(app, threadId, run.runId));
-          if (text !== "") streams[run.runId] = text;
-        }
-        ctx.accept({
-          log_id: head,
-          messages: recent.messages.map(toWire),
-          runs,
-          streams,
-          has_older: recent.hasOlder,
-          client_id: member.clientId,
-          ...(reset ? { reset: true } : {}),
-        });
-        ctx.subscribe();
+      // Replay, then the snapshot at N (window, runs, streaming text) and live from N + 1. A
+      // position older than the log (or from another epoch) gets a flagged fresh snapshot.
+      const joined = await log.streams.join(ctx, addr, {
+        after,
+        epoch,
+        gap: "reset",
+        snapshot: () => {
+          const head = log.head(app, threadId);
+          const recent = window.recent(app, threadId, SNAPSHOT_WINDOW);
+          const inWindow = new Set(recent.messages.map((m) => m.runId).filter((r) => r !== null));
+          const runs = live.runs.all(app.id, threadId).filter((r) =>
+            !isTerminal(r) || inWindow.has(r.runId)
+          );
+          return { position: head, value: { head, recent, runs, epoch: log.streams.log.epoch(addr.stream) } };
+        },
+        reply: ({ head, recent, runs, epoch }, { replay }) => {
+          const streams: Record<string, string> = {};
+          for (const run of runs) {
+            if (isTerminal(run)) continue;
+            const text = live.rollups.flushed(live.streamKey(app, threadId, run.runId));
+            if (text !== "") streams[run.runId] = text;
+          }
+          return {
+            log_id: head,
+            epoch,
+            messages: recent.messages.map(toWire),
+            runs,
+            streams,
+            has_older: recent.hasOlder,
+            client_id: member.clientId,
+            ...(replay === "reset" ? { reset: true } : {}),
+          };
+        },
+      }).catch((err) => {
+        unregister?.();
+        throw err;
       });
+      if (!joined) {
+        unregister?.();
+        return { error: "join ended" };
+      }
 
       return {
         async handleIn(event: string, payload: Record<string, unknown>): Promise<PushReply> {

@@ -233,7 +233,7 @@ export class LiveService {
       throw new LiveError("already_ended");
     }
     if (run.status !== "active") throw new LiveError("invalid_state");
-    const topic = this.#svc.threadLog.topic(app, threadId);
+    const topic = this.#svc.threadLog.address(app, threadId).topic;
     if (!this.rollups.append(this.streamKey(app, threadId, runId), topic, runId, text)) {
       throw new LiveError("already_ended");
     }

@@ -1,0 +1,156 @@
+/**
+ * The one join sequence of every ordered product (Durable Objects, channels, chat threads).
+ *
+ * Guarantees, given a log that publishes each stream strictly in position order after commit
+ * (see `StreamLog`):
+ * - Replay before the reply: entries after the client's position are pushed oldest first, then
+ *   the ok reply with a snapshot at position N, then live events from N + 1. Nothing is dropped
+ *   or duplicated between replay, snapshot and live delivery.
+ * - Bounded replay: a long backlog is pushed in chunks, each waiting until the socket's queue
+ *   has drained (`JoinContext.drained`), so a client that reads can replay any retained history
+ *   and a client that stops reading never makes the server buffer it all. Only the last few
+ *   entries, the snapshot and the subscription happen in one synchronous turn (the turn in
+ *   which N is published), which is what makes the hand-over to live delivery gap-free.
+ */
+import type { JoinContext } from "../socket/handler.ts";
+import type { LogRecord } from "../store/ordered_log.ts";
+import type { StreamLog } from "./stream_log.ts";
+
+/** Entries read from the log per step of a long replay. */
+export const REPLAY_CHUNK = 256;
+/** A replay switches to the final synchronous turn when at most this many entries are left. */
+export const REPLAY_FINAL_MAX = 16;
+
+/** What happened to the client's position, handed to `reply`. */
+export interface ReplayOutcome {
+  /**
+   * `none`: no position given (or nothing to replay); `complete`: every entry after it was
+   * pushed; `partial`: some were no longer retained and were skipped; `reset`: the client's
+   * position is unusable here (older than the retained history with `gap: "reset"`, or from
+   * another epoch), nothing was replayed and the snapshot stands alone.
+   */
+  replay: "none" | "complete" | "partial" | "reset";
+  /** Oldest retained position at the snapshot. */
+  first: number;
+}
+
+/** How one product joins one stream. */
+export interface StreamJoinSpec<E, S> {
+  log: StreamLog;
+  stream: string;
+  /** The client's position (`after_serial` / `after_log_id`), undefined for no replay. */
+  after: number | undefined;
+  /** The epoch the client's position belongs to, when it sent one. */
+  epoch?: string;
+  /**
+   * Retained records in (after, upTo], oldest first, at most `limit`, and the oldest retained
+   * position (products with a retention window, like channels, apply it here). Defaults to the
+   * whole log.
+   */
+  read?(after: number, upTo: number, limit: number): { records: LogRecord<E>[]; first: number };
+  /** `skip` (default): replay what is retained and report `partial`; `reset`: replay nothing. */
+  gap?: "skip" | "reset";
+  /** The wire events of one record (usually one). */
+  events(record: LogRecord<E>): [string, unknown][];
+  /** Reads the product's snapshot synchronously; `position` is its N. */
+  snapshot(): { position: number; value: S };
+  /**
+   * Builds the ok reply in the turn N is published, just before the subscription starts (a
+   * product may announce presence here).
+   */
+  reply(value: S, outcome: ReplayOutcome): unknown;
+}
+
+/**
+ * Runs the join sequence on `ctx`: replay, reply, subscribe. Resolves `true` once the member
+ * is live, `false` when the join ended on the way (the socket closed or the topic was
+ * rejoined), in which case nothing more is sent.
+ */
+export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E, S>): Promise<boolean> {
+  const { log, stream } = spec;
+  const read = spec.read ?? ((after: number, upTo: number, limit: number) => {
+    const count = Math.min(limit, upTo - after);
+    return {
+      records: count > 0 ? log.after<E>(stream, after, count).filter((r) => r.position <= upTo) : [],
+      first: log.first(stream),
+    };
+  });
+  const push = (records: LogRecord<E>[]) => {
+    for (const rec of records) for (const [event, payload] of spec.events(rec)) ctx.push(event, payload);
+  };
+
+  let pos = spec.after;
+  let partial = false;
+  let reset = spec.epoch !== undefined && spec.after !== undefined && spec.epoch !== log.epoch(stream);
+  if (reset) pos = undefined;
+  // Long backlog: bounded chunks, each after the socket has drained.
+  while (pos !== undefined) {
+    const head = log.head(stream);
+    if (head - pos <= REPLAY_FINAL_MAX) break;
+    const { records, first } = read(pos, head, REPLAY_CHUNK);
+    if (pos < first - 1) {
+      if (spec.gap === "reset") {
+        reset = true;
+        pos = undefined;
+        break;
+      }
+      partial = true;
+      pos = first - 1;
+    }
+    if (records.length === 0) break;
+    push(records);
+    pos = records[records.length - 1].position;
+    if (!(await ctx.drained())) return false;
+  }
+  if (pos !== undefined && !(await ctx.drained())) return false;
+
+  // Final turn: snapshot at N; when N is published, the rest of the replay, reply, subscribe.
+  const snap = spec.snapshot();
+  const n = snap.position;
+  return await new Promise<boolean>((resolve, reject) => {
+    log.whenPublished(stream, n, () => {
+      try {
+        let first = log.first(stream);
+        let replay: ReplayOutcome["replay"] = reset ? "reset" : "none";
+        // A position beyond the head belongs to another life of the stream (it was purged).
+        if (pos !== undefined && pos > n) {
+          pos = undefined;
+          replay = "reset";
+        }
+        if (pos !== undefined) {
+          const rest = read(pos, n, Infinity);
+          first = rest.first;
+          if (pos < first - 1 && spec.gap === "reset") replay = "reset";
+          else {
+            if (pos < first - 1) partial = true;
+            push(rest.records);
+            replay = partial ? "partial" : "complete";
+          }
+        }
+        ctx.accept(spec.reply(snap.value, { replay, first }));
+        ctx.subscribe();
+        resolve(true);
+      } catch (err) {
+        reject(err); // the join crashes; the log's publishing goes on
+      }
+    });
+  });
+}
+
+/**
+ * Parses a client position (`after_serial`, `after_log_id`): absent -> undefined, a
+ * non-negative safe integer or a string of digits -> the number, anything else -> null (the
+ * caller refuses the join with `invalid {name}`).
+ */
+export function parsePosition(raw: unknown): number | undefined | null {
+  if (raw === undefined || raw === null || raw === "") return undefined;
+  if (typeof raw === "number") return Number.isSafeInteger(raw) && raw >= 0 ? raw : null;
+  if (typeof raw === "string" && /^\d{1,15}$/.test(raw)) return Number(raw);
+  return null;
+}
+
+/** Parses the `epoch` join param: absent -> undefined, a short string -> it, else null. */
+export function parseEpoch(raw: unknown): string | undefined | null {
+  if (raw === undefined || raw === null || raw === "") return undefined;
+  return typeof raw === "string" && raw.length <= 64 ? raw : null;
+}

@@ -1,0 +1,36 @@
+import type { LogRecord, Prepared, PublishFn } from "../store/ordered_log.ts";
+
+/**
+ * The ordered log behind every stream, as the stream layer and the products see it. The
+ * embedded implementation is `OrderedLog` (LMDB); a clustered one can sit behind the same
+ * interface. Products never reach past it to the storage.
+ *
+ * Contract (what every implementation guarantees):
+ * - Positions: per stream, contiguous integers from 1; `head` is the latest (0 when never
+ *   written). `first` is the oldest retained (`head + 1` when none is).
+ * - Atomicity: `append` stores all the entries `prepare` returns, with their derived state,
+ *   or nothing (when `prepare`/`apply` throws or storage refuses the commit); it resolves only
+ *   once the write is durable.
+ * - Order: `publish` callbacks run after durability, strictly in position order per stream;
+ *   no callback sees a write a crash could lose.
+ * - Join without gaps: `whenPublished(s, N, fn)` runs `fn` in the turn entry N has been
+ *   published (at once if it already was), so reading a snapshot at N and subscribing in
+ *   `fn` hands over to live delivery at exactly N + 1.
+ * - Epochs: `epoch` names the stream's current life. `purge` deletes every entry and starts a
+ *   new epoch, so a client position from before the purge is recognisably stale.
+ */
+export interface StreamLog {
+  head(stream: string): number;
+  first(stream: string): number;
+  epoch(stream: string): string;
+  after<E = unknown>(stream: string, position: number, limit?: number): LogRecord<E>[];
+  before<E = unknown>(stream: string, before: number, limit: number): LogRecord<E>[];
+  append<E, R>(
+    stream: string,
+    prepare: (head: number) => Prepared<E, R>,
+    publish?: PublishFn<E, R>,
+  ): Promise<{ position: number; count: number; result: R }>;
+  whenPublished(stream: string, position: number, fn: () => void): void;
+  purge(stream: string, apply?: () => void, publish?: (epoch: string) => void): Promise<string>;
+  trim(stream: string, opts: { maxCount?: number; maxAgeMs?: number }): Promise<number>;
+}
