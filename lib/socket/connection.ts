@@ -77,12 +77,20 @@ export class Connection implements Subscriber {
 
   /** Hub delivery; enforces the send buffer bound (DESIGN.md rule 6). */
   sendEncoded(data: string | Uint8Array): void {
-    if (this.#closed) return;
-    if (this.#transport.bufferedAmount() > this.#deps.maxBufferedBytes) {
-      this.close(SLOW_CONSUMER.code, SLOW_CONSUMER.reason);
-      return;
-    }
+    if (this.#closed || this.overBuffered()) return;
     this.#transport.send(data);
+  }
+
+  /**
+   * Closes the socket with 4008 and the slow-consumer reason when its queue exceeds the bound;
+   * returns whether it did. Called on every JS send, and periodically by the socket server for
+   * runtime-native fan-out, which queues without passing through JS.
+   */
+  overBuffered(): boolean {
+    if (this.#closed) return true;
+    if (this.#transport.bufferedAmount() <= this.#deps.maxBufferedBytes) return false;
+    this.close(SLOW_CONSUMER.code, SLOW_CONSUMER.reason);
+    return true;
   }
 
   /** Joins a runtime-native topic when the transport has them (see Hub). */

@@ -23,6 +23,7 @@ export class SocketServer {
   #deps: SocketDeps;
   #connections = new Set<Connection>();
   #sweeper: ReturnType<typeof setInterval>;
+  #backpressure?: ReturnType<typeof setInterval>;
   #idleMs: number;
 
   constructor(apps: AppRegistry, deps: SocketDeps, idleMs = IDLE_TIMEOUT_MS) {
@@ -30,9 +31,12 @@ export class SocketServer {
     this.#deps = deps;
     this.#idleMs = idleMs;
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(50, Math.min(5_000, idleMs / 2)));
-    // Do not keep the process alive for the sweeper alone.
+    // Do not keep the process alive for the sweepers alone.
     (this.#sweeper as unknown as { unref?: () => void }).unref?.();
   }
+
+  /** Checks every socket's send queue this often when fan-out is runtime-native. */
+  static readonly BACKPRESSURE_CHECK_MS = 100;
 
   /** Whether `url` is the socket endpoint. */
   isSocketPath(url: URL): boolean {
@@ -60,9 +64,17 @@ export class SocketServer {
     this.#connections.delete(conn);
   }
 
-  /** Hands fan-out to the runtime's native topics (Bun's `server.publish`). */
+  /**
+   * Hands fan-out to the runtime's native topics (Bun's `server.publish`). Native publishes
+   * queue without passing through JS, so a timer closes sockets whose queue went over the
+   * bound with 4008 (the runtime's own hard limit, well above it, is only a last resort).
+   */
   useNativeTopics(publish: (name: string, data: string | Uint8Array) => void): void {
     this.#deps.hub.useNative({ publish });
+    this.#backpressure ??= setInterval(() => {
+      for (const conn of this.#connections) conn.overBuffered();
+    }, SocketServer.BACKPRESSURE_CHECK_MS);
+    (this.#backpressure as unknown as { unref?: () => void }).unref?.();
   }
 
   /** Number of open connections. */
@@ -73,6 +85,7 @@ export class SocketServer {
   /** Closes every connection (shutdown) and stops the idle sweeper. */
   closeAll(code = 1001, reason = "server shutting down"): void {
     clearInterval(this.#sweeper);
+    clearInterval(this.#backpressure);
     for (const conn of this.#connections) conn.close(code, reason);
     this.#connections.clear();
   }
