@@ -34,6 +34,7 @@ import { type LogRecord, OrderedLog, type Prepared } from "../store/ordered_log.
 import type { StoreEnv } from "../store/env.ts";
 import { ProductStream, type StreamAddress, threadAddress } from "../streams/mod.ts";
 import type { ThreadEntry } from "./types.ts";
+import { wireEventData } from "./wire.ts";
 
 /** Called after each entry has been broadcast (webhooks hook in here). */
 export type ThreadLogListener = (
@@ -43,17 +44,28 @@ export type ThreadLogListener = (
   entry: ThreadEntry,
 ) => void;
 
+/**
+ * What another part of chat keeps per thread and must drop on a hard delete: `apply` runs inside
+ * the purge transaction (durable records), `after` once it committed (memory). `apply` may
+ * return a value handed to `after`.
+ */
+export interface ThreadPurgeHook {
+  apply?(app: App, threadId: string): unknown;
+  after?(app: App, threadId: string, applied: unknown): void;
+}
+
 /** The thread log: ordered, durable, broadcast-after-commit (a face of the stream layer). */
 export class ThreadLog {
   readonly streams: ProductStream<ThreadEntry>;
   #listeners = new Set<ThreadLogListener>();
+  #purgeHooks: ThreadPurgeHook[] = [];
 
   /** Opens the `chat` ordered log in `env`; broadcasts go through `hub`. */
   constructor(env: StoreEnv, hub: Hub) {
     this.streams = new ProductStream<ThreadEntry>(
       new OrderedLog(env, "chat"),
       hub,
-      (logId, entry) => [[entry.event, { log_id: logId, ...entry.data }]],
+      (logId, entry) => [[entry.event, { log_id: logId, ...wireEventData(entry.data) }]],
     );
   }
 
@@ -106,7 +118,17 @@ export class ThreadLog {
    * starts a new epoch, then broadcasts `thread:deleted` `{ threadId, epoch }`.
    */
   async purge(app: App, threadId: string, apply?: () => void): Promise<void> {
-    await this.streams.purge(this.address(app, threadId), "thread:deleted", { threadId }, apply);
+    let applied: unknown[] = [];
+    await this.streams.purge(this.address(app, threadId), "thread:deleted", { threadId }, () => {
+      apply?.();
+      applied = this.#purgeHooks.map((h) => h.apply?.(app, threadId));
+    });
+    this.#purgeHooks.forEach((h, i) => h.after?.(app, threadId, applied[i]));
+  }
+
+  /** Registers state to drop with a thread on hard delete (see `ThreadPurgeHook`). */
+  onPurge(hook: ThreadPurgeHook): void {
+    this.#purgeHooks.push(hook);
   }
 
   /** Registers a listener called for every entry after its broadcast; returns an unsubscribe. */

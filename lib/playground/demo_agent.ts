@@ -105,8 +105,8 @@ class ThreadAgent {
 
   #listen() {
     const ch = this.#channel;
-    ch.on("message:created", (p: Payload) => this.#remember(p.message?.id, p.message?.content));
-    ch.on("message:updated", (p: Payload) => this.#remember(p.message?.id, p.message?.content));
+    ch.on("message:created", (p: Payload) => this.#remember(p.message?.messageId, p.message?.content));
+    ch.on("message:updated", (p: Payload) => this.#remember(p.message?.messageId, p.message?.content));
     ch.on("run", (p: Payload) => this.#offer(p.run));
     ch.on("run:cancel", (p: Payload) => this.#end(p.runId));
     ch.on("run:end", (p: Payload) => this.#end(p.runId));
@@ -115,7 +115,7 @@ class ThreadAgent {
   }
 
   #snapshot(s: Payload) {
-    for (const m of s?.messages ?? []) this.#remember(m.messageId ?? m.id, m.content);
+    for (const m of s?.messages ?? []) this.#remember(m.messageId, m.content);
     for (const run of s?.runs ?? []) this.#offer(run);
   }
 

@@ -133,7 +133,10 @@ export class ChatSession implements ViewTransport {
         });
       }
     }
-    if (!first) params.after_log_id = this.view.logId;
+    if (!first) {
+      params.after_log_id = this.view.logId;
+      if (this.view.epoch !== undefined) params.epoch = this.view.epoch;
+    }
     else if (this.#afterLogId !== undefined) params.after_log_id = this.#afterLogId;
     return params;
   }

@@ -53,7 +53,10 @@ export interface ThreadSnapshot {
   streams: Record<string, string>;
   has_older: boolean;
   client_id?: string;
-  /** True when `after_log_id` was older than the retained log: state must be replaced. */
+  /** The thread stream's epoch; a hard delete starts a new one. */
+  epoch?: string;
+  /** True when `after_log_id` could not be resumed (older than the retained log, or from
+   * another epoch): the state must be replaced. */
   reset?: boolean;
 }
 

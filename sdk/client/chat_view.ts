@@ -78,6 +78,7 @@ export class ChatView extends Emitter {
   #selected = new Map<string, string>();
   #hasOlder = false;
   #logId = 0;
+  #epoch: string | undefined;
   #head: unknown = null;
 
   constructor(transport: ViewTransport) {
@@ -93,6 +94,11 @@ export class ChatView extends Emitter {
   /** Current log position: the log_id of the latest applied entry. */
   get logId(): number {
     return this.#logId;
+  }
+
+  /** The epoch `logId` belongs to (sent back on rejoin so a deleted thread is noticed). */
+  get epoch(): string | undefined {
+    return this.#epoch;
   }
 
   /** The `head` slot of the last compaction batch (`{ messageId, runId, logId }`), or null. */
@@ -243,13 +249,18 @@ export class ChatView extends Emitter {
     if (this.#order.length === 0 && this.#logId === 0) this.#logId = logId;
   }
 
+  /** Forgets every message, run and streaming text (reset, thread deleted). */
+  #clear(): void {
+    this.#messages.clear();
+    this.#order = [];
+    this.#runs.clear();
+    this.#streams.clear();
+  }
+
   /** Applies a join reply. A first join (or `reset`) replaces the state; a rejoin merges. */
   applySnapshot(s: ThreadSnapshot, firstJoin: boolean): void {
-    if (s.reset) {
-      this.#messages.clear();
-      this.#order = [];
-      this.#runs.clear();
-    }
+    if (s.reset) this.#clear();
+    if (s.epoch !== undefined) this.#epoch = s.epoch;
     if (firstJoin || s.reset) this.#hasOlder = !!s.has_older;
     for (const m of s.messages) this.#upsertMessage(m);
     for (const r of s.runs) this.#runs.set(r.runId, r);
@@ -260,6 +271,14 @@ export class ChatView extends Emitter {
 
   /** Applies one pushed or broadcast event (in wire order). */
   apply(event: string, p: Record<string, any>): void {
+    if (event === "thread:deleted") {
+      // The thread was hard-deleted: its log restarts at 1 in a new epoch.
+      this.#clear();
+      this.#logId = 0;
+      if (typeof p?.epoch === "string") this.#epoch = p.epoch;
+      this.emit("update");
+      return;
+    }
     if (typeof p?.log_id === "number") {
       if (p.log_id <= this.#logId) return; // already applied (replay overlap)
       this.#logId = p.log_id;

@@ -14,14 +14,14 @@ import type { Channel, Socket } from "phoenix";
 
 /** What `on("change")` listeners receive. */
 export type ObjectChange =
-  | { type: "snapshot"; log_id: number; state: Record<string, unknown> }
+  | { type: "snapshot"; log_id: number; state: Record<string, unknown>; reset?: true }
   | { type: "change"; log_id: number; op: "set" | "delete"; key: string; value: unknown }
   | {
     type: "batch";
     log_id: number;
     ops: { op: "set" | "delete"; key: string; value: unknown }[];
   }
-  | { type: "purge"; log_id: 0 };
+  | { type: "purge"; log_id: 0; epoch?: string };
 
 /** Options of `new ObjectSubscription()`. */
 export interface ObjectSubscriptionOptions {
@@ -46,6 +46,8 @@ export class ObjectSubscription {
   state: Record<string, unknown> = {};
   /** Position of the latest applied write (0 before the first snapshot or after a purge). */
   logId = 0;
+  /** The object stream's epoch (a purge starts a new one); sent back on rejoin. */
+  epoch: string | undefined;
   #socket: Socket;
   #getAuth: (socketId: string) => Promise<string | undefined>;
   #socketId?: string;
@@ -140,7 +142,10 @@ export class ObjectSubscription {
     const params = () => {
       const p: Record<string, unknown> = {};
       if (auth !== undefined) p.auth = auth;
-      if (this.#synced) p.after_log_id = this.logId;
+      if (this.#synced) {
+        p.after_log_id = this.logId;
+        if (this.epoch !== undefined) p.epoch = this.epoch;
+      }
       return p;
     };
     const channel = this.#socket.channel(this.topic, params as unknown as object);
@@ -168,11 +173,19 @@ export class ObjectSubscription {
       });
   }
 
-  #onSnapshot(snapshot: { state: Record<string, unknown>; log_id: number }): void {
+  #onSnapshot(
+    snapshot: { state: Record<string, unknown>; log_id: number; epoch?: string; reset?: boolean },
+  ): void {
     this.state = { ...snapshot.state };
     this.logId = snapshot.log_id;
+    if (snapshot.epoch !== undefined) this.epoch = snapshot.epoch;
     this.#synced = true;
-    this.#emit({ type: "snapshot", log_id: this.logId, state: this.state });
+    this.#emit({
+      type: "snapshot",
+      log_id: this.logId,
+      state: this.state,
+      ...(snapshot.reset ? { reset: true as const } : {}),
+    });
     for (const resolve of this.#syncWaiters.splice(0)) resolve();
   }
 
@@ -180,7 +193,8 @@ export class ObjectSubscription {
     if (event === "purge") {
       this.state = {};
       this.logId = 0;
-      return this.#emit({ type: "purge", log_id: 0 });
+      if (typeof payload?.epoch === "string") this.epoch = payload.epoch;
+      return this.#emit({ type: "purge", log_id: 0, epoch: this.epoch });
     }
     const logId = Number(payload.log_id);
     if (logId <= this.logId) return; // already applied

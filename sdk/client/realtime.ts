@@ -189,6 +189,8 @@ export class ChannelSubscription {
   readonly members = new Map<string, unknown>();
   /** Serial of the latest event seen (null before the first join and on ephemeral channels). */
   lastSerial: number | null = null;
+  /** The channel stream's epoch from the last join; sent back with `after_serial`. */
+  epoch: string | undefined;
   /** Settles with the first join reply, or rejects with its refusal. */
   readonly ready: Promise<Record<string, any>>;
   #client: RealtimeClient;
@@ -276,7 +278,10 @@ export class ChannelSubscription {
     if (this.#closed || this.#client.socketId !== socketId) return; // a newer connection took over
     const channel = this.#client.socket.channel(`pubsub:${this.#client.appKey}:${this.name}`, () => {
       const after = this.lastSerial ?? this.#opts.afterSerial;
-      return after === undefined ? params : { ...params, after_serial: after };
+      if (after === undefined) return params;
+      return this.epoch === undefined
+        ? { ...params, after_serial: after }
+        : { ...params, after_serial: after, epoch: this.epoch };
     });
     channel.onMessage = (event: string, payload: any) => {
       if (channel === this.#channel) this.#dispatch(event, payload);
@@ -285,7 +290,10 @@ export class ChannelSubscription {
     this.#channel = channel;
     channel.join()
       .receive("ok", (resp: Record<string, any>) => {
+        // A `replay: "reset"` reply (the channel's history restarted) also lands here: the
+        // position restarts at the reply's serial, in the reply's epoch.
         this.lastSerial = typeof resp.serial === "number" ? resp.serial : null;
+        if (typeof resp.epoch === "string") this.epoch = resp.epoch;
         if (resp.presence) {
           this.members.clear();
           for (const m of resp.presence.members) this.members.set(m.user_id, m.user_info);

@@ -66,11 +66,11 @@ Deno.test("ChatStore.createMessage() appends message:created at the next log_id 
       null,
       string,
       string,
-      { log_id: number; message: { id: string } },
+      { log_id: number; message: { messageId: string } },
     ];
     assert.equal(last[3], "message:created");
     assert.equal(last[4].log_id, 4);
-    assert.equal(last[4].message.id, "c");
+    assert.equal(last[4].message.messageId, "c");
   });
 });
 

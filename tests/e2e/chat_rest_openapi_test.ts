@@ -76,8 +76,10 @@ Deno.test("a REST-created, edited and deleted message appears live on a socket j
     const created = await sock.waitFor((f) =>
       f[2] === "chat:key1:live-t" && f[3] === "message:created"
     );
-    const payload = created[4] as { log_id: number; message: { id: string; content: unknown } };
-    assert.equal(payload.message.id, "rest-1");
+    // The same wire shape as the join snapshot and load_older: messageId, no id.
+    const payload = created[4] as { log_id: number; message: Record<string, unknown> };
+    assert.equal(payload.message.messageId, "rest-1");
+    assert.equal("id" in payload.message, false);
     assert.equal(payload.message.content, "over REST");
     assert.equal(payload.log_id, 2);
     await api(

@@ -12,7 +12,7 @@ export interface WsFrame {
 /** A raw WebSocket whose reading can be paused and resumed. */
 export class TcpWebSocket {
   #sock: Socket;
-  #buf = Buffer.alloc(0);
+  #buf: Buffer = Buffer.alloc(0);
   #frames: WsFrame[] = [];
   #wake: (() => void) | undefined;
   #ended = false;

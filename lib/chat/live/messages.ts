@@ -1,5 +1,5 @@
 /**
- * Message helpers of the live side: record <-> wire shape, the recent window, and staging the
+ * Message helpers of the live side: the recent window, store errors as reasons, and staging the
  * user message + assistant placeholder pair of a new run in one thread-log append.
  */
 import type { Database, Key } from "lmdb";
@@ -10,14 +10,7 @@ import type { ChatStore } from "../store.ts";
 import type { MessageRecord, ThreadEntry } from "../types.ts";
 import { LiveError } from "./runs.ts";
 
-/** A message in the spec's wire shape (`messageId`), plus the store's extra fields. */
-export type WireMessage = Omit<MessageRecord, "id"> & { messageId: string };
-
-/** Record -> wire shape. */
-export function toWire(m: MessageRecord): WireMessage {
-  const { id, ...rest } = m;
-  return { messageId: id, ...rest };
-}
+export { toWire, type WireMessage } from "../wire.ts";
 
 /** Maps a store error to a live reason: 404 -> `not_found`, others -> `invalid_request: ...`. */
 export function reasonOf(err: unknown): string {

@@ -80,11 +80,6 @@ export class RollupBuffers {
     this.#streams.delete(key);
   }
 
-  /** Drops every buffer whose key starts with `prefix` (thread purge). */
-  dropPrefix(prefix: string): void {
-    for (const key of [...this.#streams.keys()]) if (key.startsWith(prefix)) this.drop(key);
-  }
-
   /** Stops every timer (shutdown). */
   clear(): void {
     for (const key of [...this.#streams.keys()]) this.drop(key);

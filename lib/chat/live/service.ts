@@ -48,6 +48,18 @@ export class LiveService {
     this.rollups = new RollupBuffers((topic, runId, text, offset) => {
       hub.publish(topic, "stream", { runId, text, offset });
     }, rollupMs);
+    // A hard-deleted thread takes its runs and streaming buffers with it, so a thread
+    // re-created with the same id starts clean.
+    svc.threadLog.onPurge({
+      apply: (app, threadId) => {
+        const runIds = runs.all(app.id, threadId).map((r) => r.runId);
+        runs.removeThread(app.id, threadId);
+        return runIds;
+      },
+      after: (app, threadId, runIds) => {
+        for (const runId of runIds as string[]) this.rollups.drop(this.streamKey(app, threadId, runId));
+      },
+    });
   }
 
   /** The roll-up buffer key of a run. */
