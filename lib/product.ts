@@ -5,6 +5,7 @@ import type { Hub } from "./hub/hub.ts";
 import type { ChannelHandler } from "./socket/handler.ts";
 import type { Product } from "./socket/topics.ts";
 import type { StoreEnv } from "./store/env.ts";
+import type { StreamLog } from "./streams/mod.ts";
 
 /** What every product module is built from. */
 export interface ProductDeps {
@@ -12,6 +13,9 @@ export interface ProductDeps {
   apps: AppRegistry;
   env: StoreEnv;
   hub: Hub;
+  /** Opens the ordered log named `name` (one per product). Products see only the StreamLog
+   * interface, so another implementation can stand behind it. */
+  openLog(name: string): StreamLog;
 }
 
 /** A product's two faces: HTTP routes and channel handlers (DESIGN.md "Layers"). */

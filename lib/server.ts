@@ -7,6 +7,7 @@ import type { Config } from "./config/config.ts";
 import { Hub } from "./hub/hub.ts";
 import type { ProductDeps, ProductModule } from "./product.ts";
 import { StoreEnv } from "./store/env.ts";
+import { OrderedLog } from "./store/ordered_log.ts";
 import { StorageUnavailableError } from "./store/errors.ts";
 import { SocketServer } from "./socket/server.ts";
 import { MAX_BUFFERED_BYTES } from "./socket/connection.ts";
@@ -75,7 +76,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   const { apps: appList, devApp, created } = await resolveApps(env, fileApps);
   const apps = new AppRegistry(appList);
   const hub = new Hub();
-  const deps: ProductDeps = { config, apps, env, hub };
+  const deps: ProductDeps = { config, apps, env, hub, openLog: (name) => new OrderedLog(env, name) };
   const modules: ProductModule[] = [
     createObjects(deps),
     createPubsub(deps),

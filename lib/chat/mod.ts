@@ -13,7 +13,7 @@ export interface ChatServices {
 
 /** Builds the thread log and the record store over `deps.env` / `deps.hub`. */
 export function createChatServices(deps: ProductDeps): ChatServices {
-  const threadLog = new ThreadLog(deps.env, deps.hub);
+  const threadLog = new ThreadLog(deps.openLog("chat"), deps.hub);
   return { threadLog, store: new ChatStore(deps.env, threadLog) };
 }
 

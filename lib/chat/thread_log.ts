@@ -30,9 +30,14 @@
  */
 import type { App } from "../config/apps.ts";
 import type { Hub } from "../hub/hub.ts";
-import { type LogRecord, OrderedLog, type Prepared } from "../store/ordered_log.ts";
-import type { StoreEnv } from "../store/env.ts";
-import { ProductStream, type StreamAddress, threadAddress } from "../streams/mod.ts";
+import {
+  type LogRecord,
+  type Prepared,
+  ProductStream,
+  type StreamAddress,
+  type StreamLog,
+  threadAddress,
+} from "../streams/mod.ts";
 import type { ThreadEntry } from "./types.ts";
 import { wireEventData } from "./wire.ts";
 
@@ -60,10 +65,10 @@ export class ThreadLog {
   #listeners = new Set<ThreadLogListener>();
   #purgeHooks: ThreadPurgeHook[] = [];
 
-  /** Opens the `chat` ordered log in `env`; broadcasts go through `hub`. */
-  constructor(env: StoreEnv, hub: Hub) {
+  /** Binds the thread log `log` to `hub`. */
+  constructor(log: StreamLog, hub: Hub) {
     this.streams = new ProductStream<ThreadEntry>(
-      new OrderedLog(env, "chat"),
+      log,
       hub,
       (logId, entry) => [[entry.event, { log_id: logId, ...wireEventData(entry.data) }]],
     );

@@ -6,8 +6,7 @@
 import type { Database, Key } from "lmdb";
 import type { Hub } from "../hub/hub.ts";
 import type { StoreEnv } from "../store/env.ts";
-import { OrderedLog } from "../store/ordered_log.ts";
-import { objectAddress, ProductStream, type StreamAddress } from "../streams/mod.ts";
+import { objectAddress, ProductStream, type StreamAddress, type StreamLog } from "../streams/mod.ts";
 import { applyOps, emptyRecord, type MaterialOp, type ObjectRecord, type Op } from "./ops.ts";
 
 /** Which object: the app (id for storage, key for the topic), type and key. */
@@ -52,9 +51,9 @@ export class ObjectStore {
   readonly streams: ProductStream<ObjectEntry>;
   #records: Database<ObjectRecord, Key>;
 
-  constructor(env: StoreEnv, hub: Hub) {
+  constructor(env: StoreEnv, hub: Hub, log: StreamLog) {
     this.streams = new ProductStream<ObjectEntry>(
-      new OrderedLog(env, "objects"),
+      log,
       hub,
       (position, entry) => [eventOf(position, entry)],
     );

@@ -1,5 +1,4 @@
 import type { ProductDeps, ProductModule } from "../product.ts";
-import { OrderedLog } from "../store/ordered_log.ts";
 import { pubsubChannel } from "./channel.ts";
 import { pubsubRoutes } from "./routes.ts";
 import { ChannelService } from "./service.ts";
@@ -10,7 +9,7 @@ export { channelKind, validChannelName } from "./names.ts";
 
 /** Builds the pubsub product: the backend routes and the `pubsub` channel handler. */
 export function createPubsub(deps: ProductDeps): ProductModule {
-  const svc = new ChannelService(new OrderedLog(deps.env, "channels"), deps.hub, deps.config);
+  const svc = new ChannelService(deps.openLog("channels"), deps.hub, deps.config);
   return {
     routes: pubsubRoutes(deps.apps, svc),
     channels: { pubsub: pubsubChannel(svc) },

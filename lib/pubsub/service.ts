@@ -5,8 +5,13 @@
 import type { App } from "../config/apps.ts";
 import type { Config } from "../config/config.ts";
 import type { Hub } from "../hub/hub.ts";
-import type { LogRecord } from "../store/ordered_log.ts";
-import { channelAddress, ProductStream, type StreamAddress, type StreamLog } from "../streams/mod.ts";
+import {
+  channelAddress,
+  type LogRecord,
+  ProductStream,
+  type StreamAddress,
+  type StreamLog,
+} from "../streams/mod.ts";
 import { channelKind } from "./names.ts";
 import { PresenceRegistry } from "./presence.ts";
 import { RateLimiter } from "./rate_limit.ts";

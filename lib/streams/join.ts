@@ -13,8 +13,7 @@
  *   which N is published), which is what makes the hand-over to live delivery gap-free.
  */
 import type { JoinContext } from "../socket/handler.ts";
-import type { LogRecord } from "../store/ordered_log.ts";
-import type { StreamLog } from "./stream_log.ts";
+import type { LogRecord, StreamLog } from "./stream_log.ts";
 
 /** Entries read from the log per step of a long replay. */
 export const REPLAY_CHUNK = 256;

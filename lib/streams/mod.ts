@@ -3,7 +3,7 @@
  * publish in position order, the gap-free join with bounded replay, purge with epochs) and
  * topic naming. Products are thin faces over it.
  */
-export type { StreamLog } from "./stream_log.ts";
+export type { LogRecord, Prepared, PublishFn, StreamLog } from "./stream_log.ts";
 export { joinStream, parseEpoch, parsePosition, type ReplayOutcome, type StreamJoinSpec } from "./join.ts";
 export { type EventsOf, ProductStream, type ProductJoin } from "./product_stream.ts";
 export { channelAddress, objectAddress, type StreamAddress, threadAddress } from "./names.ts";

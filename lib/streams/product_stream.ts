@@ -6,10 +6,9 @@
  */
 import type { Hub } from "../hub/hub.ts";
 import type { JoinContext } from "../socket/handler.ts";
-import type { LogRecord, Prepared } from "../store/ordered_log.ts";
+import type { LogRecord, Prepared, StreamLog } from "./stream_log.ts";
 import { joinStream, type StreamJoinSpec } from "./join.ts";
 import type { StreamAddress } from "./names.ts";
-import type { StreamLog } from "./stream_log.ts";
 
 /** Maps one stored entry at `position` to the wire events it is delivered (and replayed) as. */
 export type EventsOf<E> = (position: number, entry: E) => [string, unknown][];

@@ -1,4 +1,24 @@
-import type { LogRecord, Prepared, PublishFn } from "../store/ordered_log.ts";
+/** A stored log entry with its position. */
+export interface LogRecord<E = unknown> {
+  position: number;
+  /** Unix ms when the entry was appended. */
+  time: number;
+  entry: E;
+}
+
+/** What `prepare` hands back to `append`: the entries to store and what to write with them. */
+export interface Prepared<E, R> {
+  /** One or more entries; they get contiguous positions `head + 1 ...`. */
+  entries: E[];
+  /** Writes derived state (product tables) inside the same transaction. If it throws, the
+   * append rejects with that error and nothing of it (entries, head, derived state) is kept. */
+  apply?: (firstPosition: number) => void;
+  /** Value handed back to the caller and to `publish`. */
+  result: R;
+}
+
+/** Called once per append, strictly in position order per stream, after the commit is durable. */
+export type PublishFn<E, R> = (firstPosition: number, entries: E[], result: R) => void;
 
 /**
  * The ordered log behind every stream, as the stream layer and the products see it. The

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import type { App } from "../../lib/config/apps.ts";
 import { Hub } from "../../lib/hub/hub.ts";
 import { StoreEnv } from "../../lib/store/env.ts";
+import { OrderedLog } from "../../lib/store/ordered_log.ts";
 import { createChatServices } from "../../lib/chat/mod.ts";
 import { ChatError } from "../../lib/chat/errors.ts";
 import type { ProductDeps } from "../../lib/product.ts";
@@ -26,7 +27,8 @@ async function withServices(
   const env = new StoreEnv(join(dir, "db"));
   const hub = new Hub();
   try {
-    await fn(createChatServices({ env, hub } as unknown as ProductDeps), hub);
+    const openLog = (name: string) => new OrderedLog(env, name);
+    await fn(createChatServices({ env, hub, openLog } as unknown as ProductDeps), hub);
   } finally {
     await env.close();
     rmSync(dir, { recursive: true, force: true });

@@ -141,3 +141,22 @@ Deno.test("OrderedLog.append() leaves nothing behind when apply throws after ent
   ]);
   await env.close();
 });
+
+Deno.test("OrderedLog.purge() starts a new epoch, stored with the stream; appends restart at 1", async () => {
+  const { env } = tempStore();
+  const log = new OrderedLog(env);
+  await log.append("s", one({ n: 1 }));
+  assert.equal(log.epoch("s"), "0");
+  let published = "";
+  const epoch = await log.purge("s", undefined, (e) => (published = e));
+  assert.match(epoch, /^[0-9a-f]{8}$/);
+  assert.equal(published, epoch);
+  assert.equal(log.epoch("s"), epoch);
+  assert.equal((await log.append("s", one({ n: 2 }))).position, 1);
+  assert.notEqual(await log.purge("s"), epoch, "every purge starts another epoch");
+  // A second OrderedLog over the same environment reads it from storage, not from memory.
+  const other = new OrderedLog(env);
+  assert.equal(other.epoch("s"), log.epoch("s"));
+  assert.equal(other.head("s"), 0);
+  await env.close();
+});
