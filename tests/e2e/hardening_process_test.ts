@@ -2,6 +2,7 @@
 // port already in use is one line, and `deno task start` passes signals to the server.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import process from "node:process";
 import { createServer } from "node:net";
 import { APPS, serverCommand } from "../helpers/server.ts";
 import { RawSocket } from "../helpers/raw_socket.ts";
@@ -173,7 +174,7 @@ Deno.test("process: `deno task start` passes SIGTERM on to the server", async ()
     "127.0.0.1",
     "--data-dir",
     await Deno.makeTempDir(),
-  ], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+  ], { cwd: root, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let out = "";
   task.stdout!.on("data", (c: Uint8Array) => (out += new TextDecoder().decode(c)));
   task.stderr!.on("data", (c: Uint8Array) => (out += new TextDecoder().decode(c)));
@@ -202,7 +203,11 @@ Deno.test("process: `deno task start` passes SIGTERM on to the server", async ()
     assert.ok(refused, `the server still answers after SIGTERM to the task:\n${out}`);
     assert.match(out, /SIGTERM: shutting down/);
   } finally {
-    if (task.exitCode === null && task.signalCode === null) task.kill("SIGKILL");
+    // The task runs in its own process group: take down whatever of it is left, even when the
+    // signal was not passed on.
+    try {
+      process.kill(-task.pid!, "SIGKILL");
+    } catch { /* already gone */ }
     task.stdout?.destroy();
     task.stderr?.destroy();
   }
