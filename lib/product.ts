@@ -3,7 +3,6 @@ import type { AppRegistry } from "./config/apps.ts";
 import type { Config } from "./config/config.ts";
 import type { Hub } from "./hub/hub.ts";
 import type { ChannelHandler } from "./socket/handler.ts";
-import type { Product } from "./socket/topics.ts";
 import type { StoreEnv } from "./store/env.ts";
 import type { StreamLog } from "./streams/mod.ts";
 
@@ -23,7 +22,7 @@ export interface ProductModule {
   /** Mounted at `/`; the module owns its paths (e.g. `/api/v1/objects/...`). */
   routes?: Hono;
   /** Handlers for the topic prefixes this product owns. */
-  channels?: Partial<Record<Product, ChannelHandler>>;
+  channels?: Record<string, ChannelHandler>;
   /** Called on shutdown after sockets are closed, before the store closes. */
   close?(): Promise<void> | void;
 }

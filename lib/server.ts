@@ -1,12 +1,11 @@
 import { mkdirSync } from "node:fs";
-import { join } from "node:path";
 import { Hono } from "hono";
 import { type App, AppRegistry } from "./config/apps.ts";
 import { loadAppsFile, newDevelopmentApp } from "./config/apps_file.ts";
 import type { Config } from "./config/config.ts";
 import { Hub } from "./hub/hub.ts";
 import type { ProductDeps, ProductModule } from "./product.ts";
-import { StoreEnv } from "./store/env.ts";
+import { StoreEnv, storePath } from "./store/env.ts";
 import { OrderedLog } from "./store/ordered_log.ts";
 import { StorageUnavailableError } from "./store/errors.ts";
 import { SocketServer } from "./socket/server.ts";
@@ -63,10 +62,6 @@ class InflightRequests {
   }
 }
 
-/** The LMDB environment's path inside the data dir. */
-export function storePath(dataDir: string): string {
-  return join(dataDir, "switchboard.mdb");
-}
 
 /** Opens the store, builds every product and starts listening. */
 export async function startSwitchboard(config: Config): Promise<Switchboard> {

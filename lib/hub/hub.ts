@@ -1,4 +1,4 @@
-import { encodeFrame, type WireFormat } from "../socket/codec.ts";
+import { encodeFrame, type WireFormat } from "../wire/codec.ts";
 
 /** One receiver of broadcasts: in practice a socket connection. */
 export interface Subscriber {

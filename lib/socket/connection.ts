@@ -1,7 +1,7 @@
 import type { App } from "../config/apps.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Hub, Subscriber } from "../hub/hub.ts";
-import { decodeFrame, encodeFrame, type Frame, type WireFormat } from "./codec.ts";
+import { decodeFrame, encodeFrame, type Frame, type WireFormat } from "../wire/codec.ts";
 import {
   type ChannelHandler,
   type ChannelInstance,
@@ -9,25 +9,18 @@ import {
   type PushReply,
   REPLAY_LOW_WATER,
 } from "./handler.ts";
-import { parseTopic, type Product } from "./topics.ts";
+import { parseTopic } from "./topics.ts";
 import { StorageUnavailableError } from "../store/errors.ts";
+import type { Transport } from "../runtime/transport.ts";
 
-/** The runtime's WebSocket, reduced to what a connection needs. */
-export interface Transport {
-  send(data: string | Uint8Array): void;
-  close(code: number, reason: string): void;
-  /** Bytes queued but not yet written to the network. */
-  bufferedAmount(): number;
-  /** Runtime-native topic membership and publish-to-others (Bun only). */
-  subscribe?(name: string): void;
-  unsubscribe?(name: string): void;
-  publish?(name: string, data: string | Uint8Array): void;
-}
+export type { Transport } from "../runtime/transport.ts";
+
 
 /** Socket-level services shared by every connection. */
 export interface SocketDeps {
   hub: Hub;
-  handlers: Partial<Record<Product, ChannelHandler>>;
+  /** Channel handlers by the topic prefix they registered (`durable`, `chat`, ...). */
+  handlers: Record<string, ChannelHandler>;
   verify(app: App, token: unknown, socketId: string): Promise<Principal | null>;
   /** Per-socket send buffer bound; a subscriber above it is disconnected. */
   maxBufferedBytes: number;
@@ -160,17 +153,12 @@ export class Connection implements Subscriber {
   async #join(joinRef: string | null, ref: string | null, topic: string, params: Record<string, unknown>) {
     const jr = joinRef ?? "0";
     if (this.#members.has(topic)) this.#leave(topic, "rejoin", true);
-    const parsed = parseTopic(topic, this.app.key);
+    const handlers = this.#deps.handlers;
+    const parsed = parseTopic(topic, this.app.key, (prefix) => Object.hasOwn(handlers, prefix));
     if (typeof parsed === "string") {
       return this.#reply(jr, ref, topic, { status: "error", response: { reason: parsed } });
     }
-    const handler = this.#deps.handlers[parsed.product];
-    if (!handler) {
-      return this.#reply(jr, ref, topic, {
-        status: "error",
-        response: { reason: "invalid topic format" },
-      });
-    }
+    const handler = handlers[parsed.prefix];
     const member: Membership = { joinRef: jr, hubTopics: new Set(), live: true };
     this.#members.set(topic, member);
     let replied = false;

@@ -1,6 +1,6 @@
 import type { App, AppRegistry } from "../config/apps.ts";
 import { Connection, type SocketDeps, type Transport } from "./connection.ts";
-import type { WireFormat } from "./codec.ts";
+import type { WireFormat } from "../wire/codec.ts";
 
 /** Path of the WebSocket endpoint (CONTRACT.md). `/socket` alone is accepted too. */
 export const SOCKET_PATHS = new Set(["/socket/websocket", "/socket", "/socket/websocket/"]);

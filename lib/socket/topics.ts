@@ -1,31 +1,29 @@
-/** The four products a topic can address. */
-export type Product = "pubsub" | "durable" | "chat" | "spaces";
-
-/** A parsed topic: product and the part after `{product}:{appKey}:`. */
+/** A parsed topic: the handler prefix, the app key and the part after `{prefix}:{appKey}:`. */
 export interface ParsedTopic {
-  product: Product;
+  prefix: string;
   appKey: string;
   name: string;
 }
 
-const PRODUCTS = new Set<Product>(["pubsub", "durable", "chat", "spaces"]);
-
 /**
- * Splits `{product}:{appKey}:{rest}` (CONTRACT.md "Topics"). Returns the spec's join error
- * reason when the shape is wrong or the app key is not the connected app's.
+ * Splits `{prefix}:{appKey}:{rest}` (CONTRACT.md "Topics"). The socket layer knows no product:
+ * `known` is the set of prefixes channel handlers registered. Returns the spec's join error
+ * reason when the shape is wrong, no handler owns the prefix, or the app key is not the
+ * connected app's. Product-specific name rules (a Durable Object's `type:key`) belong to the
+ * handler.
  */
-export function parseTopic(topic: string, connectedAppKey: string): ParsedTopic | string {
+export function parseTopic(
+  topic: string,
+  connectedAppKey: string,
+  known: (prefix: string) => boolean,
+): ParsedTopic | string {
   const first = topic.indexOf(":");
   const second = first < 0 ? -1 : topic.indexOf(":", first + 1);
   if (first < 0 || second < 0) return "invalid topic format";
-  const product = topic.slice(0, first) as Product;
+  const prefix = topic.slice(0, first);
   const appKey = topic.slice(first + 1, second);
   const name = topic.slice(second + 1);
-  if (!PRODUCTS.has(product) || appKey === "" || name === "") return "invalid topic format";
-  if (product === "durable") {
-    const colon = name.indexOf(":");
-    if (colon <= 0 || colon === name.length - 1) return "invalid topic format";
-  }
+  if (!known(prefix) || appKey === "" || name === "") return "invalid topic format";
   if (appKey !== connectedAppKey) return "app_key mismatch";
-  return { product, appKey, name };
+  return { prefix, appKey, name };
 }

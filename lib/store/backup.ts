@@ -1,6 +1,5 @@
 import { existsSync } from "node:fs";
-import { storePath } from "../server.ts";
-import { StoreEnv } from "./env.ts";
+import { StoreEnv, storePath } from "./env.ts";
 import { ConfigError } from "../config/config.ts";
 
 /**

@@ -1,5 +1,11 @@
+import { join } from "node:path";
 import { open, type Database, type Key, type RootDatabase } from "lmdb";
 import { asStorageError, StorageUnavailableError } from "./errors.ts";
+
+/** The LMDB environment's path inside the data dir. */
+export function storePath(dataDir: string): string {
+  return join(dataDir, "switchboard.mdb");
+}
 
 /** msgpackr options lmdb-js passes on but does not declare: a stored 64-bit integer reads as a
  * number, never a BigInt JSON cannot encode (data stored before the wire codec turned 64-bit

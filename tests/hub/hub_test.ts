@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { Packr } from "msgpackr";
 import { Hub, type Subscriber } from "../../lib/hub/hub.ts";
 import { OrderedLog } from "../../lib/store/ordered_log.ts";
-import type { WireFormat } from "../../lib/socket/codec.ts";
+import type { WireFormat } from "../../lib/wire/codec.ts";
 import { tempStore } from "../helpers/temp_store.ts";
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });

@@ -1,0 +1,14 @@
+/**
+ * One WebSocket as the runtime adapter (deno.ts, bun.ts) hands it to the socket layer: what a
+ * connection needs, and nothing of the runtime's own socket type.
+ */
+export interface Transport {
+  send(data: string | Uint8Array): void;
+  close(code: number, reason: string): void;
+  /** Bytes queued but not yet written to the network. */
+  bufferedAmount(): number;
+  /** Runtime-native topic membership and publish-to-others (Bun only). */
+  subscribe?(name: string): void;
+  unsubscribe?(name: string): void;
+  publish?(name: string, data: string | Uint8Array): void;
+}
