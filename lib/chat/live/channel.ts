@@ -16,7 +16,7 @@ import type {
   JoinContext,
   PushReply,
 } from "../../socket/handler.ts";
-import type { ChatServices } from "../mod.ts";
+import type { ChatServices } from "../services.ts";
 import { MessageWindow, reasonOf, toWire } from "./messages.ts";
 import { isTerminal, LiveError } from "./runs.ts";
 import type { LiveService } from "./service.ts";

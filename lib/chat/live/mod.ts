@@ -4,7 +4,7 @@
  */
 import type { ProductDeps } from "../../product.ts";
 import type { ChannelHandler } from "../../socket/handler.ts";
-import type { ChatServices } from "../mod.ts";
+import type { ChatServices } from "../services.ts";
 import { threadChannel } from "./channel.ts";
 import { MessageWindow } from "./messages.ts";
 import { RunTable } from "./runs.ts";

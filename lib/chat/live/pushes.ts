@@ -4,7 +4,7 @@
  * `forbidden`, `invalid_state`, `archive_unavailable` (others: docs/chat-live.md).
  */
 import type { App } from "../../config/apps.ts";
-import type { ChatServices } from "../mod.ts";
+import type { ChatServices } from "../services.ts";
 import type { Member } from "./channel.ts";
 import { type MessageWindow, toWire } from "./messages.ts";
 import { LiveError } from "./runs.ts";

@@ -5,7 +5,7 @@
  */
 import type { App } from "../../config/apps.ts";
 import type { Hub } from "../../hub/hub.ts";
-import type { ChatServices } from "../mod.ts";
+import type { ChatServices } from "../services.ts";
 import type { ThreadEntry } from "../types.ts";
 import { stagePair } from "./messages.ts";
 import { RollupBuffers } from "./rollup.ts";

@@ -7,7 +7,7 @@ import { OpenAPIHono } from "@hono/zod-openapi";
 import type { Hono } from "hono";
 import type { AppRegistry } from "../../config/apps.ts";
 import { VERSION } from "../../version.ts";
-import type { ChatServices } from "../mod.ts";
+import type { ChatServices } from "../services.ts";
 import { botRoutes } from "./bots.ts";
 import {
   chatCredentials,

@@ -1,7 +1,7 @@
 /** Small helpers to declare chat routes once for validation and for the OpenAPI document. */
 import { createRoute, type OpenAPIHono, type z } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import type { ChatServices } from "../mod.ts";
+import type { ChatServices } from "../services.ts";
 import type { ChatEnv } from "./http.ts";
 import { JSON_API } from "./http.ts";
 import { ErrorDocument } from "./schemas.ts";
