@@ -3,7 +3,7 @@
  * replays entries after `after_log_id`, replies with the snapshot and streams live events with
  * nothing dropped or duplicated (the join-without-gaps pattern of the ordered log).
  */
-import { constantTimeEqual } from "../auth/verify.ts";
+import { verifyJoin } from "../auth/join.ts";
 import { type ChannelHandler, errorReply, type JoinContext } from "../socket/handler.ts";
 import { MAX_NAME_BYTES } from "./limits.ts";
 import { byteLength } from "./ops.ts";
@@ -15,18 +15,12 @@ export const READ_ONLY_REASON = "writes must go through the server SDK";
 
 /** Join auth: the app secret (`app_secret`) or a token with `object:read:{type}/{key}`. */
 async function authorize(ctx: JoinContext, type: string, key: string): Promise<string | null> {
-  const secret = ctx.params.app_secret;
-  if (typeof secret === "string" && secret !== "") {
-    return constantTimeEqual(ctx.app.secret, secret) ? null : "invalid app_secret";
-  }
-  const token = ctx.params.auth;
-  if (token === undefined || token === null || token === "") {
-    return "auth required for durable object channels";
-  }
-  const principal = await ctx.verify(token);
-  if (!principal) return "invalid token";
+  const cred = await verifyJoin(ctx, { appSecret: true });
+  if ("error" in cred) return cred.error;
+  if (cred.kind === "app_secret") return null;
+  if (cred.kind !== "token") return "auth required for durable object channels";
   const needed = `object:read:${type}/${key}`;
-  return principal.can(needed) ? null : `forbidden: missing ${needed}`;
+  return cred.principal.can(needed) ? null : `forbidden: missing ${needed}`;
 }
 
 /** Builds the `durable` channel handler over `store`. */

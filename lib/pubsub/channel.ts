@@ -3,6 +3,7 @@
  * with the join-without-gaps pattern, presence, and client publish.
  */
 import type { Principal } from "../auth/principal.ts";
+import { verifyJoin } from "../auth/join.ts";
 import type { App } from "../config/apps.ts";
 import type { ChannelHandler, ChannelInstance, JoinContext, PushReply } from "../socket/handler.ts";
 import { errorReply } from "../socket/handler.ts";
@@ -28,12 +29,9 @@ async function join(svc: ChannelService, ctx: JoinContext): Promise<JoinOutcome>
   const name = ctx.name;
   if (!validChannelName(name)) return { error: "invalid topic format" };
   const kind = channelKind(name);
-  const token = ctx.params.auth;
-  let principal: Principal | null = null;
-  if (token !== undefined && token !== null && token !== "") {
-    principal = await ctx.verify(token);
-    if (!principal) return { error: "invalid token" };
-  }
+  const cred = await verifyJoin(ctx);
+  if ("error" in cred) return cred;
+  const principal: Principal | null = cred.kind === "token" ? cred.principal : null;
   if ((kind === "private" || kind === "presence") && !principal) {
     return { error: "auth required for private/presence channels" };
   }

@@ -2,6 +2,7 @@
  * The Spaces channel: a pure relay with no serial, history or ordering guarantee. Every socket
  * that joins is one member; pushes are relayed as-is to the other members of the space.
  */
+import { verifyJoin } from "../auth/join.ts";
 import type { ChannelHandler, ChannelInstance, JoinContext } from "../socket/handler.ts";
 import { errorReply } from "../socket/handler.ts";
 
@@ -32,11 +33,11 @@ export function spacesChannel(): ChannelHandler {
 
   return {
     async join(ctx: JoinContext): Promise<ChannelInstance | { error: string }> {
-      const token = ctx.params.auth;
+      const cred = await verifyJoin(ctx);
+      if ("error" in cred) return cred;
       let clientId: string | undefined;
-      if (token !== undefined && token !== null && token !== "") {
-        const principal = await ctx.verify(token);
-        if (!principal) return { error: "invalid token" };
+      if (cred.kind === "token") {
+        const principal = cred.principal;
         if (ctx.app.enable_user_authentication === 1 && !principal.can(`channel:subscribe:${ctx.name}`)) {
           return { error: `forbidden: missing channel:subscribe:${ctx.name}` };
         }

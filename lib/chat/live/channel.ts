@@ -6,7 +6,7 @@
 import {
   CHAT_AGENT_VERBS,
   CHAT_CLIENT_VERBS,
-  constantTimeEqual,
+  verifyJoin,
   makePrincipal,
 } from "../../auth/mod.ts";
 import type { Principal } from "../../auth/principal.ts";
@@ -37,11 +37,10 @@ async function authorize(ctx: JoinContext): Promise<Member | { error: string }> 
   const threadId = ctx.name;
   const caps = (verbs: readonly string[]) => verbs.map((v) => `chat:${v}:${threadId}`);
   const p = ctx.params;
-  if (p.agent_secret !== undefined) {
-    if (typeof p.agent_secret !== "string" || !constantTimeEqual(p.agent_secret, ctx.app.secret)) {
-      return { error: "invalid secret" };
-    }
-    const agentId = typeof p.agent_id === "string" && p.agent_id !== "" ? p.agent_id : "agent";
+  const cred = await verifyJoin(ctx, { agentSecret: true });
+  if ("error" in cred) return cred;
+  if (cred.kind === "agent") {
+    const agentId = cred.agentId;
     const principal = makePrincipal({
       socketId: ctx.socketId,
       clientId: agentId,
@@ -53,9 +52,8 @@ async function authorize(ctx: JoinContext): Promise<Member | { error: string }> 
   const paramClient = typeof p.client_id === "string" && p.client_id !== ""
     ? p.client_id
     : undefined;
-  if (p.auth !== undefined && p.auth !== null && p.auth !== "") {
-    const principal = await ctx.verify(p.auth);
-    if (!principal) return { error: "invalid token" };
+  if (cred.kind === "token") {
+    const principal = cred.principal;
     if (!principal.can(`chat:subscribe:${threadId}`)) {
       return { error: `forbidden: missing chat:subscribe:${threadId}` };
     }
