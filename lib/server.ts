@@ -6,8 +6,8 @@ import type { Config } from "./config/config.ts";
 import { Hub } from "./hub/hub.ts";
 import type { ProductDeps, ProductModule } from "./product.ts";
 import { StoreEnv, storePath } from "./store/env.ts";
+import { errorResponse } from "./http/errors.ts";
 import { OrderedLog } from "./store/ordered_log.ts";
-import { StorageUnavailableError } from "./store/errors.ts";
 import { SocketServer } from "./socket/server.ts";
 import { MAX_BUFFERED_BYTES } from "./socket/connection.ts";
 import { verifyToken } from "./auth/verify.ts";
@@ -85,16 +85,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   http.route("/", authRoutes(apps));
   for (const m of modules) if (m.routes) http.route("/", m.routes);
   http.notFound((c) => c.json({ errors: [{ status: "404", title: "Not Found" }] }, 404));
-  http.onError((err, c) => {
-    if (err instanceof StorageUnavailableError) {
-      // A failed commit kept nothing: 503 in the surface's error shape; reads go on.
-      return c.req.path.startsWith("/api/v1/objects/")
-        ? c.json({ error: err.reason }, 503)
-        : c.json({ errors: [{ status: "503", title: "Service Unavailable", detail: err.reason }] }, 503);
-    }
-    console.error("unhandled request error:", err);
-    return c.json({ errors: [{ status: "500", title: "Internal Server Error" }] }, 500);
-  });
+  http.onError((err, c) => errorResponse(err, c.req.path));
 
   const sockets = new SocketServer(apps, {
     hub,

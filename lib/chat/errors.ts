@@ -2,9 +2,10 @@
  * `ChatError`: a failure of a chat service call that maps to a JSON:API error (REST) or a
  * reason string (live). Thrown from OrderedLog `prepare` callbacks so nothing is written.
  */
-export class ChatError extends Error {
-  /** HTTP status: 400, 404, 409 or 422. */
-  readonly status: number;
+import { HttpError, JSON_API } from "../http/errors.ts";
+
+/** A chat failure with its JSON:API error (status, title, detail, source). */
+export class ChatError extends HttpError {
   /** JSON:API `title`. */
   readonly title: string;
   /** JSON:API `detail`. */
@@ -12,11 +13,13 @@ export class ChatError extends Error {
   /** JSON:API `source` (`{ pointer }` or `{ parameter }`). */
   readonly source?: Record<string, string>;
 
-  /** Builds the error; the message is `title: detail`. */
+  /** Builds the error; the message is `title: detail`; the response is JSON:API. */
   constructor(status: number, title: string, detail?: string, source?: Record<string, string>) {
-    super(detail ? `${title}: ${detail}` : title);
+    const error: Record<string, unknown> = { status: String(status), title };
+    if (detail !== undefined) error.detail = detail;
+    if (source !== undefined) error.source = source;
+    super(status, detail ? `${title}: ${detail}` : title, { errors: [error] }, JSON_API);
     this.name = "ChatError";
-    this.status = status;
     this.title = title;
     this.detail = detail;
     this.source = source;

@@ -3,6 +3,7 @@
  * applying operations to an object's state into materialised `set` / `delete` entries.
  * Everything here validates before anything is written (lmdb-js does not roll back).
  */
+import { HttpError } from "../http/errors.ts";
 import {
   MAX_OBJECT_BYTES,
   MAX_OPS_PER_WRITE,
@@ -26,12 +27,11 @@ export interface MaterialOp {
 }
 
 /** A Durable Object failure answered as `{ error: message }` with `status`. */
-export class ObjectError extends Error {
-  readonly status: 400 | 404 | 413 | 422;
+export class ObjectError extends HttpError {
+  declare readonly status: 400 | 404 | 413 | 422;
   /** Builds the error; `message` is the user-facing `error` text. */
   constructor(status: 400 | 404 | 413 | 422, message: string) {
-    super(message);
-    this.status = status;
+    super(status, message, { error: message });
     this.name = "ObjectError";
   }
 }

@@ -1,6 +1,5 @@
 /** Durable Object HTTP API under `/api/v1/objects/{app_id}/{type}/{key}` (docs/objects.md). */
 import { type Context, Hono } from "hono";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { AppRegistry } from "../config/apps.ts";
 import { appCredentials, type AppEnv } from "../auth/credentials.ts";
 import { MAX_BODY_BYTES, MAX_NAME_BYTES } from "./limits.ts";
@@ -22,10 +21,6 @@ const OBJECT = `${BASE}/:app_id/:type/:key`;
 const SLOT = `${OBJECT}/:slot`;
 
 type C = Context<AppEnv>;
-
-function fail(c: C, status: number, error: string): Response {
-  return c.json({ error }, status as ContentfulStatusCode);
-}
 
 /** The object the path names; throws 422 for an over-long type or key. */
 function refOf(c: C): ObjectRef {
@@ -57,18 +52,6 @@ async function body(c: C): Promise<unknown> {
   }
 }
 
-/** Wraps a handler so `ObjectError`s become `{ error }` answers. */
-function handle(fn: (c: C) => Promise<Response> | Response) {
-  return async (c: C): Promise<Response> => {
-    try {
-      return await fn(c);
-    } catch (err) {
-      if (err instanceof ObjectError) return fail(c, err.status, err.message);
-      throw err;
-    }
-  };
-}
-
 function afterParam(value: string | undefined, name: string): number | undefined {
   if (value === undefined || value === "") return undefined;
   if (!/^\d+$/.test(value)) throw new ObjectError(400, `${name} must be a non-negative integer`);
@@ -86,43 +69,45 @@ export function objectRoutes(apps: AppRegistry, store: ObjectStore): Hono {
 
   const write = (c: C, ops: Op[], batch: boolean) => store.write(refOf(c), ops, batch);
 
-  r.get(OBJECT, handle((c) => c.json(store.snapshot(refOf(c)))));
-  r.get(`${OBJECT}/log`, handle((c) => {
+  r.get(OBJECT, (c) => c.json(store.snapshot(refOf(c))));
+  r.get(`${OBJECT}/log`, (c) => {
     const after = afterParam(c.req.query("after"), "after") ?? 0;
     const limit = afterParam(c.req.query("limit"), "limit");
     return c.json({ items: store.items(refOf(c), after, limit || undefined) });
-  }));
-  r.get(SLOT, handle((c) => c.json({ value: store.slot(refOf(c), slotOf(c)) })));
-  r.put(SLOT, handle(async (c) => {
+  });
+  r.get(SLOT, (c) => c.json({ value: store.slot(refOf(c), slotOf(c)) }));
+  r.put(SLOT, async (c) => {
     const { log_id } = await write(c, parseSet(slotOf(c), await body(c)), false);
     return c.json({ log_id });
-  }));
-  r.patch(OBJECT, handle(async (c) => {
+  });
+  r.patch(OBJECT, async (c) => {
     const { log_id } = await write(c, parsePatch(await body(c)), true);
     return c.json({ log_id });
-  }));
-  r.post(`${OBJECT}/increment`, handle(async (c) => {
+  });
+  r.post(`${OBJECT}/increment`, async (c) => {
     const { log_id, ops } = await write(c, parseIncrement(await body(c)), false);
     return c.json({ log_id, value: ops[0].value });
-  }));
-  r.post(`${OBJECT}/append`, handle(async (c) => {
+  });
+  r.post(`${OBJECT}/append`, async (c) => {
     const { log_id } = await write(c, parseAppend(await body(c)), false);
     return c.json({ log_id });
-  }));
-  r.post(`${OBJECT}/transaction`, handle(async (c) => {
+  });
+  r.post(`${OBJECT}/transaction`, async (c) => {
     const { log_id } = await write(c, parseTransaction(await body(c)), true);
     return c.json({ log_id });
-  }));
-  r.delete(SLOT, handle(async (c) => {
+  });
+  r.delete(SLOT, async (c) => {
     const { log_id } = await write(c, [{ op: "delete", key: checkSlotName(slotOf(c)) }], false);
     return c.json({ log_id });
-  }));
-  r.delete(OBJECT, handle(async (c) => {
+  });
+  r.delete(OBJECT, async (c) => {
     await store.purge(refOf(c));
     return c.body(null, 204);
-  }));
+  });
 
-  const notFound = (c: C) => fail(c, 404, "not found");
+  const notFound = () => {
+    throw new ObjectError(404, "not found");
+  };
   r.all(BASE, notFound);
   r.all(`${BASE}/*`, notFound);
   // Mounted as a plain Hono (ProductModule.routes); the app variable stays internal.

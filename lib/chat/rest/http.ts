@@ -1,17 +1,16 @@
 /**
  * HTTP plumbing of the chat REST surface: JSON:API responses and errors, credentials, the
- * content-type gate (415), the zod validation hook (422) and the error mapper.
+ * content-type gate (415) and the zod validation hook (422). Thrown errors (ChatError and the
+ * rest) are answered by the server's one error handler (lib/http/errors.ts).
  */
 import type { Context, MiddlewareHandler } from "hono";
-import { StorageUnavailableError } from "../../store/errors.ts";
-import { HTTPException } from "hono/http-exception";
 import type { ZodError } from "zod";
 import type { App, AppRegistry } from "../../config/apps.ts";
 import { appFromCredentials } from "../../auth/credentials.ts";
-import { ChatError } from "../errors.ts";
+import { JSON_API, TITLES } from "../../http/errors.ts";
 
 /** The JSON:API media type of every response. */
-export const JSON_API = "application/vnd.api+json";
+export { JSON_API };
 
 /** Hono environment of chat routes: `c.get("app")` is the authenticated app. */
 export type ChatEnv = { Variables: { app: App } };
@@ -24,16 +23,6 @@ export interface ErrorObject {
   source?: Record<string, string>;
 }
 
-const TITLES: Record<number, string> = {
-  400: "Bad Request",
-  401: "Unauthorized",
-  404: "Not Found",
-  409: "Conflict",
-  415: "Unsupported Media Type",
-  422: "Unprocessable Entity",
-  500: "Internal Server Error",
-  503: "Service Unavailable",
-};
 
 /** A JSON:API document response with the JSON:API media type. */
 export function send(_c: Context, status: number, body: unknown): Response {
@@ -123,17 +112,4 @@ export function validationHook(
     source: sourceOf(result.target, i.path),
   }));
   return sendErrors(c, status, errors);
-}
-
-/** Maps thrown errors: ChatError -> its status; HTTPException (e.g. malformed JSON) -> status. */
-export function onChatError(err: Error, c: Context): Response {
-  if (err instanceof ChatError) {
-    return sendError(c, err.status, err.detail, err.source, err.title);
-  }
-  if (err instanceof HTTPException) {
-    return sendError(c, err.status, err.message || undefined);
-  }
-  if (err instanceof StorageUnavailableError) return sendError(c, 503, err.reason);
-  console.error("chat REST error:", err);
-  return sendError(c, 500);
 }

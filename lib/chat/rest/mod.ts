@@ -13,7 +13,6 @@ import {
   chatCredentials,
   type ChatEnv,
   contentTypeGate,
-  onChatError,
   sendError,
   validationHook,
 } from "./http.ts";
@@ -24,7 +23,6 @@ import { threadRoutes } from "./threads.ts";
 /** Builds the chat REST routes (mount at "/"). */
 export function chatRestRoutes(apps: AppRegistry, services: ChatServices): Hono {
   const router = new OpenAPIHono<ChatEnv>({ defaultHook: validationHook as never });
-  router.onError(onChatError);
   router.get("/api/chat/open_api", (c) =>
     c.json(router.getOpenAPI31Document({
       openapi: "3.1.0",
