@@ -91,6 +91,12 @@ export class Collection<T extends { id: string }> {
     return out;
   }
 
+  /** The newest `limit` records in creation order, and whether older ones exist. */
+  newest(appId: string, scope: string[], limit: number): { items: T[]; older: boolean } {
+    const out = this.#collect(appId, scope, 0, MAX_SEQ, true, limit + 1, () => true);
+    return { items: out.slice(0, limit).reverse(), older: out.length > limit };
+  }
+
   /** Removes every record in scope; returns them. */
   removeScope(appId: string, scope: string[]): T[] {
     const removed = this.all(appId, scope);

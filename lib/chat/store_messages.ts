@@ -32,6 +32,8 @@ export interface CreateMessageOptions {
   autoCreateThread?: boolean;
   /** Further entries appended right after `message:created`, in the same transaction. */
   extraEntries?: ThreadEntry[];
+  /** Ids staged earlier in the same append: valid parents although not stored yet. */
+  stagedParents?: string[];
 }
 
 /** Fields `updateMessage` may change. */
@@ -104,7 +106,10 @@ export class MessageStore {
     if (this.get(app, threadId, input.id)) {
       throw conflict(`Message ${input.id} already exists in thread ${threadId}.`);
     }
-    if (input.parentId && !this.get(app, threadId, input.parentId)) {
+    if (
+      input.parentId && !opts.stagedParents?.includes(input.parentId) &&
+      !this.get(app, threadId, input.parentId)
+    ) {
       throw unprocessable(
         `Parent message ${input.parentId} does not exist.`,
         "/data/relationships/parent",
@@ -154,6 +159,20 @@ export class MessageStore {
       };
     });
     return { message: r.result, logId: r.position };
+  }
+
+  /** The newest `limit` messages of a thread in creation order, and whether older ones exist. */
+  recent(app: App, threadId: string, limit: number): { messages: MessageRecord[]; hasOlder: boolean } {
+    const { items, older } = this.rows.newest(app.id, [threadId], limit);
+    return { messages: items, hasOlder: older };
+  }
+
+  /**
+   * Overwrites a stored message inside the caller's thread-log transaction (the live side's
+   * run end writes the final text this way, with its own entries).
+   */
+  stageReplace(app: App, threadId: string, record: MessageRecord): () => void {
+    return () => this.rows.replace(app.id, [threadId], record);
   }
 
   /** Applies `patch` (sets updatedAt) and appends `message:updated`. 404 when missing. */

@@ -2,9 +2,7 @@
  * Message helpers of the live side: the recent window, store errors as reasons, and staging the
  * user message + assistant placeholder pair of a new run in one thread-log append.
  */
-import type { Database, Key } from "lmdb";
 import type { App } from "../../config/apps.ts";
-import type { StoreEnv } from "../../store/env.ts";
 import { ChatError } from "../errors.ts";
 import type { ChatStore } from "../store.ts";
 import type { MessageRecord, ThreadEntry } from "../types.ts";
@@ -22,13 +20,9 @@ export function reasonOf(err: unknown): string {
   throw err;
 }
 
-/** Newest-first window reads over the store's `chat:rows` layout (`[kind, appId, threadId, seq]`). */
+/** The message windows a join and `load_older` send, read through the store. */
 export class MessageWindow {
-  #rows: Database<unknown, Key>;
-
-  constructor(env: StoreEnv, private store: ChatStore) {
-    this.#rows = env.db("chat:rows");
-  }
+  constructor(private store: ChatStore) {}
 
   /** The newest `limit` messages in creation order, and whether older ones exist. */
   recent(
@@ -36,20 +30,7 @@ export class MessageWindow {
     threadId: string,
     limit: number,
   ): { messages: MessageRecord[]; hasOlder: boolean } {
-    const base = [this.store.messages.rows.kind, app.id, threadId];
-    const out: MessageRecord[] = [];
-    for (
-      const { value } of this.#rows.getRange({
-        start: [...base, Number.MAX_SAFE_INTEGER],
-        end: [...base, 0],
-        reverse: true,
-        limit: limit + 1,
-      })
-    ) {
-      out.push(value as MessageRecord);
-    }
-    const hasOlder = out.length > limit;
-    return { messages: out.slice(0, limit).reverse(), hasOlder };
+    return this.store.messages.recent(app, threadId, limit);
   }
 
   /** Up to `limit` messages created before `before` (an id), oldest first. */
@@ -80,9 +61,8 @@ export interface PairInput {
 
 /**
  * Stages (inside a thread-log prepare) the optional user message and the streaming assistant
- * placeholder of a run. The store's stageCreate checks that a parent exists, which the user
- * message of the same append does not yet; so the placeholder is staged without a parent and
- * the parent is set on the staged record (the entry and the apply share that object).
+ * placeholder of a run; the placeholder may have the user message of the same append as its
+ * parent.
  */
 export function stagePair(store: ChatStore, app: App, threadId: string, p: PairInput): {
   entries: ThreadEntry[];
@@ -106,7 +86,6 @@ export function stagePair(store: ChatStore, app: App, threadId: string, p: PairI
     applies.push(u.apply);
     records.push(u.record);
   }
-  const sameAppend = p.userMessage && p.assistant.parentId === p.userMessage.id;
   if (p.userMessage && p.assistant.id === p.userMessage.id) {
     throw new LiveError("invalid_request: message ids must differ");
   }
@@ -116,11 +95,10 @@ export function stagePair(store: ChatStore, app: App, threadId: string, p: PairI
     content: "",
     runId: p.runId,
     ownerClientId: p.ownerClientId,
-    parentId: sameAppend ? null : p.assistant.parentId,
+    parentId: p.assistant.parentId,
     msgRegenerate: p.assistant.msgRegenerate ?? null,
     status: "streaming",
-  });
-  if (sameAppend) a.record.parentId = p.assistant.parentId;
+  }, { stagedParents: p.userMessage ? [p.userMessage.id] : [] });
   entries.push(a.entry);
   applies.push(a.apply);
   records.push(a.record);

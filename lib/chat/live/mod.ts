@@ -25,7 +25,7 @@ export interface ChatLive {
 export function createChatLive(deps: ProductDeps, services: ChatServices): ChatLive {
   const runs = new RunTable(deps.env);
   const service = new LiveService(services, runs, deps.hub);
-  const window = new MessageWindow(deps.env, services.store);
+  const window = new MessageWindow(services.store);
   return {
     handler: threadChannel(services, service, window),
     service,

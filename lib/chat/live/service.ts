@@ -315,10 +315,11 @@ export class LiveService {
           },
           { event: "batch", data: { ops } },
         ];
+        const writeFinal = final ? messages.stageReplace(app, threadId, final) : undefined;
         return {
           entries,
           apply: () => {
-            if (final) messages.rows.replace(app.id, [threadId], final);
+            writeFinal?.();
             this.runs.put(app.id, threadId, ended);
           },
           result: null,
