@@ -3,6 +3,7 @@ import process from "node:process";
 import { ConfigError, helpText, parseConfig } from "./lib/config/config.ts";
 import { startSwitchboard } from "./lib/server.ts";
 import { runBackup } from "./lib/store/backup.ts";
+import { DataDirLockedError } from "./lib/store/lock.ts";
 import { VERSION } from "./lib/version.ts";
 
 async function main() {
@@ -22,6 +23,7 @@ async function main() {
     if (isAddressInUse(err)) {
       throw new ConfigError(`${config.host}:${config.port} is already in use (--port / PORT)`);
     }
+    if (err instanceof DataDirLockedError) throw new ConfigError(err.message);
     throw err;
   }
   const shown = sb.server.hostname === "0.0.0.0" ? "localhost" : sb.server.hostname;

@@ -7,6 +7,7 @@ import { Hub } from "./hub/hub.ts";
 import type { ProductDeps, ProductModule } from "./product.ts";
 import { StoreEnv, storePath } from "./store/env.ts";
 import { errorResponse } from "./http/errors.ts";
+import { lockDataDir } from "./store/lock.ts";
 import { OrderedLog } from "./store/ordered_log.ts";
 import { SocketServer } from "./socket/server.ts";
 import { MAX_BUFFERED_BYTES } from "./socket/connection.ts";
@@ -67,6 +68,7 @@ class InflightRequests {
 export async function startSwitchboard(config: Config): Promise<Switchboard> {
   mkdirSync(config.dataDir, { recursive: true });
   const fileApps = config.appsFile ? loadAppsFile(config.appsFile) : undefined;
+  const unlock = lockDataDir(config.dataDir);
   const env = new StoreEnv(storePath(config.dataDir));
   const { apps: appList, devApp, created } = await resolveApps(env, fileApps);
   const apps = new AppRegistry(appList);
@@ -99,6 +101,12 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     hostname: config.host,
     fetch: (req) => inflight.track(() => http.fetch(req)),
     sockets,
+  }).catch(async (err) => {
+    sockets.closeAll();
+    for (const m of modules) await m.close?.();
+    await env.close();
+    unlock();
+    throw err;
   });
   // With `--port 0` the OS picks the port; products calling themselves (the playground's demo
   // agent) read the real one from the config.
@@ -120,6 +128,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
         for (const m of modules) await m.close?.();
         await env.drain();
         await env.close();
+        unlock();
       })(),
   };
 }
