@@ -7,10 +7,17 @@
  *   `publish:{user_message|run_lifecycle|token|message|cancel_any}` (so a chat verb may itself
  *   contain one `:`).
  *
- * Resource forms: exact; a lone `*` (every resource); or a prefix ending in `/*` (`order/*`
- * matches every resource starting with `order/`). A `*` anywhere else makes the capability
- * malformed: mid-resource (`a*b`, or a `*` segment followed by more), or a trailing `*` that is
- * not a whole segment (`ab*`, `private-*`).
+ * Granted resource forms: exact; a lone `*` (every resource); or a prefix: any resource ending
+ * in `*` (`order/*`, `private-user-42-*`) matches every resource starting with what precedes the
+ * `*`. A `*` anywhere else (`a*b`, a `*` with more after it) makes the capability malformed.
+ *
+ * A *needed* capability (what a join or push requires) names a real resource, taken literally:
+ * a thread id `t*1` is the name `t*1`, matched by a lone `*` grant, a prefix grant such as `t*`,
+ * or a built-in grant set (`literal` principals: the anonymous chat set, agents), never
+ * "parsed" as a wildcard.
+ *
+ * Object resources are `{type}/{key}`: types never contain `/` (or `:`), so the first `/`
+ * splits them unambiguously (`object:read:a/b/c` is type `a`, key `b/c`).
  */
 import type { Principal } from "./principal.ts";
 
@@ -63,19 +70,20 @@ function resourceForm(resource: string): Pick<Capability, "kind" | "prefix"> | n
   if (star === -1) return { kind: "exact", prefix: resource };
   if (star !== resource.length - 1) return null;
   if (resource === "*") return { kind: "all", prefix: "" };
-  if (resource.endsWith("/*")) return { kind: "prefix", prefix: resource.slice(0, -1) };
-  return null;
+  return { kind: "prefix", prefix: resource.slice(0, -1) };
 }
 
-function objectResourceOk(resource: string): boolean {
-  if (resource === "*") return true;
-  const slash = resource.indexOf("/");
-  // `{type}/{key}` with a non-empty type; the key may be `*` (prefix) but not empty.
-  return slash > 0 && slash < resource.length - 1;
+function objectResourceOk(c: Pick<Capability, "kind" | "prefix">): boolean {
+  if (c.kind === "all") return true;
+  const slash = c.prefix.indexOf("/");
+  // A prefix may stop inside the type (`ord*`); otherwise the type is non-empty, and an exact
+  // resource has a non-empty key.
+  if (slash === -1) return c.kind === "prefix";
+  return slash > 0 && (c.kind === "prefix" || slash < c.prefix.length - 1);
 }
 
-/** Parses one capability string; null when it is not well-formed. */
-export function parseCapability(s: unknown): Capability | null {
+/** Splits `product:verb:resource` (chat publish verbs keep their qualifier); null if unknown. */
+function split(s: unknown): { product: Capability["product"]; verb: string; resource: string } | null {
   if (typeof s !== "string") return null;
   const first = s.indexOf(":");
   if (first <= 0) return null;
@@ -100,10 +108,24 @@ export function parseCapability(s: unknown): Capability | null {
     ? CHAT_VERBS
     : null;
   if (!verbs || !verbs.has(verb)) return null;
-  const form = resourceForm(rest);
+  return { product: product as Capability["product"], verb, resource: rest };
+}
+
+/** Parses one granted capability string; null when it is not well-formed. */
+export function parseCapability(s: unknown): Capability | null {
+  const parts = split(s);
+  if (!parts) return null;
+  const form = resourceForm(parts.resource);
   if (!form) return null;
-  if (product === "object" && !objectResourceOk(rest)) return null;
-  return { product: product as Capability["product"], verb, resource: rest, ...form };
+  if (parts.product === "object" && !objectResourceOk(form)) return null;
+  return { ...parts, ...form };
+}
+
+/** Parses a needed capability: its resource is a literal name (`*` is just a character). */
+function parseNeed(s: string): Capability | null {
+  const parts = split(s);
+  if (!parts || parts.resource === "") return null;
+  return { ...parts, kind: "exact", prefix: parts.resource };
 }
 
 /** Checks a requested capability list: a non-empty, duplicate-free array of well-formed strings. */
@@ -130,19 +152,20 @@ export function validateCapabilities(
   return { ok: true, capabilities: [...list] as string[] };
 }
 
-/** Whether `grant` covers `need`; a wildcard need is covered only by a grant at least as wide. */
+/** Whether `grant` covers the literal resource of `need`. */
 function covers(grant: Capability, need: Capability): boolean {
   if (grant.product !== need.product || grant.verb !== need.verb) return false;
   if (grant.kind === "all") return true;
-  if (need.kind === "all") return false;
-  if (grant.kind === "prefix") return need.prefix.startsWith(grant.prefix);
-  return need.kind === "exact" && grant.resource === need.resource;
+  if (grant.kind === "prefix") return need.resource.startsWith(grant.prefix);
+  return grant.resource === need.resource;
 }
 
-function matcher(granted: string[]): (needed: string) => boolean {
-  const parsed = granted.map(parseCapability).filter((c): c is Capability => c !== null);
+/** A `can(needed)` over `granted`; `literal` grants name exact resources, `*` included. */
+function matcher(granted: string[], literal = false): (needed: string) => boolean {
+  const parsed = granted.map(literal ? parseNeed : parseCapability)
+    .filter((c): c is Capability => c !== null);
   return (needed) => {
-    const need = parseCapability(needed);
+    const need = parseNeed(needed);
     return need !== null && parsed.some((g) => covers(g, need));
   };
 }
@@ -158,12 +181,14 @@ export interface PrincipalFields {
   clientId?: string;
   kind: Principal["kind"];
   capabilities: string[];
+  /** The capabilities are a built-in grant set naming exact resources (`*` is literal). */
+  literal?: boolean;
 }
 
-/** Builds a Principal whose `can()` uses `capabilityMatches` over its capabilities. */
+/** Builds a Principal whose `can()` matches needs against its capabilities. */
 export function makePrincipal(fields: PrincipalFields): Principal {
   const capabilities = [...fields.capabilities];
-  const can = matcher(capabilities);
+  const can = matcher(capabilities, fields.literal);
   const principal: Principal = { socketId: fields.socketId, kind: fields.kind, capabilities, can };
   if (fields.clientId !== undefined) principal.clientId = fields.clientId;
   return principal;

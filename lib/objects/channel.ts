@@ -5,7 +5,7 @@
  */
 import { verifyJoin } from "../auth/join.ts";
 import { type ChannelHandler, errorReply, type JoinContext } from "../socket/handler.ts";
-import { MAX_NAME_BYTES } from "./limits.ts";
+import { MAX_NAME_BYTES, objectTypeProblem } from "./limits.ts";
 import { byteLength } from "./ops.ts";
 import { parseEpoch, parsePosition } from "../streams/mod.ts";
 import { addressOf, type ObjectRef, type ObjectStore } from "./store.ts";
@@ -30,7 +30,10 @@ export function objectChannel(store: ObjectStore): ChannelHandler {
       const colon = ctx.name.indexOf(":");
       const type = ctx.name.slice(0, colon);
       const key = ctx.name.slice(colon + 1);
-      if (colon <= 0 || key === "" || byteLength(type) > MAX_NAME_BYTES || byteLength(key) > MAX_NAME_BYTES) {
+      if (
+        colon <= 0 || key === "" || objectTypeProblem(type) ||
+        byteLength(type) > MAX_NAME_BYTES || byteLength(key) > MAX_NAME_BYTES
+      ) {
         return { error: "invalid topic format" };
       }
       const refused = await authorize(ctx, type, key);

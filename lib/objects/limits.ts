@@ -10,5 +10,13 @@ export const MAX_VALUE_BYTES = 256 * 1024;
 export const MAX_OPS_PER_WRITE = 128;
 /** Largest object: sum over slots of name bytes + value JSON bytes (413 beyond). */
 export const MAX_OBJECT_BYTES = 4 * 1024 * 1024;
+/**
+ * Why an object type is unusable, or null: a type never holds `/` (the first `/` of a
+ * capability's `{type}/{key}` ends it) nor `:` (the first `:` after it in a topic ends it).
+ */
+export function objectTypeProblem(type: string): string | null {
+  return /[/:]/.test(type) ? 'object type must not contain "/" or ":"' : null;
+}
+
 /** Largest request body, in bytes (413 beyond). */
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;

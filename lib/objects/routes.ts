@@ -2,7 +2,7 @@
 import { type Context, Hono } from "hono";
 import type { AppRegistry } from "../config/apps.ts";
 import { appCredentials, type AppEnv } from "../auth/credentials.ts";
-import { MAX_BODY_BYTES, MAX_NAME_BYTES } from "./limits.ts";
+import { MAX_BODY_BYTES, MAX_NAME_BYTES, objectTypeProblem } from "./limits.ts";
 import {
   byteLength,
   checkSlotName,
@@ -32,6 +32,8 @@ function refOf(c: C): ObjectRef {
       throw new ObjectError(422, `object ${what} is longer than ${MAX_NAME_BYTES} bytes`);
     }
   }
+  const problem = objectTypeProblem(type);
+  if (problem) throw new ObjectError(422, problem);
   return { appId: app.id, appKey: app.key, type, key };
 }
 

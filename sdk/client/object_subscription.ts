@@ -73,8 +73,8 @@ export class ObjectSubscription {
     getAuth: (socketId: string) => Promise<string | undefined>,
     options: ObjectSubscriptionOptions = {},
   ) {
-    if (!type || type.includes(":") || !key) {
-      throw new TypeError(`Object type must be non-empty without ":" and key non-empty; got ${type}/${key}.`);
+    if (!type || /[/:]/.test(type) || !key) {
+      throw new TypeError(`Object type must be non-empty without "/" or ":", and key non-empty; got ${type}/${key}.`);
     }
     this.topic = `durable:${appKey}:${type}:${key}`;
     this.#socket = socket;

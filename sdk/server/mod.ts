@@ -131,6 +131,9 @@ export class Switchboard {
 
   /** Client for the Durable Object `{type}/{key}` of this app (docs/objects.md). */
   objects(type: string, key: string): ObjectsClient {
+    if (!type || /[/:]/.test(type) || !key) {
+      throw new TypeError(`Object type must be non-empty without "/" or ":", and key non-empty; got ${type}/${key}.`);
+    }
     const conn = { baseUrl: this.baseUrl, appKey: this.appKey, appSecret: this.#secret };
     return new ObjectsClient(conn, this.appId, type, key);
   }

@@ -67,8 +67,7 @@ Deno.test("`parseCapability()` rejects malformed strings", () => {
     "channel::x",
     "channel:subscribe:a*b",
     "object:read:order/*/x",
-    "channel:subscribe:ab*",
-    "channel:subscribe:private-*",
+    "object:read:/b*",
     "channel:subscribe:**",
     "channel:subscribe:*/x",
     42,
@@ -137,9 +136,41 @@ Deno.test("`capabilityMatches()` never widens: a wildcard need needs an equal or
 });
 
 Deno.test("`capabilityMatches()` ignores malformed grants and malformed needs", () => {
-  assert.ok(!capabilityMatches(["channel:subscribe:a*"], "channel:subscribe:ab"));
+  assert.ok(!capabilityMatches(["channel:subscribe:a*b"], "channel:subscribe:a*b"));
   assert.ok(!capabilityMatches(["channel:subscribe:*"], "channel:subscribe:"));
   assert.ok(!capabilityMatches(["channel:subscribe:*"], "nonsense"));
+});
+
+Deno.test("`capabilityMatches()`: a trailing `*` after any prefix is a prefix grant", () => {
+  const grants = ["channel:subscribe:private-user-42-*", "object:read:order/*", "chat:subscribe:ab*"];
+  for (const cap of grants) assert.ok(parseCapability(cap), cap);
+  assert.ok(capabilityMatches(grants, "channel:subscribe:private-user-42-inbox"));
+  assert.ok(!capabilityMatches(grants, "channel:subscribe:private-user-43-inbox"));
+  assert.ok(capabilityMatches(grants, "chat:subscribe:abc"));
+  assert.ok(capabilityMatches(grants, "object:read:order/7"));
+  assert.ok(capabilityMatches(grants, "object:read:order/a/b"), "key order... holds a slash");
+  // Types never hold `/`: `order/*` cannot reach another type such as `orders`.
+  assert.ok(!capabilityMatches(grants, "object:read:orders/1"));
+});
+
+Deno.test("`capabilityMatches()`: a needed resource holding `*` is a literal name", () => {
+  assert.ok(capabilityMatches(["chat:subscribe:*"], "chat:subscribe:t*1"));
+  assert.ok(capabilityMatches(["chat:subscribe:t*"], "chat:subscribe:t*1"));
+  assert.ok(!capabilityMatches(["chat:subscribe:t1"], "chat:subscribe:t*1"));
+  // A prefix need is not widened: `t*` needed is the thread named `t*`, not every t-thread.
+  assert.ok(!capabilityMatches(["chat:subscribe:t1"], "chat:subscribe:t*"));
+  // Built-in grant sets name the thread exactly, `*` included.
+  const anon = makePrincipal({ socketId: "s", kind: "anonymous", capabilities: ["chat:subscribe:t*1"], literal: true });
+  assert.ok(anon.can("chat:subscribe:t*1"));
+  assert.ok(!anon.can("chat:subscribe:t11"));
+  const star = makePrincipal({ socketId: "s", kind: "anonymous", capabilities: ["chat:subscribe:t*"], literal: true });
+  assert.ok(star.can("chat:subscribe:t*"));
+  assert.ok(!star.can("chat:subscribe:tx"), "a literal grant is no prefix");
+});
+
+Deno.test("`capabilityMatches()`: object resources split at the first `/` (type never holds one)", () => {
+  assert.ok(capabilityMatches(["object:read:a/b/c"], "object:read:a/b/c"));
+  assert.ok(!capabilityMatches(["object:read:order/*"], "object:read:order%2Fsecret/x"));
 });
 
 Deno.test("`makePrincipal()` builds a Principal whose can() uses the grant list", () => {

@@ -46,6 +46,7 @@ async function authorize(ctx: JoinContext): Promise<Member | { error: string }> 
       clientId: agentId,
       kind: "agent",
       capabilities: caps(CHAT_AGENT_VERBS),
+      literal: true, // built-in grants name this thread exactly, even when its id holds `*`
     });
     return { principal, clientId: agentId, agent: true };
   }
@@ -67,6 +68,7 @@ async function authorize(ctx: JoinContext): Promise<Member | { error: string }> 
     clientId,
     kind: "anonymous",
     capabilities: caps(CHAT_CLIENT_VERBS),
+    literal: true,
   });
   return { principal, clientId, agent: false };
 }
