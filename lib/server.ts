@@ -1,5 +1,8 @@
 import { mkdirSync } from "node:fs";
 import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { HTTPException } from "hono/http-exception";
+import { MAX_BODY_BYTES } from "./limits.ts";
 import { type App, AppRegistry } from "./config/apps.ts";
 import { loadAppsFile, newDevelopmentApp } from "./config/apps_file.ts";
 import type { Config } from "./config/config.ts";
@@ -83,6 +86,12 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   ];
 
   const http = new Hono();
+  // Bodies are capped while they are read: an oversized request is refused (413) after
+  // MAX_BODY_BYTES, never held whole in memory first.
+  http.use("*", bodyLimit({
+    maxSize: MAX_BODY_BYTES,
+    onError: (c) => errorResponse(new HTTPException(413, { message: "request body too large" }), c.req.path),
+  }));
   http.route("/", healthRoutes());
   http.route("/", authRoutes(apps));
   for (const m of modules) if (m.routes) http.route("/", m.routes);

@@ -52,7 +52,10 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
     if (typeof ecm !== "boolean") throw new ConfigError(`${at}: enable_client_messages must be true or false`);
     const rate = (k: "max_client_events_per_sec" | "max_backend_events_per_sec") => {
       const v = r[k] ?? APP_DEFAULTS[k];
-      if (typeof v !== "number" || !(v > 0)) throw new ConfigError(`${at}: ${k} must be a positive number`);
+      // 0 means unlimited (docs/channels.md).
+      if (typeof v !== "number" || !(v >= 0) || !Number.isFinite(v)) {
+        throw new ConfigError(`${at}: ${k} must be a number, 0 for unlimited`);
+      }
       return v;
     };
     return {

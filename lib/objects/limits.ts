@@ -18,5 +18,4 @@ export function objectTypeProblem(type: string): string | null {
   return /[/:]/.test(type) ? 'object type must not contain "/" or ":"' : null;
 }
 
-/** Largest request body, in bytes (413 beyond). */
-export const MAX_BODY_BYTES = 8 * 1024 * 1024;
+export { MAX_BODY_BYTES } from "../limits.ts";

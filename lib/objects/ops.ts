@@ -36,17 +36,9 @@ export class ObjectError extends HttpError {
   }
 }
 
-const encoder = new TextEncoder();
+import { byteLength, jsonBytes } from "../limits.ts";
 
-/** UTF-8 byte length of a string. */
-export function byteLength(s: string): number {
-  return encoder.encode(s).length;
-}
-
-/** Bytes a value takes as JSON (what the size limits count). */
-export function jsonBytes(value: unknown): number {
-  return byteLength(JSON.stringify(value) ?? "null");
-}
+export { byteLength, jsonBytes };
 
 /** Throws 422 unless `key` is a valid slot name (non-empty string within the length limit). */
 export function checkSlotName(key: unknown, where = "slot"): string {

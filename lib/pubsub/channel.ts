@@ -4,6 +4,7 @@
  */
 import type { Principal } from "../auth/principal.ts";
 import { verifyJoin } from "../auth/join.ts";
+import { idProblem, MAX_MEMBER_INFO_BYTES } from "../limits.ts";
 import type { App } from "../config/apps.ts";
 import type { ChannelHandler, ChannelInstance, JoinContext, PushReply } from "../socket/handler.ts";
 import { errorReply } from "../socket/handler.ts";
@@ -47,6 +48,12 @@ async function join(svc: ChannelService, ctx: JoinContext): Promise<JoinOutcome>
     }
     const data = parseChannelData(ctx.params.channel_data);
     if (!data) return { error: "invalid channel_data" };
+    if (jsonBytes(data.user_info) > MAX_MEMBER_INFO_BYTES) {
+      return { error: `invalid channel_data: user_info larger than ${MAX_MEMBER_INFO_BYTES} bytes` };
+    }
+    if (idProblem("user_id", String(data.user_id))) {
+      return { error: `invalid channel_data: ${idProblem("user_id", String(data.user_id))}` };
+    }
     member = memberOf(String(data.user_id), data.user_info);
     if (principal!.clientId !== member.user_id) return { error: "invalid token" };
   }

@@ -46,8 +46,4 @@ export function eventNameProblem(event: unknown): string | null {
   return null;
 }
 
-/** Size of `value` as JSON bytes (0 for undefined). */
-export function jsonBytes(value: unknown): number {
-  const text = JSON.stringify(value);
-  return text === undefined ? 0 : new TextEncoder().encode(text).length;
-}
+export { jsonBytes } from "../limits.ts";

@@ -3,6 +3,7 @@
  * that joins is one member; pushes are relayed as-is to the other members of the space.
  */
 import { verifyJoin } from "../auth/join.ts";
+import { jsonBytes, MAX_MEMBER_INFO_BYTES } from "../limits.ts";
 import type { ChannelHandler, ChannelInstance, JoinContext } from "../socket/handler.ts";
 import { errorReply } from "../socket/handler.ts";
 
@@ -48,6 +49,9 @@ export function spacesChannel(): ChannelHandler {
       if (clientId === undefined && typeof ctx.params.client_id === "string") {
         clientId = ctx.params.client_id;
       }
+      if (jsonBytes(ctx.params.data) > MAX_MEMBER_INFO_BYTES) {
+        return { error: `Validation failed: data larger than ${MAX_MEMBER_INFO_BYTES} bytes` };
+      }
       const member: SpaceMember = {
         socket_id: ctx.socketId,
         client_id: clientId ?? null,
@@ -63,7 +67,7 @@ export function spacesChannel(): ChannelHandler {
           if (event.startsWith("phx_") || event.startsWith("member:")) {
             return errorReply(`Validation failed: event name ${JSON.stringify(event)} is reserved`);
           }
-          const size = new TextEncoder().encode(JSON.stringify(payload ?? null)).length;
+          const size = jsonBytes(payload ?? null);
           if (size > MAX_SPACE_PAYLOAD_BYTES) {
             return errorReply(`Validation failed: payload larger than ${MAX_SPACE_PAYLOAD_BYTES} bytes`);
           }

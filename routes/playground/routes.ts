@@ -41,7 +41,9 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
     if (!socketId) return badRequest(c, "socket_id is required");
     const caps = capabilitiesFor(body);
     if (!caps) return badRequest(c, "expected channel_name, object_type + object_key, or thread_id");
-    const clientId = str(body.client_id);
+    // A presence token is bound to the member's user id (the server checks it against
+    // channel_data), so it carries that id as its client id.
+    const clientId = caps.clientId ?? str(body.client_id);
     const auth = await mintFastToken(devApp!, socketId, caps.list, clientId);
     return c.json(caps.channelData ? { auth, channel_data: caps.channelData } : { auth });
   });
@@ -87,14 +89,16 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
 }
 
 /** Capabilities for one auth request body (and presence channel_data). */
-function capabilitiesFor(body: Body): { list: string[]; channelData?: string } | undefined {
+function capabilitiesFor(
+  body: Body,
+): { list: string[]; channelData?: string; clientId?: string } | undefined {
   const channel = str(body.channel_name);
   if (channel) {
     const list = [`channel:subscribe:${channel}`, `channel:publish:${channel}`];
     if (!channel.startsWith("presence-")) return { list };
     list.push(`channel:presence:${channel}`);
     const userId = str(body.client_id) ?? `visitor-${String(body.socket_id).slice(-6)}`;
-    return { list, channelData: JSON.stringify({ user_id: userId }) };
+    return { list, channelData: JSON.stringify({ user_id: userId }), clientId: userId };
   }
   const type = str(body.object_type), key = str(body.object_key);
   if (type && key) return { list: [`object:read:${type}/${key}`] };

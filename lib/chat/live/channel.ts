@@ -21,6 +21,7 @@ import { MessageWindow, reasonOf, toWire } from "./messages.ts";
 import { isTerminal, LiveError } from "./runs.ts";
 import type { LiveService } from "./service.ts";
 import { handlePush } from "./pushes.ts";
+import { idProblem } from "../../limits.ts";
 import { parseEpoch, parsePosition } from "../../streams/mod.ts";
 
 /** Messages in a join snapshot (older ones come from `load_older`). */
@@ -81,8 +82,11 @@ export function threadChannel(
 ): ChannelHandler {
   return {
     async join(ctx: JoinContext): Promise<ChannelInstance | { error: string }> {
+      if (idProblem("thread id", ctx.name)) return { error: "invalid topic format" };
       const member = await authorize(ctx);
       if ("error" in member) return member;
+      const clientProblem = idProblem(member.agent ? "agent_id" : "client_id", member.clientId);
+      if (clientProblem) return { error: `invalid ${clientProblem}` };
       const app = ctx.app;
       const threadId = ctx.name;
       const after = parsePosition(ctx.params.after_log_id);

@@ -8,6 +8,7 @@ import type { ChatServices } from "../services.ts";
 import type { Member } from "./channel.ts";
 import { type MessageWindow, toWire } from "./messages.ts";
 import { LiveError } from "./runs.ts";
+import { idProblem, jsonBytes, MAX_MESSAGE_CONTENT_BYTES, MAX_PENDING_RUNS } from "../../limits.ts";
 import type { LiveService } from "./service.ts";
 
 /** Everything a push handler needs. */
@@ -44,7 +45,26 @@ function str(v: unknown, name: string, fallback?: () => string): string {
   if (typeof v !== "string" || v === "") {
     throw new LiveError(`invalid_request: ${name} must be a non-empty string`);
   }
+  // Ids become parts of storage keys: refuse over-long ones before any write starts.
+  const problem = idProblem(name, v);
+  if (problem) throw new LiveError(`invalid_request: ${problem}`);
   return v;
+}
+
+/** Message content (any JSON), refused above MAX_MESSAGE_CONTENT_BYTES. */
+function content(v: unknown): unknown {
+  if (jsonBytes(v) > MAX_MESSAGE_CONTENT_BYTES) {
+    throw new LiveError(`invalid_request: content is larger than ${MAX_MESSAGE_CONTENT_BYTES} bytes`);
+  }
+  return v;
+}
+
+/** Refuses a new run when the thread already has MAX_PENDING_RUNS waiting to start. */
+function roomForRun(c: PushContext): void {
+  const pending = c.live.runs.all(c.app.id, c.threadId).filter((r) => r.status === "pending");
+  if (pending.length >= MAX_PENDING_RUNS) {
+    throw new LiveError(`invalid_request: too many pending runs (at most ${MAX_PENDING_RUNS} per thread)`);
+  }
 }
 
 function optStr(v: unknown, name: string): string | undefined {
@@ -71,21 +91,24 @@ export function handlePush(c: PushContext, event: string, p: Record<string, unkn
       live.token(app, threadId, str(p.runId, "runId"), typeof p.text === "string" ? p.text : "");
       return {};
     case "send":
+      roomForRun(c);
       return live.send(app, threadId, member.clientId, {
         messageId: str(p.messageId, "messageId", uuid),
         runId: str(p.runId, "runId", uuid),
-        content: p.content ?? p.text ?? "",
+        content: content(p.content ?? p.text ?? ""),
         parentId: optStr(p.parentId, "parentId") ?? null,
         role: p.role === "system" ? "system" : "user",
       });
     case "edit":
+      roomForRun(c);
       return live.edit(app, threadId, member.clientId, {
         messageId: str(p.messageId, "messageId"),
         newMessageId: str(p.newMessageId, "newMessageId", uuid),
         runId: str(p.runId, "runId", uuid),
-        content: p.content ?? "",
+        content: content(p.content ?? ""),
       });
     case "regenerate":
+      roomForRun(c);
       return live.regenerate(app, threadId, member.clientId, {
         messageId: str(p.messageId, "messageId"),
         runId: str(p.runId, "runId", uuid),
@@ -125,13 +148,14 @@ export function handlePush(c: PushContext, event: string, p: Record<string, unkn
       if (reason !== "complete" && reason !== "error") {
         throw new LiveError("invalid_request: reason must be complete or error");
       }
-      return live.end(app, threadId, str(p.runId, "runId"), reason, p.content).then(() => ({}));
+      return live.end(app, threadId, str(p.runId, "runId"), reason, content(p.content))
+        .then(() => ({}));
     }
     case "message":
       return c.svc.store.messages.create(app, threadId, {
         id: str(p.messageId, "messageId", uuid),
         role: "assistant",
-        content: p.content ?? "",
+        content: content(p.content ?? ""),
         parentId: optStr(p.parentId, "parentId") ?? null,
         ownerClientId: member.clientId,
       }, { autoCreateThread: true }).then((r) => ({ messageId: r.message.id, log_id: r.logId }));

@@ -5,9 +5,17 @@
  */
 import { z } from "@hono/zod-openapi";
 import { BOT_EVENT_TYPES, PARTICIPANT_ROLES, THREAD_STATUSES } from "../types.ts";
+import { byteLength, jsonBytes, MAX_ID_BYTES, MAX_MESSAGE_CONTENT_BYTES } from "../../limits.ts";
 
 const Metadata = z.record(z.string(), z.unknown());
-const Id = z.string().min(1).max(200);
+/** An id: it becomes part of a storage key, so it is bounded in UTF-8 bytes. */
+const Id = z.string().min(1).refine((s) => byteLength(s) <= MAX_ID_BYTES, {
+  message: `must be at most ${MAX_ID_BYTES} bytes (UTF-8)`,
+});
+/** Message content: any JSON, at most MAX_MESSAGE_CONTENT_BYTES as JSON. */
+const Content = z.unknown().refine((v) => jsonBytes(v) <= MAX_MESSAGE_CONTENT_BYTES, {
+  message: `content must be at most ${MAX_MESSAGE_CONTENT_BYTES} bytes as JSON`,
+});
 const NullableId = Id.nullable();
 
 /** `{ data: { type, id } }` relationship linkage, or null to clear. */
@@ -24,10 +32,10 @@ export const PageQuery = z.object({
   "page[size]": z.coerce.number().int().min(1).max(100).optional().openapi({
     description: "Page size, default 20, at most 100.",
   }),
-  "page[after]": z.string().min(1).optional().openapi({
+  "page[after]": Id.optional().openapi({
     description: "Cursor: the id of the last item of the previous page (see links.next).",
   }),
-  "page[before]": z.string().min(1).optional().openapi({
+  "page[before]": Id.optional().openapi({
     description: "Cursor: the id of the first item of the next page (see links.prev).",
   }),
 });
@@ -42,10 +50,10 @@ export const ThreadListQuery = PageQuery.extend({
     new RegExp(`^(${THREAD_STATUSES.join("|")})(,(${THREAD_STATUSES.join("|")}))*$`),
     "filter[status] must be a comma-separated list of thread statuses.",
   ).optional(),
-  "filter[participant]": z.string().min(1).optional().openapi({
+  "filter[participant]": Id.optional().openapi({
     description: "A participant id or client id that takes part in the thread.",
   }),
-  "filter[bot]": z.string().min(1).optional(),
+  "filter[bot]": Id.optional(),
   include: Include,
 });
 
@@ -96,7 +104,7 @@ export const MessageCreateBody = doc(z.object({
   id: Id.openapi({ description: "Caller-chosen message id (the live messageId)." }),
   attributes: z.object({
     role: z.enum(["user", "assistant", "system"]),
-    content: z.unknown().optional(),
+    content: Content.optional(),
     status: z.enum(["streaming", "complete", "cancelled", "error"]).optional(),
     run_id: NullableId.optional(),
     owner_client_id: NullableId.optional(),
@@ -116,7 +124,7 @@ export const MessageCreateBody = doc(z.object({
 export const MessageEditBody = doc(z.object({
   type: z.literal("messages"),
   id: Id.optional(),
-  attributes: z.object({ content: z.unknown() }).refine((a) => a.content !== undefined, {
+  attributes: z.object({ content: Content }).refine((a) => a.content !== undefined, {
     message: "content is required.",
     path: ["content"],
   }),
@@ -209,7 +217,7 @@ export const MessageResource = resource(
   "messages",
   z.object({
     role: z.string(),
-    content: z.unknown(),
+    content: Content,
     status: z.string(),
     run_id: z.string().nullable(),
     owner_client_id: z.string().nullable(),

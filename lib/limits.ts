@@ -1,0 +1,41 @@
+/**
+ * Limits shared by every product, and how sizes are counted (UTF-8 bytes, JSON text). Every
+ * limit of the service is listed in docs/limits.md.
+ */
+
+const encoder = new TextEncoder();
+
+/** UTF-8 byte length of a string. */
+export function byteLength(s: string): number {
+  return encoder.encode(s).length;
+}
+
+/** Bytes a value takes as JSON text (0 for undefined). */
+export function jsonBytes(value: unknown): number {
+  const text = JSON.stringify(value);
+  return text === undefined ? 0 : byteLength(text);
+}
+
+/**
+ * Longest id or name that becomes part of a storage key (thread, message, run, participant,
+ * reaction, bot, client and agent ids), in UTF-8 bytes. LMDB keys hold at most 1,978 bytes and
+ * ours join several parts, so each part is bounded well below that, before any write starts.
+ */
+export const MAX_ID_BYTES = 256;
+
+/** Why `value` is not a usable id for `field`, or null (`field` names it in the refusal). */
+export function idProblem(field: string, value: string): string | null {
+  return byteLength(value) > MAX_ID_BYTES ? `${field} is longer than ${MAX_ID_BYTES} bytes` : null;
+}
+
+/** Largest chat message content, as JSON (REST create/edit, live send/edit/message/run end). */
+export const MAX_MESSAGE_CONTENT_BYTES = 256 * 1024;
+
+/** Most runs of one thread waiting to start (`pending`); a send beyond is refused. */
+export const MAX_PENDING_RUNS = 64;
+
+/** Largest presence `user_info` and Spaces member `data`, as JSON. */
+export const MAX_MEMBER_INFO_BYTES = 2 * 1024;
+
+/** Largest HTTP request body, read with this cap (413 beyond, before it is all read). */
+export const MAX_BODY_BYTES = 8 * 1024 * 1024;
