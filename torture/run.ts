@@ -1,0 +1,40 @@
+// The fault suite: `deno task torture [--short] [--minutes N] [--seed S]`. Runs against the
+// binary (SWITCHBOARD_BIN, default dist/switchboard) on loopback only, each part bounded in
+// time; prints the counts and exits 1 on any failure. `--short` is the CI form (~2 minutes).
+import { existsSync } from "node:fs";
+import process from "node:process";
+import { churn } from "./churn.ts";
+import { crashLoop } from "./crash.ts";
+import { fuzz } from "./fuzz.ts";
+import type { PartResult } from "./common.ts";
+
+const args = process.argv.slice(2);
+const flag = (name: string) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+};
+const short = args.includes("--short");
+const minutes = Number(flag("--minutes") ?? (short ? 2 : 10));
+const seed = Number(flag("--seed") ?? Date.now() % 2 ** 31);
+const bin = Deno.env.get("SWITCHBOARD_BIN") ?? new URL("../dist/switchboard", import.meta.url).pathname;
+if (!existsSync(bin)) {
+  console.error(`torture: no binary at ${bin} (run deno task compile, or set SWITCHBOARD_BIN)`);
+  process.exit(2);
+}
+Deno.env.set("SWITCHBOARD_BIN", bin);
+
+// Budget shares: fuzzing 40%, crash loop 35%, churn 25%.
+const total = minutes * 60_000;
+console.log(`torture: ${short ? "short" : "long"} run, ${minutes} min, seed ${seed}, binary ${bin}`);
+const results: PartResult[] = [];
+for (const [part, share] of [[fuzz, 0.4], [crashLoop, 0.35], [churn, 0.25]] as const) {
+  const started = Date.now();
+  const r = await part({ ms: total * share, seed });
+  results.push(r);
+  const secs = ((Date.now() - started) / 1000).toFixed(0);
+  console.log(`  ${r.name} (${secs} s): ${Object.entries(r.counts).map(([k, v]) => `${k} ${v}`).join(", ")}` +
+    (r.failures.length ? `\n    FAILED:\n      ${r.failures.join("\n      ")}` : ", ok"));
+}
+const failed = results.filter((r) => r.failures.length);
+console.log(failed.length ? `torture: ${failed.length} part(s) failed (seed ${seed})` : "torture: all parts passed");
+process.exit(failed.length ? 1 : 0);
