@@ -71,13 +71,4 @@ export class ProductStream<E> {
       events: (rec: LogRecord<E>) => this.#events(rec.position, rec.entry),
     });
   }
-
-  /** Current head, oldest retained position and epoch of a stream. */
-  position(addr: StreamAddress): { head: number; first: number; epoch: string } {
-    return {
-      head: this.log.head(addr.stream),
-      first: this.log.first(addr.stream),
-      epoch: this.log.epoch(addr.stream),
-    };
-  }
 }
