@@ -92,7 +92,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     maxSize: MAX_BODY_BYTES,
     onError: (c) => errorResponse(new HTTPException(413, { message: "request body too large" }), c.req.path),
   }));
-  http.route("/", healthRoutes());
+  http.route("/", healthRoutes(env));
   http.route("/", authRoutes(apps));
   for (const m of modules) if (m.routes) http.route("/", m.routes);
   http.notFound((c) => c.json({ errors: [{ status: "404", title: "Not Found" }] }, 404));

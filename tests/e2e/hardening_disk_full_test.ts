@@ -67,9 +67,15 @@ Deno.test("disk full: writes answer 503 and keep nothing, reads and live deliver
     const health = await fetch(`${server.baseUrl}/healthz`);
     assert.equal(health.status, 200);
     await health.body?.cancel();
+    // Readiness tells the truth: storage cannot take a write.
+    const notReady = await fetch(`${server.baseUrl}/readyz`);
+    assert.equal(notReady.status, 503);
+    assert.match(((await notReady.json()) as { reason: string }).reason, /^storage unavailable: /);
 
     // Space returns: writes succeed and the log goes on without a gap.
     await Deno.remove(filler);
+    const ready = await fetch(`${server.baseUrl}/readyz`);
+    assert.deepEqual([ready.status, await ready.json()], [200, { status: "ready" }]);
     const after = await put("b", 2);
     assert.equal(after.status, 200);
     const { log_id } = await after.json() as { log_id: number };
