@@ -12,6 +12,27 @@ export interface App {
   max_client_events_per_sec: number;
   /** Rate cap on trigger/push from the backend, per app, per second. */
   max_backend_events_per_sec: number;
+  /**
+   * Browser origins allowed to open a WebSocket for this app (`https://app.example`,
+   * `https://*.example.com`, or `*`). Absent: any origin.
+   */
+  allowed_origins?: string[];
+}
+
+/**
+ * Whether a WebSocket upgrade from `origin` may open a socket for `app`. Requests without an
+ * Origin header (servers, native clients) are not browser requests and are allowed.
+ */
+export function originAllowed(app: App, origin: string | null): boolean {
+  if (!app.allowed_origins || origin === null) return true;
+  return app.allowed_origins.some((allowed) => {
+    if (allowed === "*" || allowed === origin) return true;
+    const star = allowed.indexOf("://*.");
+    if (star < 0) return false;
+    const scheme = allowed.slice(0, star + 3);
+    const suffix = allowed.slice(star + 4); // ".example.com"
+    return origin.startsWith(scheme) && origin.endsWith(suffix) && origin.length > scheme.length + suffix.length;
+  });
 }
 
 /** Defaults for the optional app settings (documented in README "Configuration"). */

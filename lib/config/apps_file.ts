@@ -4,8 +4,11 @@ import { ConfigError } from "./config.ts";
 
 const KNOWN = new Set([
   "id", "key", "secret", "name", "enable_user_authentication", "enable_client_messages",
-  "max_client_events_per_sec", "max_backend_events_per_sec",
+  "max_client_events_per_sec", "max_backend_events_per_sec", "allowed_origins",
 ]);
+
+/** `*`, or `scheme://host[:port]` with an optional leading `*.` on the host. */
+const ORIGIN_RE = /^(\*|[a-z][a-z0-9+.-]*:\/\/(\*\.)?[^/*\s]+)$/i;
 
 /** Reads and validates the apps file (CONTRACT.md "Apps"). Throws ConfigError naming the problem. */
 export function loadAppsFile(path: string): App[] {
@@ -65,8 +68,19 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
       enable_client_messages: ecm,
       max_client_events_per_sec: rate("max_client_events_per_sec"),
       max_backend_events_per_sec: rate("max_backend_events_per_sec"),
+      ...(r.allowed_origins !== undefined ? { allowed_origins: origins(r.allowed_origins, at) } : {}),
     };
   });
+}
+
+/** Validates `allowed_origins`: a non-empty array of origins (see ORIGIN_RE). */
+function origins(v: unknown, at: string): string[] {
+  if (!Array.isArray(v) || v.length === 0 || !v.every((o) => typeof o === "string" && ORIGIN_RE.test(o))) {
+    throw new ConfigError(
+      `${at}: allowed_origins must be a non-empty array of origins like "https://app.example", "https://*.example.com" or "*"`,
+    );
+  }
+  return v as string[];
 }
 
 /** A fresh development app with random credentials. */

@@ -1,4 +1,4 @@
-import { type RunningServer, type ServeOptions, unauthorizedUpgrade } from "./types.ts";
+import { type RunningServer, type ServeOptions, refusedUpgrade } from "./types.ts";
 import type { Connection } from "../socket/connection.ts";
 import type { UpgradeDecision } from "../socket/server.ts";
 import { MAX_BUFFERED_BYTES } from "../socket/connection.ts";
@@ -24,8 +24,8 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
     fetch(req: Request, srv: any) {
       const url = new URL(req.url);
       if (sockets.isSocketPath(url) && req.headers.get("upgrade")?.toLowerCase() === "websocket") {
-        const decision = sockets.decide(url);
-        if (!decision) return unauthorizedUpgrade();
+        const decision = sockets.decide(url, req.headers.get("origin"));
+        if ("refuse" in decision) return refusedUpgrade(decision.refuse);
         if (srv.upgrade(req, { data: { decision } satisfies SocketData })) return undefined;
         return new Response("WebSocket upgrade failed", { status: 400 });
       }

@@ -1,4 +1,4 @@
-import { type RunningServer, type ServeOptions, unauthorizedUpgrade } from "./types.ts";
+import { type RunningServer, type ServeOptions, refusedUpgrade } from "./types.ts";
 import type { Connection } from "../socket/connection.ts";
 
 /** Serves HTTP and the WebSocket endpoint with `Deno.serve` and `Deno.upgradeWebSocket`. */
@@ -13,8 +13,8 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
     }, (req) => {
       const url = new URL(req.url);
       if (sockets.isSocketPath(url) && req.headers.get("upgrade")?.toLowerCase() === "websocket") {
-        const decision = sockets.decide(url);
-        if (!decision) return unauthorizedUpgrade();
+        const decision = sockets.decide(url, req.headers.get("origin"));
+        if ("refuse" in decision) return refusedUpgrade(decision.refuse);
         const { socket, response } = Deno.upgradeWebSocket(req);
         socket.binaryType = "arraybuffer";
         let conn: Connection | undefined;

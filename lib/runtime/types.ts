@@ -17,10 +17,12 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** Response for a refused upgrade: unknown or missing app_key (CONTRACT.md). */
-export function unauthorizedUpgrade(): Response {
-  return new Response(JSON.stringify({ errors: [{ status: "401", title: "Unauthorized" }] }), {
-    status: 401,
+/** Response for a refused upgrade: 401 unknown or missing app_key (CONTRACT.md), 403 an
+ * origin outside the app's `allowed_origins`. */
+export function refusedUpgrade(status: 401 | 403): Response {
+  const title = status === 401 ? "Unauthorized" : "Forbidden";
+  return new Response(JSON.stringify({ errors: [{ status: String(status), title }] }), {
+    status,
     headers: { "content-type": "application/json" },
   });
 }

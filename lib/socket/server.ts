@@ -1,4 +1,4 @@
-import type { App, AppRegistry } from "../config/apps.ts";
+import { type App, type AppRegistry, originAllowed } from "../config/apps.ts";
 import { Connection, type SocketDeps, type Transport } from "./connection.ts";
 import type { WireFormat } from "../wire/codec.ts";
 
@@ -43,11 +43,18 @@ export class SocketServer {
     return SOCKET_PATHS.has(url.pathname);
   }
 
-  /** The app and format for an upgrade, or null when the app key is missing or unknown. */
-  decide(url: URL): UpgradeDecision | null {
+  /**
+   * The app and format for an upgrade; 401 when the app key is missing or unknown, 403 when
+   * the request's Origin is not among the app's `allowed_origins` (logged).
+   */
+  decide(url: URL, origin: string | null): UpgradeDecision | { refuse: 401 | 403 } {
     const key = url.searchParams.get("app_key");
     const app = key ? this.#apps.byKey(key) : undefined;
-    if (!app) return null;
+    if (!app) return { refuse: 401 };
+    if (!originAllowed(app, origin)) {
+      console.warn(`websocket upgrade refused: origin ${JSON.stringify(origin).slice(0, 200)} is not allowed for app ${app.id}`);
+      return { refuse: 403 };
+    }
     return { app, format: url.searchParams.get("format") === "msgpack" ? "msgpack" : "json" };
   }
 

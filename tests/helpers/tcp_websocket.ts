@@ -31,8 +31,9 @@ export class TcpWebSocket {
     sock.on("error", () => {});
   }
 
-  /** Connects and completes the upgrade handshake for `path` (e.g. `/socket/websocket?...`). */
-  static async open(port: number, path: string): Promise<TcpWebSocket> {
+  /** Connects and completes the upgrade handshake for `path` (e.g. `/socket/websocket?...`);
+   * `headers` are added to the upgrade request (e.g. an Origin). */
+  static async open(port: number, path: string, headers: Record<string, string> = {}): Promise<TcpWebSocket> {
     const sock = connect(port, "127.0.0.1");
     await new Promise<void>((resolve, reject) => {
       sock.once("connect", () => resolve());
@@ -41,7 +42,8 @@ export class TcpWebSocket {
     const key = Buffer.from(crypto.getRandomValues(new Uint8Array(16))).toString("base64");
     sock.write(
       `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\n` +
-        `Connection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+        `Connection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n` +
+        Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join("") + "\r\n",
     );
     let head = Buffer.alloc(0);
     const rest = await new Promise<Buffer>((resolve, reject) => {
@@ -51,7 +53,10 @@ export class TcpWebSocket {
         if (end < 0) return;
         sock.off("data", onData);
         const status = head.subarray(0, head.indexOf("\r\n")).toString();
-        if (!status.includes(" 101 ")) reject(new Error(`upgrade refused: ${status}`));
+        if (!status.includes(" 101 ")) {
+          sock.destroy();
+          reject(new Error(`upgrade refused: ${status}`));
+        }
         else resolve(head.subarray(end + 4));
       };
       sock.on("data", onData);
