@@ -29,6 +29,7 @@ async function main() {
   const shown = sb.server.hostname === "0.0.0.0" ? "localhost" : sb.server.hostname;
   console.log(`switchboard ${VERSION} listening on http://${shown}:${sb.server.port}`);
   console.log(`  websocket: ws://${shown}:${sb.server.port}/socket/websocket?app_key=APP_KEY&vsn=2.0.0`);
+  console.log(`  metrics:   http://${shown}:${sb.metricsPort ?? sb.server.port}/metrics`);
   if (sb.devApp) {
     const app = sb.devApp;
     console.log(`  development app (${sb.devAppCreated ? "created" : "reused"}, kept in ${config.dataDir}):`);

@@ -1,4 +1,4 @@
-import { mkdirSync } from "node:fs";
+import { mkdirSync, statSync } from "node:fs";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
@@ -11,6 +11,7 @@ import type { ProductDeps, ProductModule } from "./product.ts";
 import { StoreEnv, storePath } from "./store/env.ts";
 import { errorResponse } from "./http/errors.ts";
 import { lockDataDir } from "./store/lock.ts";
+import { gaugeFrom, record, registry } from "./metrics/mod.ts";
 import { OrderedLog } from "./store/ordered_log.ts";
 import { SocketServer } from "./socket/server.ts";
 import { MAX_BUFFERED_BYTES } from "./socket/connection.ts";
@@ -27,6 +28,8 @@ import { createShipping } from "../routes/shipping.ts";
 /** A running Switchboard: the listener plus what tests and shutdown need to reach. */
 export interface Switchboard {
   server: RunningServer;
+  /** The port of the separate metrics listener (`--metrics-port`), when there is one. */
+  metricsPort?: number;
   apps: AppRegistry;
   /** The development app when no apps file is configured. */
   devApp?: App;
@@ -86,6 +89,12 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   ];
 
   const http = new Hono();
+  // Request metrics by route template (bounded labels), measured around everything else.
+  http.use("*", async (c, next) => {
+    const started = performance.now();
+    await next();
+    record.http(c.req.method, c.req.routePath, c.res.status, (performance.now() - started) / 1000);
+  });
   // Bodies are capped while they are read: an oversized request is refused (413) after
   // MAX_BODY_BYTES, never held whole in memory first.
   http.use("*", bodyLimit({
@@ -93,6 +102,11 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     onError: (c) => errorResponse(new HTTPException(413, { message: "request body too large" }), c.req.path),
   }));
   http.route("/", healthRoutes(env));
+  gaugeFrom("switchboard_lmdb_size_bytes", "Size of the LMDB data file.", () => lmdbSize(config.dataDir));
+  const metricsRoutes = new Hono().get("/metrics", async (c) =>
+    c.body(await registry.metrics(), 200, { "content-type": registry.contentType })
+  );
+  if (config.metricsPort === undefined) http.route("/", metricsRoutes);
   http.route("/", authRoutes(apps));
   for (const m of modules) if (m.routes) http.route("/", m.routes);
   http.notFound((c) => c.json({ errors: [{ status: "404", title: "Not Found" }] }, 404));
@@ -105,11 +119,22 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     maxBufferedBytes: MAX_BUFFERED_BYTES,
   }, config.idleTimeoutSeconds * 1000);
   const inflight = new InflightRequests();
+  let metricsServer: RunningServer | undefined;
   const server = await serve({
     port: config.port,
     hostname: config.host,
     fetch: (req) => inflight.track(() => http.fetch(req)),
     sockets,
+  }).then(async (main) => {
+    metricsServer = config.metricsPort === undefined ? undefined : await serve({
+      port: config.metricsPort,
+      hostname: config.host,
+      fetch: (req) => metricsRoutes.fetch(req),
+    }).catch(async (err) => {
+      await main.stop();
+      throw err;
+    });
+    return main;
   }).catch(async (err) => {
     sockets.closeAll();
     for (const m of modules) await m.close?.();
@@ -124,6 +149,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   let stopping: Promise<void> | undefined;
   return {
     server,
+    metricsPort: metricsServer?.port,
     apps,
     devApp,
     devAppCreated: created,
@@ -131,6 +157,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
       stopping ??= (async () => {
         // Drain: stop accepting, let in-flight requests and commits finish, then close storage.
         const listenerClosed = server.stop();
+        await metricsServer?.stop();
         sockets.closeAll();
         await inflight.settled(SHUTDOWN_GRACE_MS);
         await listenerClosed;
@@ -140,6 +167,15 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
         unlock();
       })(),
   };
+}
+
+/** Bytes of the LMDB data file (0 when it cannot be read). */
+function lmdbSize(dataDir: string): number {
+  try {
+    return statSync(storePath(dataDir)).size;
+  } catch {
+    return 0;
+  }
 }
 
 /** Apps from the file, or the development app kept in the store (created on first start). */

@@ -12,6 +12,8 @@ export interface Config {
   /** ... and none older than this many seconds. */
   historyMaxAgeSeconds: number;
   playground: boolean;
+  /** Serves `/metrics` on its own listener (same host) instead of the main port. */
+  metricsPort?: number;
   /** Seconds of silence after which a socket is closed. */
   idleTimeoutSeconds: number;
   command: "serve" | "help" | "version" | "backup";
@@ -37,6 +39,7 @@ export const FLAGS: FlagSpec[] = [
   { flag: "--history-max-count", env: "HISTORY_MAX_COUNT", key: "historyMaxCount", kind: "count", default: 1000, help: "channel events kept per channel for replay" },
   { flag: "--history-max-age", env: "HISTORY_MAX_AGE", key: "historyMaxAgeSeconds", kind: "count", default: 86400, help: "seconds a channel event is kept for replay" },
   { flag: "--idle-timeout", env: "IDLE_TIMEOUT", key: "idleTimeoutSeconds", kind: "count", default: 60, help: "seconds of silence before a socket is closed" },
+  { flag: "--metrics-port", env: "METRICS_PORT", key: "metricsPort", kind: "port", default: undefined, help: "serve GET /metrics on this port instead of the main one" },
   { flag: "--no-playground", env: "PLAYGROUND", key: "playground", kind: "bool", default: true, help: "turn off the playground page at / (PLAYGROUND=0)" },
 ];
 

@@ -1,4 +1,5 @@
 import { encodeFrame, type WireFormat } from "../wire/codec.ts";
+import { record } from "../metrics/mod.ts";
 
 /** One receiver of broadcasts: in practice a socket connection. */
 export interface Subscriber {
@@ -92,6 +93,7 @@ export class Hub {
           exclude!.nativePublish(name, bytes);
         } else this.#native.publish(name, bytes);
       }
+      record.publish(topic, members.subs.size - excluded);
       return members.subs.size - excluded;
     }
     const encoded: Partial<Record<WireFormat, string | Uint8Array>> = {};
@@ -100,6 +102,7 @@ export class Hub {
       if (sub === exclude) continue;
       sub.sendEncoded(encoded[sub.format] ??= encodeFrame(frame, sub.format));
     }
+    record.publish(topic, members.subs.size - excluded);
     return members.subs.size - excluded;
   }
 }

@@ -23,7 +23,7 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
     // deno-lint-ignore no-explicit-any
     fetch(req: Request, srv: any) {
       const url = new URL(req.url);
-      if (sockets.isSocketPath(url) && req.headers.get("upgrade")?.toLowerCase() === "websocket") {
+      if (sockets?.isSocketPath(url) && req.headers.get("upgrade")?.toLowerCase() === "websocket") {
         const decision = sockets.decide(url, req.headers.get("origin"));
         if ("refuse" in decision) return refusedUpgrade(decision.refuse);
         if (srv.upgrade(req, { data: { decision } satisfies SocketData })) return undefined;
@@ -41,7 +41,7 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
       closeOnBackpressureLimit: true,
       open(ws: BunSocket) {
         const data = ws.data as SocketData;
-        data.conn = sockets.open(data.decision, {
+        data.conn = sockets!.open(data.decision, {
           send: (bytes) => ws.send(bytes),
           close: (code, reason) => ws.close(code, reason),
           bufferedAmount: () => ws.getBufferedAmount(),
@@ -57,11 +57,11 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
       },
       close(ws: BunSocket) {
         const conn = (ws.data as SocketData).conn;
-        if (conn) sockets.closed(conn);
+        if (conn) sockets!.closed(conn);
       },
     },
   });
-  sockets.useNativeTopics((name, bytes) => server.publish(name, bytes));
+  sockets?.useNativeTopics((name, bytes) => server.publish(name, bytes));
   return Promise.resolve({
     hostname: server.hostname,
     port: server.port,

@@ -12,7 +12,7 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
         resolve({ hostname, port, stop: () => server.shutdown() }),
     }, (req) => {
       const url = new URL(req.url);
-      if (sockets.isSocketPath(url) && req.headers.get("upgrade")?.toLowerCase() === "websocket") {
+      if (sockets?.isSocketPath(url) && req.headers.get("upgrade")?.toLowerCase() === "websocket") {
         const decision = sockets.decide(url, req.headers.get("origin"));
         if ("refuse" in decision) return refusedUpgrade(decision.refuse);
         const { socket, response } = Deno.upgradeWebSocket(req);

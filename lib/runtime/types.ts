@@ -5,7 +5,8 @@ export interface ServeOptions {
   port: number;
   hostname: string;
   fetch: (req: Request) => Response | Promise<Response>;
-  sockets: SocketServer;
+  /** The WebSocket endpoint; absent for a plain HTTP listener (the metrics port). */
+  sockets?: SocketServer;
 }
 
 /** A listening server. */

@@ -11,6 +11,7 @@ import {
 } from "./handler.ts";
 import { parseTopic } from "./topics.ts";
 import { StorageUnavailableError } from "../store/errors.ts";
+import { record } from "../metrics/mod.ts";
 import type { Transport } from "../runtime/transport.ts";
 
 export type { Transport } from "../runtime/transport.ts";
@@ -60,6 +61,7 @@ export class Connection implements Subscriber {
     this.#transport = transport;
     this.#deps = deps;
     this.socketId = newSocketId();
+    record.connection(1);
     this.#send([null, null, "phoenix", "connected", { socket_id: this.socketId }]);
   }
 
@@ -82,6 +84,7 @@ export class Connection implements Subscriber {
   overBuffered(): boolean {
     if (this.#closed) return true;
     if (this.#transport.bufferedAmount() <= this.#deps.maxBufferedBytes) return false;
+    record.slowConsumer();
     this.close(SLOW_CONSUMER.code, SLOW_CONSUMER.reason);
     return true;
   }
@@ -137,6 +140,7 @@ export class Connection implements Subscriber {
   close(code = 1000, reason = ""): void {
     if (this.#closed) return;
     this.#closed = true;
+    record.connection(-1);
     for (const topic of [...this.#members.keys()]) this.#leave(topic, "close");
     try {
       this.#transport.close(code, reason);
@@ -147,6 +151,7 @@ export class Connection implements Subscriber {
   onTransportClosed(): void {
     if (this.#closed) return;
     this.#closed = true;
+    record.connection(-1);
     for (const topic of [...this.#members.keys()]) this.#leave(topic, "close");
   }
 
@@ -208,12 +213,14 @@ export class Connection implements Subscriber {
       member.live = false;
       this.#unsubscribeAll(member);
       console.error(`join ${brief(topic)} crashed:`, err);
+      record.join(topic, "join crashed");
       return this.#reply(jr, ref, topic, { status: "error", response: { reason: "join crashed" } });
     }
     if ("error" in outcome) {
       if (this.#members.get(topic) === member) this.#members.delete(topic);
       member.live = false;
       this.#unsubscribeAll(member);
+      record.join(topic, outcome.error);
       return this.#reply(jr, ref, topic, { status: "error", response: { reason: outcome.error } });
     }
     if (!member.live) {
@@ -221,6 +228,7 @@ export class Connection implements Subscriber {
       return;
     }
     member.instance = outcome;
+    record.join(topic);
     ctx.accept({});
   }
 

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { open, type Database, type Key, type RootDatabase } from "lmdb";
 import { asStorageError, StorageUnavailableError } from "./errors.ts";
+import { record } from "../metrics/mod.ts";
 
 /** The LMDB environment's path inside the data dir. */
 export function storePath(dataDir: string): string {
@@ -65,10 +66,15 @@ export class StoreEnv {
   async transaction<T>(fn: () => T): Promise<T> {
     if (this.#closing) throw new StorageUnavailableError("server shutting down");
     this.#pending++;
+    const started = performance.now();
     try {
-      return await this.root.transaction(() => this.root.childTransaction(fn) as T);
+      const result = await this.root.transaction(() => this.root.childTransaction(fn) as T);
+      record.commit((performance.now() - started) / 1000, false);
+      return result;
     } catch (err) {
-      throw await asStorageError(err);
+      const mapped = await asStorageError(err);
+      record.commit((performance.now() - started) / 1000, mapped instanceof StorageUnavailableError);
+      throw mapped;
     } finally {
       if (--this.#pending === 0) for (const wake of this.#idle.splice(0)) wake();
     }

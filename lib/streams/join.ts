@@ -14,6 +14,7 @@
  */
 import type { JoinContext } from "../socket/handler.ts";
 import type { LogRecord, StreamLog } from "./stream_log.ts";
+import { record } from "../metrics/mod.ts";
 
 /** Entries read from the log per step of a long replay. */
 export const REPLAY_CHUNK = 256;
@@ -76,6 +77,7 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
   });
   const push = (records: LogRecord<E>[]) => {
     for (const rec of records) for (const [event, payload] of spec.events(rec)) ctx.push(event, payload);
+    record.replay(records.length);
   };
 
   let pos = spec.after;

@@ -8,6 +8,7 @@ import type { Hub } from "../hub/hub.ts";
 import type { JoinContext } from "../socket/handler.ts";
 import type { LogRecord, Prepared, StreamLog } from "./stream_log.ts";
 import { joinStream, type StreamJoinSpec } from "./join.ts";
+import { record } from "../metrics/mod.ts";
 import type { StreamAddress } from "./names.ts";
 
 /** Maps one stored entry at `position` to the wire events it is delivered (and replayed) as. */
@@ -38,6 +39,7 @@ export class ProductStream<E> {
     after?: (first: number, entries: E[], result: R) => void,
   ): Promise<{ position: number; count: number; result: R }> {
     return this.log.append(addr.stream, prepare, (first, entries, result) => {
+      record.append(addr.topic, entries.length);
       entries.forEach((entry, i) => {
         for (const [event, payload] of this.#events(first + i, entry)) {
           this.#hub.publish(addr.topic, event, payload);

@@ -1,0 +1,115 @@
+/**
+ * Prometheus metrics (prom-client), one registry per process. Layers record through the
+ * small functions below, which keep a cached child per label value so a hot path pays one
+ * map lookup and an add. Labels are bounded: product, protocol, route template, status class,
+ * outcome; never a channel name, an id or a secret.
+ */
+import client from "prom-client";
+
+/** The process's registry, served at `GET /metrics`. */
+export const registry = new client.Registry();
+client.collectDefaultMetrics({ register: registry, prefix: "switchboard_" });
+
+const counter = (name: string, help: string, labelNames: string[] = []) =>
+  new client.Counter({ name, help, labelNames, registers: [registry] });
+
+const connections = new client.Gauge({
+  name: "switchboard_connections",
+  help: "Open WebSocket connections.",
+  labelNames: ["protocol"],
+  registers: [registry],
+});
+const published = counter("switchboard_messages_published_total", "Broadcasts published to the hub.", ["product"]);
+const delivered = counter("switchboard_messages_delivered_total", "Broadcast frames handed to subscribers.", ["product"]);
+const appends = counter("switchboard_log_appends_total", "Entries appended to ordered logs.", ["product"]);
+const httpRequests = counter("switchboard_http_requests_total", "HTTP requests answered.", ["method", "route", "status"]);
+const httpDuration = new client.Histogram({
+  name: "switchboard_http_request_duration_seconds",
+  help: "HTTP request duration.",
+  labelNames: ["method", "route"],
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+  registers: [registry],
+});
+const joins = counter("switchboard_joins_total", "Channel joins by product and outcome (ok or the refusal reason's kind).", ["product", "outcome"]);
+const slowConsumers = counter("switchboard_slow_consumer_closes_total", "Sockets closed with 4008 (send buffer over the bound).");
+const replayed = counter("switchboard_replay_entries_total", "Log entries pushed as replay on joins.");
+const commits = new client.Histogram({
+  name: "switchboard_lmdb_commit_seconds",
+  help: "Durable write transaction latency (commit and fsync), including failed ones.",
+  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+  registers: [registry],
+});
+const storageErrors = counter("switchboard_storage_errors_total", "Commits refused by storage (disk full, I/O error).");
+
+/** Memoizes `labels(...)` children per label tuple. */
+function cached<T>(make: (key: string) => T): (key: string) => T {
+  const children = new Map<string, T>();
+  return (key) => {
+    let c = children.get(key);
+    if (!c) children.set(key, c = make(key));
+    return c;
+  };
+}
+const publishedBy = cached((p) => published.labels(p));
+const deliveredBy = cached((p) => delivered.labels(p));
+const appendsBy = cached((p) => appends.labels(p));
+
+/** The product of a topic (`durable`, `pubsub`, `chat`, `spaces`): the text before its first `:`. */
+function productOf(topic: string): string {
+  const i = topic.indexOf(":");
+  return i > 0 && i < 16 ? topic.slice(0, i) : "other";
+}
+
+/** Record functions used by the layers. */
+export const record = {
+  /** A broadcast on `topic` that reached `subscribers` sockets. */
+  publish(topic: string, subscribers: number): void {
+    const product = productOf(topic);
+    publishedBy(product).inc();
+    if (subscribers > 0) deliveredBy(product).inc(subscribers);
+  },
+  /** `count` entries appended to the stream behind `topic`. */
+  append(topic: string, count: number): void {
+    appendsBy(productOf(topic)).inc(count);
+  },
+  /** A socket opened (+1) or closed (-1). */
+  connection(delta: 1 | -1, protocol = "phoenix"): void {
+    connections.inc({ protocol }, delta);
+  },
+  /** A join's outcome: `ok`, or the refusal reason (reduced to its kind: the text before `:`). */
+  join(topic: string, reason?: string): void {
+    const outcome = reason === undefined ? "ok" : reason.split(":")[0].slice(0, 64);
+    joins.inc({ product: productOf(topic), outcome });
+  },
+  /** A slow subscriber closed with 4008. */
+  slowConsumer(): void {
+    slowConsumers.inc();
+  },
+  /** Entries pushed as replay. */
+  replay(count: number): void {
+    replayed.inc(count);
+  },
+  /** One commit's duration; `failed` when storage refused it. */
+  commit(seconds: number, failed: boolean): void {
+    commits.observe(seconds);
+    if (failed) storageErrors.inc();
+  },
+  /** One answered HTTP request; `route` is the matched route template. */
+  http(method: string, route: string, status: number, seconds: number): void {
+    httpRequests.inc({ method, route, status: `${Math.floor(status / 100)}xx` });
+    httpDuration.observe({ method, route }, seconds);
+  },
+};
+
+/** Adds a gauge whose value is read at scrape time (e.g. the LMDB file size). */
+export function gaugeFrom(name: string, help: string, read: () => number): void {
+  registry.removeSingleMetric(name); // a second server in one process replaces the reader
+  new client.Gauge({
+    name,
+    help,
+    registers: [registry],
+    collect() {
+      this.set(read());
+    },
+  });
+}

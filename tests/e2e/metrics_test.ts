@@ -1,0 +1,64 @@
+// GET /metrics: Prometheus text with the contract's metrics, counters that move with traffic,
+// bounded labels (no channel names or ids), and --metrics-port serving it on its own listener.
+import assert from "node:assert/strict";
+import { RawSocket } from "../helpers/raw_socket.ts";
+import { startServer } from "../helpers/server.ts";
+import { trigger } from "../pubsub/helpers.ts";
+
+const sample = (text: string, name: string, labels = "") => {
+  const prefix = `${name}${labels ? `{${labels}}` : ""} `;
+  const line = text.split("\n").find((l) => l.startsWith(prefix));
+  return line === undefined ? NaN : Number(line.slice(prefix.length));
+};
+
+Deno.test("metrics: the contract's metrics move with traffic; labels never carry names", async () => {
+  const server = await startServer();
+  const sock = await RawSocket.connect(server.wsUrl("key1"));
+  try {
+    const secretName = "channel-name-that-must-not-appear";
+    assert.equal((await sock.join(`pubsub:key1:${secretName}`, {})).status, "ok");
+    await sock.join("pubsub:key1:private-x", {}); // refused: counted by reason kind
+    for (let i = 0; i < 3; i++) await trigger(server, secretName, "e", { i });
+    await sock.waitFor((f) => f[3] === "e" && f[4].serial === 3);
+    const res = await fetch(`${server.baseUrl}/metrics`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get("content-type") ?? "", /text\/plain/);
+    const text = await res.text();
+    for (const name of [
+      "switchboard_connections", "switchboard_messages_published_total", "switchboard_messages_delivered_total",
+      "switchboard_log_appends_total", "switchboard_http_requests_total", "switchboard_http_request_duration_seconds",
+      "switchboard_joins_total", "switchboard_lmdb_commit_seconds", "switchboard_lmdb_size_bytes",
+      "switchboard_process_cpu_seconds_total",
+    ]) assert.match(text, new RegExp(`^# TYPE ${name} `, "m"), name);
+    assert.equal(sample(text, "switchboard_connections", 'protocol="phoenix"'), 1);
+    assert.ok(sample(text, "switchboard_log_appends_total", 'product="pubsub"') >= 3);
+    assert.ok(sample(text, "switchboard_messages_delivered_total", 'product="pubsub"') >= 3);
+    assert.equal(sample(text, "switchboard_joins_total", 'product="pubsub",outcome="ok"'), 1);
+    assert.equal(sample(text, "switchboard_joins_total", 'product="pubsub",outcome="auth required for private/presence channels"'), 1);
+    assert.ok(sample(text, "switchboard_http_requests_total", 'method="POST",route="/api/apps/:app_id/trigger",status="2xx"') >= 3);
+    assert.ok(sample(text, "switchboard_lmdb_size_bytes") > 0);
+    assert.ok(!text.includes(secretName), "a channel name leaked into a label");
+    assert.ok(!text.includes("secret1"));
+  } finally {
+    await sock.close();
+    await server.stop();
+  }
+});
+
+Deno.test("metrics: --metrics-port serves /metrics on its own listener only", async () => {
+  const server = await startServer({ args: ["--metrics-port", "0"] });
+  try {
+    const line = /metrics:\s+http:\/\/[^:]+:(\d+)\/metrics/;
+    for (let i = 0; i < 100 && !line.test(server.output()); i++) await new Promise((r) => setTimeout(r, 20));
+    const port = Number(server.output().match(line)![1]);
+    assert.notEqual(port, server.port);
+    const own = await fetch(`http://127.0.0.1:${port}/metrics`);
+    assert.equal(own.status, 200);
+    assert.match(await own.text(), /switchboard_connections/);
+    const main = await fetch(`${server.baseUrl}/metrics`);
+    assert.equal(main.status, 404);
+    await main.body?.cancel();
+  } finally {
+    await server.stop();
+  }
+});
