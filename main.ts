@@ -27,14 +27,22 @@ async function main() {
     throw err;
   }
   const shown = sb.server.hostname === "0.0.0.0" ? "localhost" : sb.server.hostname;
-  console.log(`switchboard ${VERSION} listening on http://${shown}:${sb.server.port}`);
-  console.log(`  websocket: ws://${shown}:${sb.server.port}/socket/websocket?app_key=APP_KEY&vsn=2.0.0`);
-  console.log(`  metrics:   http://${shown}:${sb.metricsPort ?? sb.server.port}/metrics`);
+  // One write, so a reader waiting for "listening" gets the whole banner with it.
+  const banner = [
+    `switchboard ${VERSION} listening on http://${shown}:${sb.server.port}`,
+    `  websocket: ws://${shown}:${sb.server.port}/socket/websocket?app_key=APP_KEY&vsn=2.0.0`,
+    `  metrics:   http://${shown}:${sb.metricsPort ?? sb.server.port}/metrics`,
+  ];
   if (sb.devApp) {
     const app = sb.devApp;
-    console.log(`  development app (${sb.devAppCreated ? "created" : "reused"}, kept in ${config.dataDir}):`);
-    console.log(`    app id:     ${app.id}\n    app key:    ${app.key}\n    app secret: ${app.secret}`);
+    banner.push(
+      `  development app (${sb.devAppCreated ? "created" : "reused"}, kept in ${config.dataDir}):`,
+      `    app id:     ${app.id}`,
+      `    app key:    ${app.key}`,
+      `    app secret: ${app.secret}`,
+    );
   }
+  console.log(banner.join("\n"));
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;

@@ -131,9 +131,11 @@ Deno.test("inputs: a rate limit of 0 in the apps file means unlimited", async ()
 
 Deno.test("inputs: the playground's presence channels join with the token its auth route mints", async () => {
   const server = await startServer({ apps: null });
-  const sock = await RawSocket.connect(server.wsUrl(server.output().match(/app key:\s+(\S+)/)![1]));
+  // The development app's lines follow the "listening" line the helper waits for.
+  for (let i = 0; i < 250 && !/app key:\s+\S+/.test(server.output()); i++) await new Promise((r) => setTimeout(r, 20));
+  const key = server.output().match(/app key:\s+(\S+)/)![1];
+  const sock = await RawSocket.connect(server.wsUrl(key));
   try {
-    const key = server.output().match(/app key:\s+(\S+)/)![1];
     const res = await fetch(`${server.baseUrl}/playground/api/auth`, {
       method: "POST",
       headers: { "content-type": "application/json" },

@@ -45,6 +45,28 @@ Deno.test("metrics: the contract's metrics move with traffic; labels never carry
   }
 });
 
+Deno.test("metrics: N triggers to k subscribers grow published by N and delivered by N·k", async () => {
+  const server = await startServer();
+  const socks = await Promise.all([1, 2, 3].map(() => RawSocket.connect(server.wsUrl("key1"))));
+  const scrape = async () => await (await fetch(`${server.baseUrl}/metrics`)).text();
+  try {
+    for (const s of socks) assert.equal((await s.join("pubsub:key1:count", {})).status, "ok");
+    const before = await scrape();
+    const n = 5, k = socks.length;
+    for (let i = 0; i < n; i++) await trigger(server, "count", "e", { i });
+    for (const s of socks) await s.waitFor((f) => f[3] === "e" && f[4].serial === n);
+    const after = await scrape();
+    const delta = (name: string) =>
+      sample(after, name, 'product="pubsub"') - (sample(before, name, 'product="pubsub"') || 0);
+    assert.equal(delta("switchboard_messages_published_total"), n);
+    assert.equal(delta("switchboard_messages_delivered_total"), n * k);
+    assert.equal(delta("switchboard_log_appends_total"), n);
+  } finally {
+    for (const s of socks) await s.close();
+    await server.stop();
+  }
+});
+
 Deno.test("metrics: --metrics-port serves /metrics on its own listener only", async () => {
   const server = await startServer({ args: ["--metrics-port", "0"] });
   try {
