@@ -130,3 +130,28 @@ Deno.test("Connection disconnects a subscriber whose send buffer is over the lim
   assert.deepEqual(t.closedWith, [SLOW_CONSUMER.code, SLOW_CONSUMER.reason]);
   assert.equal(hub.count("spaces:k:room"), 0);
 });
+
+Deno.test("Connection logs a crashed join with its topic cut short, and replies join crashed", async () => {
+  const t = new FakeTransport();
+  const conn = new Connection(app, "json", t, {
+    hub: new Hub(),
+    handlers: { spaces: { join: () => Promise.reject(new Error("boom")) } },
+    verify: () => Promise.resolve(null),
+    maxBufferedBytes: 1000,
+  });
+  const logged: string[] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => logged.push(args.map(String).join(" "));
+  try {
+    const topic = `spaces:k:${"x".repeat(500_000)}`;
+    conn.receive(JSON.stringify(["1", "1", topic, "phx_join", {}]));
+    await tick();
+    await tick();
+  } finally {
+    console.error = original;
+  }
+  assert.deepEqual((t.sent.at(-1) as unknown[])[4], { status: "error", response: { reason: "join crashed" } });
+  assert.equal(logged.length, 1);
+  assert.ok(logged[0].length < 1000, `logged ${logged[0].length} characters`);
+  assert.match(logged[0], /\(500009 chars\)/);
+});
