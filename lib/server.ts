@@ -3,6 +3,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { MAX_BODY_BYTES } from "./limits.ts";
+import { hasProtoKey, PROTO_KEY, PROTO_PROBLEM } from "./wire/codec.ts";
 import { type App, AppRegistry } from "./config/apps.ts";
 import { loadAppsFile, newDevelopmentApp } from "./config/apps_file.ts";
 import type { Config } from "./config/config.ts";
@@ -101,6 +102,22 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     maxSize: MAX_BODY_BYTES,
     onError: (c) => errorResponse(new HTTPException(413, { message: "request body too large" }), c.req.path),
   }));
+  // Storage (MessagePack) cannot keep an object key named __proto__: refuse it up front rather
+  // than store a renamed key. Free for bodies that do not contain the text at all.
+  http.use("*", async (c, next) => {
+    const type = c.req.header("content-type") ?? "";
+    if (c.req.method === "GET" || !type.includes("json")) return next();
+    const text = await c.req.text();
+    if (!text.includes(PROTO_KEY)) return next();
+    let body: unknown;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      return next(); // the route answers malformed JSON itself
+    }
+    if (!hasProtoKey(body)) return next();
+    return errorResponse(new HTTPException(422, { message: PROTO_PROBLEM }), c.req.path);
+  });
   http.route("/", healthRoutes(env));
   gaugeFrom("switchboard_lmdb_size_bytes", "Size of the LMDB data file.", () => lmdbSize(config.dataDir));
   const metricsRoutes = new Hono().get("/metrics", async (c) =>

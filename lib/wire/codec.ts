@@ -81,6 +81,21 @@ export function decodeFrame(
   return problem ? { refused: `invalid payload: ${problem}`, frame } : frame;
 }
 
+/** An object key storage cannot keep (msgpackr renames it on decode to stop prototype pollution). */
+export const PROTO_KEY = "__proto__";
+/** The refusal detail for `PROTO_KEY`. */
+export const PROTO_PROBLEM = 'a key named "__proto__" is not supported';
+
+/** Whether a parsed JSON value holds an object key named `__proto__` anywhere. */
+export function hasProtoKey(value: unknown): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  if (Array.isArray(value)) return value.some(hasProtoKey);
+  for (const key in value) {
+    if (key === PROTO_KEY || hasProtoKey((value as Record<string, unknown>)[key])) return true;
+  }
+  return false;
+}
+
 /**
  * Why `value` is not plain JSON (null, boolean, finite number, string, array, plain object),
  * or null when it is. MessagePack can carry binary, extension types (dates), NaN and the
@@ -109,6 +124,7 @@ export function jsonProblem(value: unknown, depth: number): string | null {
         return "binary, dates and other extension types are not supported";
       }
       for (const key in value) {
+        if (key === PROTO_KEY) return PROTO_PROBLEM;
         const p = jsonProblem((value as Record<string, unknown>)[key], depth + 1);
         if (p) return p;
       }

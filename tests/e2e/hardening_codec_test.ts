@@ -139,3 +139,31 @@ Deno.test("codec: a msgpack-encoded 64-bit integer is readable by a MessagePack 
     await server.stop();
   }
 });
+
+Deno.test("codec: an object key named __proto__ is refused everywhere instead of stored renamed", async () => {
+  const server = await startServer();
+  const sock = await RawSocket.connect(server.wsUrl("key1"));
+  const body = '{"value":{"a":1,"__proto__":{"x":1}}}';
+  try {
+    const put = await fetch(`${server.baseUrl}/api/v1/objects/app-1/t/proto/slot`, { method: "PUT", headers: server.headers(), body });
+    assert.deepEqual([put.status, await put.json()], [422, { error: 'a key named "__proto__" is not supported' }]);
+    const trig = await fetch(`${server.baseUrl}/api/apps/app-1/trigger`, {
+      method: "POST",
+      headers: server.headers(),
+      body: '{"channel":"c","event":"e","data":{"__proto__":1}}',
+    });
+    assert.equal(trig.status, 422);
+    await trig.body?.cancel();
+    // A value that merely mentions the word is fine.
+    const ok = await fetch(`${server.baseUrl}/api/v1/objects/app-1/t/proto/slot`, { method: "PUT", headers: server.headers(), body: '{"value":"__proto__"}' });
+    assert.equal(ok.status, 200);
+    await ok.body?.cancel();
+    const j = await sock.join("spaces:key1:proto", {});
+    sock.sendRaw(`["${j.joinRef}","9","spaces:key1:proto","cursor",{"p":{"__proto__":{}}}]`);
+    const reply = await sock.waitFor((f) => f[1] === "9");
+    assert.deepEqual(reply[4], { status: "error", response: { reason: 'invalid payload: a key named "__proto__" is not supported' } });
+  } finally {
+    await sock.close();
+    await server.stop();
+  }
+});

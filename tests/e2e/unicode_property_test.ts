@@ -7,8 +7,11 @@ import { api, doc } from "../chat_rest/helpers.ts";
 import { RawSocket } from "../helpers/raw_socket.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
 import { call, token } from "../pubsub/helpers.ts";
+import { hasProtoKey } from "../../lib/wire/codec.ts";
 
-const SEED = Number(Deno.env.get("PROPERTY_SEED") ?? Date.now() % 2 ** 31);
+// A fixed default keeps CI deterministic; PROPERTY_SEED=random explores (its seed is printed).
+const SEED_ENV = Deno.env.get("PROPERTY_SEED") ?? "20261122";
+const SEED = SEED_ENV === "random" ? Date.now() % 2 ** 31 : Number(SEED_ENV);
 const RUNS = Number(Deno.env.get("PROPERTY_RUNS") ?? 15);
 
 /** Names as people type them: any graphemes (accents, CJK, emoji, combining marks, astral). */
@@ -18,8 +21,10 @@ const unicodeName = fc.oneof(
 ).filter((s) => s.trim() !== "" && [...s].every((ch) => ch.codePointAt(0)! >= 0x20));
 /** An object type: a name without `/` or `:`. */
 const objectType = unicodeName.filter((s) => !/[/:]/.test(s));
-/** Any JSON value, as it comes back after a JSON round trip (-0 is 0). */
-const payload = fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.parse(JSON.stringify(v)));
+/** Any JSON value, as it comes back after a JSON round trip (-0 is 0). Keys named
+ * `__proto__` are refused by design (hardening_codec_test.ts), so they are left out here. */
+const payload = fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.parse(JSON.stringify(v)))
+  .filter((v) => !hasProtoKey(v));
 
 let counter = 0;
 const unique = () => `${++counter}`;
