@@ -18,6 +18,8 @@ import { record } from "../metrics/mod.ts";
 
 /** Entries read from the log per step of a long replay. */
 export const REPLAY_CHUNK = 256;
+/** Queue size at which a replay stops pushing until the socket has drained (2 MiB). */
+export const REPLAY_HIGH_WATER = 2 * 1024 * 1024;
 /** A replay switches to the final synchronous turn when at most this many entries are left. */
 export const REPLAY_FINAL_MAX = 16;
 
@@ -99,8 +101,12 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
       pos = first - 1;
     }
     if (records.length === 0) break;
-    push(records);
-    pos = records[records.length - 1].position;
+    for (const rec of records) {
+      push([rec]);
+      pos = rec.position;
+      // Large entries: wait inside a chunk too, so the queue never nears the slow-consumer bound.
+      if (ctx.buffered() > REPLAY_HIGH_WATER && !(await ctx.drained())) return false;
+    }
     if (!(await ctx.drained())) return false;
   }
   if (pos !== undefined && !(await ctx.drained())) return false;
