@@ -5,6 +5,8 @@ import { startSwitchboard } from "./lib/server.ts";
 import { runBackup } from "./lib/store/backup.ts";
 import { DataDirLockedError } from "./lib/store/lock.ts";
 import { VERSION } from "./lib/version.ts";
+import type { App } from "./lib/config/apps.ts";
+import { configureLog, errorFields, log, type LogFormat, type LogLevel } from "./lib/log/mod.ts";
 
 async function main() {
   const config = parseConfig(process.argv.slice(2), process.env);
@@ -14,8 +16,21 @@ async function main() {
     await runBackup(config.dataDir, config.backupPath!);
     return console.log(`backup written to ${config.backupPath}`);
   }
+  configureLog(config.logLevel as LogLevel, config.logFormat as LogFormat);
   // Last resort: a stray rejected promise is logged, never a reason to drop every connection.
-  process.on("unhandledRejection", (err) => console.error("switchboard: unhandled rejection:", err));
+  process.on("unhandledRejection", (err) => log.error("unhandled rejection", errorFields(err)));
+  log.info("starting", {
+    version: VERSION,
+    host: config.host,
+    port: config.port,
+    data_dir: config.dataDir,
+    apps_file: config.appsFile ?? null,
+    history_max_count: config.historyMaxCount,
+    history_max_age: config.historyMaxAgeSeconds,
+    idle_timeout: config.idleTimeoutSeconds,
+    metrics_port: config.metricsPort ?? null,
+    playground: config.playground,
+  });
   let sb;
   try {
     sb = await startSwitchboard(config);
@@ -27,43 +42,72 @@ async function main() {
     throw err;
   }
   const shown = sb.server.hostname === "0.0.0.0" ? "localhost" : sb.server.hostname;
-  // One write, so a reader waiting for "listening" gets the whole banner with it.
-  const banner = [
-    `switchboard ${VERSION} listening on http://${shown}:${sb.server.port}`,
-    `  websocket: ws://${shown}:${sb.server.port}/socket/websocket?app_key=APP_KEY&vsn=2.0.0`,
-    `  metrics:   http://${shown}:${sb.metricsPort ?? sb.server.port}/metrics`,
-  ];
-  if (sb.devApp) {
-    const app = sb.devApp;
-    banner.push(
-      `  development app (${sb.devAppCreated ? "created" : "reused"}, kept in ${config.dataDir}):`,
-      `    app id:     ${app.id}`,
-      `    app key:    ${app.key}`,
-      `    app secret: ${app.secret}`,
-    );
+  const listening = `switchboard ${VERSION} listening on http://${shown}:${sb.server.port}`;
+  const websocket = `ws://${shown}:${sb.server.port}/socket/websocket?app_key=APP_KEY&vsn=2.0.0`;
+  const metrics = `http://${shown}:${sb.metricsPort ?? sb.server.port}/metrics`;
+  if (config.logFormat === "json") {
+    if (sb.devApp) {
+      // The development app's credentials are printed by design (CONTRACT.md), before the
+      // listening line so a reader waiting for that line has them.
+      log.announce(
+        `development app (${sb.devAppCreated ? "created" : "reused"}, kept in ${config.dataDir})`,
+        {
+          app_id: sb.devApp.id,
+          app_key: sb.devApp.key,
+          development_app_secret: sb.devApp.secret,
+        },
+      );
+    }
+    log.announce(listening, { websocket, metrics });
+  } else {
+    // For people (`--log-format text`): the banner as a block, in one write.
+    const dev = sb.devApp
+      ? { app: sb.devApp, created: sb.devAppCreated, dataDir: config.dataDir }
+      : undefined;
+    console.log(textBanner(listening, websocket, metrics, dev));
   }
-  console.log(banner.join("\n"));
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    console.log(`${signal}: shutting down`);
+    log.info(`${signal}: shutting down`);
     try {
       await sb.shutdown();
     } catch (err) {
-      console.error("switchboard: shutdown failed:", err);
+      log.error("shutdown failed", errorFields(err));
       process.exit(1);
     }
+    log.info("stopped");
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
 }
 
+/** The start-up banner of `--log-format text`, with the development app when there is one. */
+function textBanner(
+  listening: string,
+  websocket: string,
+  metrics: string,
+  dev?: { app: App; created: boolean; dataDir: string },
+): string {
+  const lines = [listening, `  websocket: ${websocket}`, `  metrics:   ${metrics}`];
+  if (dev) {
+    lines.push(
+      `  development app (${dev.created ? "created" : "reused"}, kept in ${dev.dataDir}):`,
+      `    app id:     ${dev.app.id}`,
+      `    app key:    ${dev.app.key}`,
+      `    app secret: ${dev.app.secret}`,
+    );
+  }
+  return lines.join("\n");
+}
+
 /** Whether `err` is the runtime's "address already in use" (Deno: AddrInUse, Bun: EADDRINUSE). */
 function isAddressInUse(err: unknown): boolean {
   const e = err as { name?: string; code?: string; message?: string };
-  return e?.name === "AddrInUse" || e?.code === "EADDRINUSE" || /address already in use/i.test(e?.message ?? "");
+  return e?.name === "AddrInUse" || e?.code === "EADDRINUSE" ||
+    /address already in use/i.test(e?.message ?? "");
 }
 
 main().catch((err) => {

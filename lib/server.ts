@@ -13,6 +13,7 @@ import { StoreEnv, storePath } from "./store/env.ts";
 import { errorResponse } from "./http/errors.ts";
 import { lockDataDir } from "./store/lock.ts";
 import { gaugeFrom, record, registry } from "./metrics/mod.ts";
+import { log } from "./log/mod.ts";
 import { OrderedLog } from "./store/ordered_log.ts";
 import { SocketServer } from "./socket/server.ts";
 import { MAX_BUFFERED_BYTES } from "./socket/connection.ts";
@@ -90,11 +91,25 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   ];
 
   const http = new Hono();
-  // Request metrics by route template (bounded labels), measured around everything else.
+  // Request metrics by route template (bounded labels), measured around everything else;
+  // every 4xx/5xx is logged (the app key is public; credentials and bodies are never logged).
   http.use("*", async (c, next) => {
     const started = performance.now();
     await next();
-    record.http(c.req.method, c.req.routePath, c.res.status, (performance.now() - started) / 1000);
+    const ms = performance.now() - started;
+    const status = c.res.status;
+    record.http(c.req.method, c.req.routePath, status, ms / 1000);
+    if (status >= 400) {
+      const fields = {
+        method: c.req.method,
+        route: c.req.routePath,
+        status,
+        ms: Math.round(ms * 10) / 10,
+        app: c.req.header("x-app-key") ?? null,
+      };
+      if (status >= 500) log.warn("request failed", fields);
+      else log.info("request refused", fields);
+    }
   });
   // Bodies are capped while they are read: an oversized request is refused (413) after
   // MAX_BODY_BYTES, never held whole in memory first.

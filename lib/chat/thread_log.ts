@@ -40,6 +40,7 @@ import {
 } from "../streams/mod.ts";
 import type { ThreadEntry } from "./types.ts";
 import { wireEventData } from "./wire.ts";
+import { errorFields, log } from "../log/mod.ts";
 
 /** Called after each entry has been broadcast (webhooks hook in here). */
 export type ThreadLogListener = (
@@ -96,7 +97,7 @@ export class ThreadLog {
           try {
             fn(app, threadId, first + i, entry);
           } catch (err) {
-            console.error("chat thread-log listener failed:", err);
+            log.error("chat thread-log listener failed", errorFields(err));
           }
         });
       }

@@ -12,6 +12,10 @@ export interface Config {
   /** ... and none older than this many seconds. */
   historyMaxAgeSeconds: number;
   playground: boolean;
+  /** Least severe level logged: debug, info, warn, error, silent. */
+  logLevel: string;
+  /** `json` (one object per line) or `text`. */
+  logFormat: string;
   /** Serves `/metrics` on its own listener (same host) instead of the main port. */
   metricsPort?: number;
   /** Seconds of silence after which a socket is closed. */
@@ -39,6 +43,8 @@ export const FLAGS: FlagSpec[] = [
   { flag: "--history-max-count", env: "HISTORY_MAX_COUNT", key: "historyMaxCount", kind: "count", default: 1000, help: "channel events kept per channel for replay" },
   { flag: "--history-max-age", env: "HISTORY_MAX_AGE", key: "historyMaxAgeSeconds", kind: "count", default: 86400, help: "seconds a channel event is kept for replay" },
   { flag: "--idle-timeout", env: "IDLE_TIMEOUT", key: "idleTimeoutSeconds", kind: "count", default: 60, help: "seconds of silence before a socket is closed" },
+  { flag: "--log-level", env: "LOG_LEVEL", key: "logLevel", kind: "string", default: "info", help: "debug, info, warn, error or silent" },
+  { flag: "--log-format", env: "LOG_FORMAT", key: "logFormat", kind: "string", default: "json", help: "json (one object per line) or text" },
   { flag: "--metrics-port", env: "METRICS_PORT", key: "metricsPort", kind: "port", default: undefined, help: "serve GET /metrics on this port instead of the main one" },
   { flag: "--no-playground", env: "PLAYGROUND", key: "playground", kind: "bool", default: true, help: "turn off the playground page at / (PLAYGROUND=0)" },
 ];
@@ -91,6 +97,12 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
     const value = inline ?? argv[++i];
     if (value === undefined) throw new ConfigError(`flag ${name} needs a value`);
     setValue(config, spec, value, name);
+  }
+  if (!["debug", "info", "warn", "error", "silent"].includes(config.logLevel)) {
+    throw new ConfigError(`--log-level must be debug, info, warn, error or silent, got "${config.logLevel}"`);
+  }
+  if (!["json", "text"].includes(config.logFormat)) {
+    throw new ConfigError(`--log-format must be json or text, got "${config.logFormat}"`);
   }
   return config;
 }

@@ -7,6 +7,7 @@ import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { StorageUnavailableError } from "../store/errors.ts";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import { errorFields, log } from "../log/mod.ts";
 
 /** One entry of a JSON:API `errors` array. */
 export interface JsonApiErrorObject {
@@ -92,7 +93,7 @@ export function errorResponse(err: unknown, path: string): Response {
     status = err.status;
     detail = err.message || undefined;
   } else {
-    console.error("unhandled request error:", err);
+    log.error("unhandled request error", { path, ...errorFields(err) });
   }
   if (path.startsWith("/api/v1/objects/")) {
     return new HttpError(status, detail ?? TITLES[status], { error: detail ?? TITLES[status] }).toResponse();

@@ -7,6 +7,7 @@
  */
 import { type Channel, Socket } from "phoenix";
 import { type DemoPlan, planReply } from "./demo_replies.ts";
+import { errorFields, log } from "../log/mod.ts";
 
 /** Where and as whom the agent connects. */
 export interface AgentConnection {
@@ -137,7 +138,7 @@ class ThreadAgent {
     const variant = this.#variants.get(key) ?? 0;
     this.#variants.set(key, variant + 1);
     this.#queue = this.#queue.then(() => this.#answer(run, variant)).catch((err) => {
-      console.error(`demo agent: run ${run.runId} failed:`, err?.message ?? err);
+      log.warn("demo agent run failed", { run: run.runId, ...errorFields(err) });
     });
   }
 

@@ -15,6 +15,7 @@ import {
 import { channelKind } from "./names.ts";
 import { PresenceRegistry } from "./presence.ts";
 import { RateLimiter } from "./rate_limit.ts";
+import { errorFields, log } from "../log/mod.ts";
 
 /** One published event as stored in the channel log. */
 export interface StoredEvent {
@@ -163,7 +164,7 @@ export class ChannelService {
     t.running = true;
     const state = t;
     this.log.trim(stream, { maxCount: this.#maxCount, maxAgeMs: this.#maxAgeMs })
-      .catch((err) => console.error(`trim of ${stream} failed:`, err))
+      .catch((err) => log.error("history trim failed", { stream, ...errorFields(err) }))
       .finally(() => {
         state.running = false;
         state.appends = 0;

@@ -13,6 +13,7 @@ import { parseTopic } from "./topics.ts";
 import { StorageUnavailableError } from "../store/errors.ts";
 import { record } from "../metrics/mod.ts";
 import type { Transport } from "../runtime/transport.ts";
+import { errorFields, log } from "../log/mod.ts";
 
 export type { Transport } from "../runtime/transport.ts";
 
@@ -85,6 +86,7 @@ export class Connection implements Subscriber {
     if (this.#closed) return true;
     if (this.#transport.bufferedAmount() <= this.#deps.maxBufferedBytes) return false;
     record.slowConsumer();
+    log.warn("slow consumer closed", { app: this.app.id, socket_id: this.socketId });
     this.close(SLOW_CONSUMER.code, SLOW_CONSUMER.reason);
     return true;
   }
@@ -212,7 +214,7 @@ export class Connection implements Subscriber {
       this.#members.delete(topic);
       member.live = false;
       this.#unsubscribeAll(member);
-      console.error(`join ${brief(topic)} crashed:`, err);
+      log.error("join crashed", { topic: brief(topic), ...errorFields(err) });
       record.join(topic, "join crashed");
       return this.#reply(jr, ref, topic, { status: "error", response: { reason: "join crashed" } });
     }
@@ -221,6 +223,7 @@ export class Connection implements Subscriber {
       member.live = false;
       this.#unsubscribeAll(member);
       record.join(topic, outcome.error);
+      log.info("join refused", { app: this.app.id, topic: brief(topic), reason: outcome.error });
       return this.#reply(jr, ref, topic, { status: "error", response: { reason: outcome.error } });
     }
     if (!member.live) {
@@ -260,12 +263,12 @@ export class Connection implements Subscriber {
     try {
       member.instance?.terminate?.(why);
     } catch (err) {
-      console.error(`terminate ${brief(topic)} failed:`, err);
+      log.error("terminate failed", { topic: brief(topic), ...errorFields(err) });
     }
   }
 
   #crash(topic: string, joinRef: string | null, err: unknown) {
-    console.error(`channel ${brief(topic)} crashed:`, err);
+    log.error("channel crashed", { topic: brief(topic), ...errorFields(err) });
     this.#leave(topic, "close");
     this.#send([joinRef, joinRef, topic, "phx_error", {}]);
   }

@@ -1,6 +1,7 @@
 import { type App, type AppRegistry, originAllowed } from "../config/apps.ts";
 import { Connection, type SocketDeps, type Transport } from "./connection.ts";
 import type { WireFormat } from "../wire/codec.ts";
+import { log } from "../log/mod.ts";
 
 /** Path of the WebSocket endpoint (CONTRACT.md). `/socket` alone is accepted too. */
 export const SOCKET_PATHS = new Set(["/socket/websocket", "/socket", "/socket/websocket/"]);
@@ -52,7 +53,7 @@ export class SocketServer {
     const app = key ? this.#apps.byKey(key) : undefined;
     if (!app) return { refuse: 401 };
     if (!originAllowed(app, origin)) {
-      console.warn(`websocket upgrade refused: origin ${JSON.stringify(origin).slice(0, 200)} is not allowed for app ${app.id}`);
+      log.warn("websocket upgrade refused: origin not allowed", { origin: origin?.slice(0, 200), app: app.id });
       return { refuse: 403 };
     }
     return { app, format: url.searchParams.get("format") === "msgpack" ? "msgpack" : "json" };

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { open, type Database, type Key, type RootDatabase } from "lmdb";
 import { asStorageError, StorageUnavailableError } from "./errors.ts";
 import { record } from "../metrics/mod.ts";
+import { log } from "../log/mod.ts";
 
 /** The LMDB environment's path inside the data dir. */
 export function storePath(dataDir: string): string {
@@ -73,7 +74,9 @@ export class StoreEnv {
       return result;
     } catch (err) {
       const mapped = await asStorageError(err);
-      record.commit((performance.now() - started) / 1000, mapped instanceof StorageUnavailableError);
+      const refused = mapped instanceof StorageUnavailableError;
+      record.commit((performance.now() - started) / 1000, refused);
+      if (refused && !this.#closing) log.error("storage refused a commit", { reason: mapped.reason });
       throw mapped;
     } finally {
       if (--this.#pending === 0) for (const wake of this.#idle.splice(0)) wake();

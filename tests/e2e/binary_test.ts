@@ -40,7 +40,7 @@ function runCli(args: string[], env: Record<string, string> = {}) {
 async function spawnServer(dataDir: string) {
   const { cmd, args: pre } = serverCommand();
   const cwd = binary ? mkdtempSync(join(tmpdir(), "sb-cwd-")) : root;
-  const args = [...pre, "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir];
+  const args = [...pre, "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, "--log-format", "text"];
   const child = new Deno.Command(cmd, { args, cwd, stdout: "piped", stderr: "piped" }).spawn();
   let output = "";
   const pump = async (stream: ReadableStream<Uint8Array>) => {

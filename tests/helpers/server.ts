@@ -1,7 +1,7 @@
 // Starts the real server as a child process on a random loopback port. With SWITCHBOARD_BIN
 // set, the compiled binary is started instead of `deno run main.ts`, so the same end-to-end
 // suite covers both.
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -63,7 +63,19 @@ export function serverCommand(): { cmd: string; args: string[] } {
 export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
   const apps = opts.apps === undefined ? APPS : opts.apps;
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "sb-test-"));
-  const args = ["--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...(opts.args ?? [])];
+  // Text logs keep the start-up banner as a block the tests read; tests/e2e/logs_test.ts
+  // covers the default JSON format.
+  const args = [
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--data-dir",
+    dataDir,
+    "--log-format",
+    "text",
+    ...(opts.args ?? []),
+  ];
   if (apps) {
     const file = join(dataDir, "..", `apps-${crypto.randomUUID()}.json`);
     writeFileSync(file, JSON.stringify({ apps }));
@@ -101,7 +113,9 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     dataDir,
     apps: apps ?? [],
     wsUrl: (appKey = firstApp?.key ?? "", extra = "") =>
-      `ws://127.0.0.1:${port}/socket/websocket?app_key=${encodeURIComponent(appKey)}&vsn=2.0.0${extra}`,
+      `ws://127.0.0.1:${port}/socket/websocket?app_key=${
+        encodeURIComponent(appKey)
+      }&vsn=2.0.0${extra}`,
     headers: (app = firstApp!) => ({
       "x-app-key": app.key,
       "x-app-secret": app.secret,
@@ -115,7 +129,11 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   };
 }
 
-async function stopChild(child: ChildProcess, exited: Promise<number | null>, signal: NodeJS.Signals) {
+async function stopChild(
+  child: ChildProcess,
+  exited: Promise<number | null>,
+  signal: NodeJS.Signals,
+) {
   if (child.exitCode === null && child.signalCode === null) child.kill(signal);
   const code = await exited;
   child.stdout?.destroy();

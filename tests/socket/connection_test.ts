@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { Connection, SLOW_CONSUMER, type Transport } from "../../lib/socket/connection.ts";
 import { Hub } from "../../lib/hub/hub.ts";
+import { configureLog } from "../../lib/log/mod.ts";
 import type { ChannelHandler } from "../../lib/socket/handler.ts";
 import type { App } from "../../lib/config/apps.ts";
 import { APP_DEFAULTS } from "../../lib/config/apps.ts";
@@ -140,18 +141,18 @@ Deno.test("Connection logs a crashed join with its topic cut short, and replies 
     maxBufferedBytes: 1000,
   });
   const logged: string[] = [];
-  const original = console.error;
-  console.error = (...args: unknown[]) => logged.push(args.map(String).join(" "));
+  configureLog("info", "json", (line) => logged.push(line));
   try {
     const topic = `spaces:k:${"x".repeat(500_000)}`;
     conn.receive(JSON.stringify(["1", "1", topic, "phx_join", {}]));
     await tick();
     await tick();
   } finally {
-    console.error = original;
+    configureLog("info", "json");
   }
   assert.deepEqual((t.sent.at(-1) as unknown[])[4], { status: "error", response: { reason: "join crashed" } });
-  assert.equal(logged.length, 1);
-  assert.ok(logged[0].length < 1000, `logged ${logged[0].length} characters`);
-  assert.match(logged[0], /\(500009 chars\)/);
+  const crashed = logged.map((l) => JSON.parse(l)).filter((e) => e.msg === "join crashed");
+  assert.equal(crashed.length, 1);
+  assert.ok(logged.every((l) => l.length < 2000), `logged ${Math.max(...logged.map((l) => l.length))} characters`);
+  assert.match(crashed[0].topic, /\(500009 chars\)$/);
 });

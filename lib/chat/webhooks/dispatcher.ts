@@ -16,6 +16,7 @@ import type { ChatStore } from "../store.ts";
 import type { ThreadLog } from "../thread_log.ts";
 import type { BotEventType, MessageRecord, Thread, ThreadEntry } from "../types.ts";
 import { signWebhook } from "./signature.ts";
+import { errorFields, log } from "../../log/mod.ts";
 
 /** Dispatcher settings. */
 export interface WebhookOptions {
@@ -115,7 +116,7 @@ export class WebhookDispatcher {
   #schedule(d: Delivery, delayMs: number): void {
     const timer = setTimeout(() => {
       this.#timers.delete(timer);
-      this.#attempt(d).catch((err) => console.error("webhook delivery failed:", err));
+      this.#attempt(d).catch((err) => log.warn("webhook delivery failed", errorFields(err)));
     }, delayMs);
     this.#timers.add(timer);
   }
