@@ -3,6 +3,7 @@ import { createChatLive } from "./live/mod.ts";
 import { chatRestRoutes } from "./rest/mod.ts";
 import { createChatServices } from "./services.ts";
 import { WebhookDispatcher } from "./webhooks/dispatcher.ts";
+import { WebhookOutbox } from "./webhooks/outbox.ts";
 
 export { type ChatServices, createChatServices } from "./services.ts";
 
@@ -10,7 +11,8 @@ export { type ChatServices, createChatServices } from "./services.ts";
 export function createChat(deps: ProductDeps): ProductModule {
   const services = createChatServices(deps);
   const live = createChatLive(deps, services);
-  const webhooks = new WebhookDispatcher(services.store, services.threadLog);
+  const outbox = new WebhookOutbox(deps.env);
+  const webhooks = new WebhookDispatcher(services.store, deps.apps, outbox, services.threadLog);
   return {
     routes: chatRestRoutes(deps.apps, services),
     channels: { chat: live.handler },

@@ -60,11 +60,23 @@ export interface ThreadPurgeHook {
   after?(app: App, threadId: string, applied: unknown): void;
 }
 
+/**
+ * Computes, inside an append's transaction, what else must be written with these entries (the
+ * webhook outbox); returns the writes, or undefined for none. Must not throw for valid entries.
+ */
+export type ThreadStageHook = (
+  app: App,
+  threadId: string,
+  firstLogId: number,
+  entries: ThreadEntry[],
+) => (() => void) | undefined;
+
 /** The thread log: ordered, durable, broadcast-after-commit (a face of the stream layer). */
 export class ThreadLog {
   readonly streams: ProductStream<ThreadEntry>;
   #listeners = new Set<ThreadLogListener>();
   #purgeHooks: ThreadPurgeHook[] = [];
+  #stageHooks: ThreadStageHook[] = [];
 
   /** Binds the thread log `log` to `hub`. */
   constructor(log: StreamLog, hub: Hub) {
@@ -90,7 +102,20 @@ export class ThreadLog {
     threadId: string,
     prepare: (head: number) => Prepared<ThreadEntry, R>,
   ): Promise<{ position: number; count: number; result: R }> {
-    return this.streams.append(this.address(app, threadId), prepare, (first, entries) => {
+    const staged = (head: number): Prepared<ThreadEntry, R> => {
+      const p = prepare(head);
+      const writes = this.#stageHooks.map((h) => h(app, threadId, head + 1, p.entries))
+        .filter((w): w is () => void => w !== undefined);
+      if (writes.length === 0) return p;
+      return {
+        ...p,
+        apply: (first) => {
+          p.apply?.(first);
+          for (const w of writes) w();
+        },
+      };
+    };
+    return this.streams.append(this.address(app, threadId), staged, (first, entries) => {
       // Listeners run after every broadcast of the batch; they must not throw or block.
       for (const fn of this.#listeners) {
         entries.forEach((entry, i) => {
@@ -130,6 +155,11 @@ export class ThreadLog {
       applied = this.#purgeHooks.map((h) => h.apply?.(app, threadId));
     });
     this.#purgeHooks.forEach((h, i) => h.after?.(app, threadId, applied[i]));
+  }
+
+  /** Registers writes staged with every append (see `ThreadStageHook`). */
+  onStage(hook: ThreadStageHook): void {
+    this.#stageHooks.push(hook);
   }
 
   /** Registers state to drop with a thread on hard delete (see `ThreadPurgeHook`). */

@@ -60,6 +60,11 @@ export class AppRegistry {
     return this.#byKey.get(key);
   }
 
+  /** The app whose App ID is `id`. */
+  byId(id: string): App | undefined {
+    return this.#byId.get(id);
+  }
+
   /** The app whose App Key or App ID is `idOrKey` (the `{app_id}` path segment rule). */
   byIdOrKey(idOrKey: string): App | undefined {
     return this.#byKey.get(idOrKey) ?? this.#byId.get(idOrKey);

@@ -39,6 +39,7 @@ const commits = new client.Histogram({
   buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
   registers: [registry],
 });
+const webhooks = counter("switchboard_webhook_deliveries_total", "Webhook delivery attempts by result: delivered, retried, given_up.", ["result"]);
 const storageErrors = counter("switchboard_storage_errors_total", "Commits refused by storage (disk full, I/O error).");
 
 /** Memoizes `labels(...)` children per label tuple. */
@@ -93,6 +94,10 @@ export const record = {
   commit(seconds: number, failed: boolean): void {
     commits.observe(seconds);
     if (failed) storageErrors.inc();
+  },
+  /** One webhook attempt's result. */
+  webhook(result: "delivered" | "retried" | "given_up"): void {
+    webhooks.inc({ result });
   },
   /** One answered HTTP request; `route` is the matched route template. */
   http(method: string, route: string, status: number, seconds: number): void {
