@@ -31,8 +31,14 @@ Deno.test("webhook outbox: a retry pending at shutdown is sent after the restart
       assert.equal(a.headers.get("x-switchboard-attempt"), "1");
       assert.equal(b.headers.get("x-switchboard-attempt"), "2");
       assert.equal(b.body, a.body);
-      const metrics = await (await fetch(`${again.baseUrl}/metrics`)).text();
-      assert.match(metrics, /switchboard_webhook_deliveries_total\{result="delivered"\} 1/);
+      // The success is counted once the receiver's answer is processed.
+      const delivered = /switchboard_webhook_deliveries_total\{result="delivered"\} 1/;
+      let metrics = "";
+      for (let i = 0; i < 200 && !delivered.test(metrics); i++) {
+        metrics = await (await fetch(`${again.baseUrl}/metrics`)).text();
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      assert.match(metrics, delivered);
     } finally {
       await again.stop();
     }
