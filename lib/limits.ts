@@ -17,9 +17,11 @@ export function jsonBytes(value: unknown): number {
 }
 
 /**
- * Longest id or name that becomes part of a storage key (thread, message, run, participant,
- * reaction, bot, client and agent ids), in UTF-8 bytes. LMDB keys hold at most 1,978 bytes and
- * ours join several parts, so each part is bounded well below that, before any write starts.
+ * Longest id or name that becomes part of a storage key, in UTF-8 bytes: app ids and keys,
+ * object types, keys and slot names, chat thread, message, run, participant, reaction, bot,
+ * client and agent ids. LMDB keys hold at most 1,978 bytes and ours join several parts (at most
+ * five, e.g. `[kind, app, thread, message, reaction]`), so each part is bounded well below that,
+ * before any write starts. The one bound for every such part: other modules import it.
  */
 export const MAX_ID_BYTES = 256;
 

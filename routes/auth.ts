@@ -5,6 +5,7 @@ import { appCredentials, type AppEnv } from "../lib/auth/credentials.ts";
 import { validateCapabilities } from "../lib/auth/capability.ts";
 import { issueJwt } from "../lib/auth/jwt.ts";
 import { jsonApiError, readJsonBody } from "../lib/http/errors.ts";
+import { idProblem } from "../lib/limits.ts";
 
 const INVALID = "Unprocessable Entity";
 
@@ -30,6 +31,9 @@ export function authRoutes(registry: AppRegistry): Hono<AppEnv> {
         return jsonApiError(c, 422, INVALID, detail, { pointer: `/${name}` });
       }
     }
+    // The client id becomes part of chat storage keys: bounded like every id (docs/limits.md).
+    const longId = idProblem("client_id", client_id as string);
+    if (longId) return jsonApiError(c, 422, INVALID, longId, { pointer: "/client_id" });
     if (capabilities === undefined) {
       return jsonApiError(c, 422, INVALID, "capabilities is required", {
         pointer: "/capabilities",

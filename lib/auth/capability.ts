@@ -17,7 +17,8 @@
  * "parsed" as a wildcard.
  *
  * Object resources are `{type}/{key}`: types never contain `/` (or `:`), so the first `/`
- * splits them unambiguously (`object:read:a/b/c` is type `a`, key `b/c`).
+ * splits them unambiguously (`object:read:a/b/c` is type `a`, key `b/c`); a grant whose type
+ * part holds `:` (`object:read:a:b/c`) is malformed, since no object can have that type.
  */
 import type { Principal } from "./principal.ts";
 
@@ -64,6 +65,15 @@ export const CHAT_AGENT_VERBS = [
   "publish:cancel_any",
 ] as const;
 
+/**
+ * Why an object type is unusable, or null: a type never holds `/` (the first `/` of a
+ * capability's `{type}/{key}` ends it) nor `:` (the first `:` after it in a topic ends it).
+ * The HTTP routes, the `durable` join and the server SDK all refuse such types with this text.
+ */
+export function objectTypeProblem(type: string): string | null {
+  return /[/:]/.test(type) ? 'object type must not contain "/" or ":"' : null;
+}
+
 function resourceForm(resource: string): Pick<Capability, "kind" | "prefix"> | null {
   if (resource === "") return null;
   const star = resource.indexOf("*");
@@ -76,6 +86,8 @@ function resourceForm(resource: string): Pick<Capability, "kind" | "prefix"> | n
 function objectResourceOk(c: Pick<Capability, "kind" | "prefix">): boolean {
   if (c.kind === "all") return true;
   const slash = c.prefix.indexOf("/");
+  // The type (or the part of it a prefix names) holds no `:`, like every real type.
+  if (objectTypeProblem(slash === -1 ? c.prefix : c.prefix.slice(0, slash))) return false;
   // A prefix may stop inside the type (`ord*`); otherwise the type is non-empty, and an exact
   // resource has a non-empty key.
   if (slash === -1) return c.kind === "prefix";

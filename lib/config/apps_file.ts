@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { type App, APP_DEFAULTS } from "./apps.ts";
 import { ConfigError } from "./config.ts";
+import { idProblem } from "../limits.ts";
 
 const KNOWN = new Set([
   "id", "key", "secret", "name", "enable_user_authentication", "enable_client_messages",
@@ -44,6 +45,11 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
       if (typeof r[k] !== "string" || r[k] === "") throw new ConfigError(`${at} is missing "${k}" (a non-empty string)`);
     }
     const key = r.key as string, id = r.id as string;
+    // Both become parts of storage keys and topics (docs/limits.md).
+    for (const [name, v] of [["id", id], ["key", key]]) {
+      const problem = idProblem(name, v);
+      if (problem) throw new ConfigError(`${at}: ${problem}`);
+    }
     if (key.includes(":") || key.includes(".")) throw new ConfigError(`${at}: key must not contain ":" or "."`);
     if (keys.has(key)) throw new ConfigError(`${where}: duplicate app key "${key}"`);
     if (ids.has(id)) throw new ConfigError(`${where}: duplicate app id "${id}"`);

@@ -77,7 +77,7 @@ export function objectRoutes(apps: AppRegistry, store: ObjectStore): Hono {
     const limit = afterParam(c.req.query("limit"), "limit");
     return c.json({ items: store.items(refOf(c), after, limit || undefined) });
   });
-  r.get(SLOT, (c) => c.json({ value: store.slot(refOf(c), slotOf(c)) }));
+  r.get(SLOT, (c) => c.json({ value: store.slot(refOf(c), checkSlotName(slotOf(c))) }));
   r.put(SLOT, async (c) => {
     const { log_id } = await write(c, parseSet(slotOf(c), await body(c)), false);
     return c.json({ log_id });

@@ -4,6 +4,7 @@
  */
 import {
   CHAT_CLIENT_VERBS,
+  objectTypeProblem,
   parseCapability,
   validateCapabilities,
 } from "../../lib/auth/capability.ts";
@@ -16,7 +17,7 @@ export interface Grants {
   presence?: string[];
   /** `channel:publish:{name}` for each. */
   publish?: string[];
-  /** `object:read:{type}/{key}` for each. */
+  /** `object:read:{type}/{key}` for each (a type holding `/` or `:` throws). */
   objects?: { type: string; key: string }[];
   /** The default client chat set (subscribe, publish:user_message, cancel_own, tool_approval). */
   threads?: string[];
@@ -147,14 +148,23 @@ export function channelGrant(
   };
 }
 
-/** Capability of `authenticateObject`: `object:read:{type}/{key}` (no wildcards, no `:` in type). */
+/** Capability of `authenticateObject`: `object:read:{type}/{key}` (no wildcards; no `/` or `:` in the type). */
 export function objectGrant(type: string, key: string): string[] {
   requireName("type", type);
   requireName("key", key);
-  if (type.includes(":") || type.includes("/")) {
-    throw new TypeError(`Object type ${JSON.stringify(type)} must not contain ":" or "/".`);
+  return checkCapabilities([objectResource(type, key)]);
+}
+
+/** `object:read:{type}/{key}`; throws when the type is empty or holds `/` or `:`. */
+function objectResource(type: unknown, key: unknown): string {
+  if (typeof type !== "string" || type === "" || typeof key !== "string" || key === "") {
+    throw new TypeError(
+      `Object grants need a non-empty type and key, got ${JSON.stringify({ type, key })}.`,
+    );
   }
-  return checkCapabilities([`object:read:${type}/${key}`]);
+  const problem = objectTypeProblem(type);
+  if (problem) throw new TypeError(`${problem}, got ${JSON.stringify(type)}.`);
+  return `object:read:${type}/${key}`;
 }
 
 /**
@@ -197,7 +207,7 @@ export function grantCapabilities(grants: Grants): string[] {
     out.push(`channel:subscribe:${name}`, `channel:presence:${name}`);
   }
   for (const name of grants.publish ?? []) out.push(`channel:publish:${name}`);
-  for (const { type, key } of grants.objects ?? []) out.push(`object:read:${type}/${key}`);
+  for (const { type, key } of grants.objects ?? []) out.push(objectResource(type, key));
   for (const thread of grants.threads ?? []) {
     for (const verb of CHAT_CLIENT_VERBS) out.push(`chat:${verb}:${thread}`);
   }

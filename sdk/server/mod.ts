@@ -129,11 +129,11 @@ export class Switchboard {
     return await this.#issue(socketId, clientId, grantCapabilities(grants));
   }
 
-  /** Client for the Durable Object `{type}/{key}` of this app (docs/objects.md). */
+  /**
+   * Client for the Durable Object `{type}/{key}` of this app (docs/objects.md). Throws a
+   * TypeError for an empty type or key, or a type holding `/` or `:`.
+   */
   objects(type: string, key: string): ObjectsClient {
-    if (!type || /[/:]/.test(type) || !key) {
-      throw new TypeError(`Object type must be non-empty without "/" or ":", and key non-empty; got ${type}/${key}.`);
-    }
     const conn = { baseUrl: this.baseUrl, appKey: this.appKey, appSecret: this.#secret };
     return new ObjectsClient(conn, this.appId, type, key);
   }

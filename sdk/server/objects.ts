@@ -3,6 +3,7 @@
  * `/api/v1/objects/{app_id}/{type}/{key}` (docs/objects.md). Failures throw `SwitchboardError`
  * with the HTTP `status`, the parsed `body` (`{ error }`) and that error text as `message`.
  */
+import { objectTypeProblem } from "../../lib/auth/capability.ts";
 import { type Connection, sendRequest, SwitchboardError } from "./auth.ts";
 
 /** Any JSON value a slot can hold. */
@@ -43,6 +44,8 @@ export class ObjectsClient {
         throw new TypeError(`ObjectsClient needs a non-empty ${what}, got ${JSON.stringify(v)}.`);
       }
     }
+    const problem = objectTypeProblem(type);
+    if (problem) throw new TypeError(`${problem}, got ${JSON.stringify(type)}.`);
     this.#conn = conn;
     this.type = type;
     this.key = key;
