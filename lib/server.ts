@@ -14,6 +14,7 @@ import { errorResponse } from "./http/errors.ts";
 import { lockDataDir } from "./store/lock.ts";
 import { gaugeFrom, record, registry } from "./metrics/mod.ts";
 import { log } from "./log/mod.ts";
+import { tap, tapActive } from "./debug/tap.ts";
 import { OrderedLog } from "./store/ordered_log.ts";
 import { SocketServer } from "./socket/server.ts";
 import { MAX_BUFFERED_BYTES } from "./socket/connection.ts";
@@ -99,6 +100,10 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     const ms = performance.now() - started;
     const status = c.res.status;
     record.http(c.req.method, c.req.routePath, status, ms / 1000);
+    const appKey = c.req.header("x-app-key");
+    if (tapActive && appKey && !c.req.path.startsWith("/playground/")) {
+      tap(appKey, "api", { method: c.req.method, path: c.req.path, status, ms: Math.round(ms) });
+    }
     if (status >= 400) {
       const fields = {
         method: c.req.method,

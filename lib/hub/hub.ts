@@ -1,5 +1,6 @@
 import { encodeFrame, type WireFormat } from "../wire/codec.ts";
 import { record } from "../metrics/mod.ts";
+import { appKeyOfTopic, tap, tapActive } from "../debug/tap.ts";
 
 /** One receiver of broadcasts: in practice a socket connection. */
 export interface Subscriber {
@@ -80,6 +81,10 @@ export class Hub {
    * `exclude` when given. Returns how many subscribers it was sent to.
    */
   publish(topic: string, event: string, payload: unknown, exclude?: Subscriber): number {
+    if (tapActive) {
+      const app = appKeyOfTopic(topic);
+      if (app) tap(app, "event", { topic, event, payload });
+    }
     const members = this.#topics.get(topic);
     if (!members) return 0;
     const frame: [null, null, string, string, unknown] = [null, null, topic, event, payload];

@@ -40,6 +40,8 @@ const commits = new client.Histogram({
   registers: [registry],
 });
 const webhooks = counter("switchboard_webhook_deliveries_total", "Webhook delivery attempts by result: delivered, retried, given_up.", ["result"]);
+const runs = counter("switchboard_chat_runs_total", "Chat run transitions by the state entered.", ["state"]);
+const tokens = counter("switchboard_chat_tokens_total", "Tokens streamed into chat runs by agents.");
 const storageErrors = counter("switchboard_storage_errors_total", "Commits refused by storage (disk full, I/O error).");
 
 /** Memoizes `labels(...)` children per label tuple. */
@@ -94,6 +96,14 @@ export const record = {
   commit(seconds: number, failed: boolean): void {
     commits.observe(seconds);
     if (failed) storageErrors.inc();
+  },
+  /** A chat run entered `state` (pending, active, suspended, complete, cancelled, error). */
+  run(state: string): void {
+    runs.inc({ state });
+  },
+  /** One token pushed into a run. */
+  token(): void {
+    tokens.inc();
   },
   /** One webhook attempt's result. */
   webhook(result: "delivered" | "retried" | "given_up"): void {

@@ -12,6 +12,7 @@ import {
 import { parseTopic } from "./topics.ts";
 import { StorageUnavailableError } from "../store/errors.ts";
 import { record } from "../metrics/mod.ts";
+import { tap, tapActive } from "../debug/tap.ts";
 import type { Transport } from "../runtime/transport.ts";
 import { errorFields, log } from "../log/mod.ts";
 
@@ -223,6 +224,7 @@ export class Connection implements Subscriber {
       member.live = false;
       this.#unsubscribeAll(member);
       record.join(topic, outcome.error);
+      if (tapActive) tap(this.app.key, "join", { topic, socket_id: this.socketId, outcome: outcome.error });
       log.info("join refused", { app: this.app.id, topic: brief(topic), reason: outcome.error });
       return this.#reply(jr, ref, topic, { status: "error", response: { reason: outcome.error } });
     }
@@ -232,6 +234,7 @@ export class Connection implements Subscriber {
     }
     member.instance = outcome;
     record.join(topic);
+    if (tapActive) tap(this.app.key, "join", { topic, socket_id: this.socketId, outcome: "ok" });
     ctx.accept({});
   }
 

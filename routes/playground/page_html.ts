@@ -67,6 +67,11 @@ export const PLAYGROUND_HTML = `<!doctype html>
     <div class="row"><input id="chat-input" placeholder="Say something (mention the weather for a tool call)" aria-label="message"><button id="chat-send" disabled>Send</button><button id="chat-cancel" class="secondary" disabled>Cancel</button></div>
     <p class="muted">The agent runs inside the server and streams tokens over the thread channel. Cancel stops it; Regenerate opens a new branch; ‹ › switch branches.</p>
   </section>
+  <section id="debug">
+    <h2>Debug console</h2>
+    <div class="row"><button id="debug-toggle">Start</button><span class="muted">every event, join, presence change and API call of the development app, live</span></div>
+    <ol class="log" id="debug-log"></ol>
+  </section>
 </main>
 <script type="module" src="/playground/app.js"></script>
 </body>

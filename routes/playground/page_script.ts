@@ -250,5 +250,29 @@ $("chat-cancel").onclick = () => {
   const run = liveRun();
   if (run) session.cancel(run.runId).catch(chatError);
 };
+// Debug console: a server-sent event stream of the development app's activity (the server's
+// tap costs nothing while no console is open).
+let debugSource = null;
+$("debug-toggle").onclick = () => {
+  if (debugSource) {
+    debugSource.close();
+    debugSource = null;
+    $("debug-toggle").textContent = "Start";
+    return;
+  }
+  debugSource = new EventSource("/playground/api/debug");
+  $("debug-toggle").textContent = "Stop";
+  debugSource.onmessage = (m) => {
+    const e = JSON.parse(m.data);
+    const what = e.kind === "event" ? e.topic + " " + e.event + " " + (e.payload || "")
+      : e.kind === "join" ? e.topic + " " + e.outcome + " (socket " + e.socket_id + ")"
+      : e.method + " " + e.path + " " + e.status + " (" + e.ms + " ms)";
+    const list = $("debug-log");
+    const li = document.createElement("li");
+    li.textContent = new Date(e.time).toLocaleTimeString() + " " + e.kind + " " + what;
+    list.prepend(li);
+    while (list.children.length > 200) list.lastChild.remove();
+  };
+};
 window.playground = { realtime, chat, get session() { return session; } };
 `;

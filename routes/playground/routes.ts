@@ -12,6 +12,11 @@ import { jsonApiError, readJsonBody } from "../../lib/http/errors.ts";
 import type { DemoAgents } from "../../lib/playground/demo_agent.ts";
 import { PLAYGROUND_HTML } from "./page_html.ts";
 import { PLAYGROUND_JS } from "./page_script.ts";
+import { streamSSE } from "hono/streaming";
+import { type TapEntry, watchApp } from "../../lib/debug/tap.ts";
+
+/** Most console entries held while the stream writes (the oldest go first). */
+const DEBUG_QUEUE = 1000;
 
 type Body = Record<string, unknown>;
 
@@ -32,6 +37,39 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
     if (!devApp) return jsonApiError(c, 403, "Forbidden", "the playground needs the development app");
     await next();
   });
+
+  // The live debug console: the development app's tap as server-sent events. Entries queue
+  // while the stream writes; past DEBUG_QUEUE the oldest are dropped (and counted).
+  routes.get("/playground/api/debug", (c) =>
+    streamSSE(c, async (stream) => {
+      const queue: TapEntry[] = [];
+      let dropped = 0;
+      let wake: (() => void) | undefined;
+      let open = true;
+      const stop = watchApp(devApp!.key, (entry) => {
+        queue.push(entry);
+        if (queue.length > DEBUG_QUEUE) {
+          queue.shift();
+          dropped++;
+        }
+        wake?.();
+      });
+      stream.onAbort(() => {
+        open = false;
+        stop();
+        wake?.();
+      });
+      await stream.writeSSE({ event: "ready", data: "{}" });
+      while (open) {
+        while (queue.length && open) {
+          const e = queue.shift()!;
+          const payload = e.payload === undefined ? undefined : JSON.stringify(e.payload).slice(0, 300);
+          await stream.writeSSE({ data: JSON.stringify({ ...e, payload, dropped }) });
+        }
+        if (open) await new Promise<void>((r) => (wake = r));
+      }
+      stop();
+    }));
 
   // The SDK's authEndpoint contract: channel, object or chat body, answered with `{ auth }`.
   routes.post("/playground/api/auth", async (c) => {

@@ -84,3 +84,28 @@ Deno.test("metrics: --metrics-port serves /metrics on its own listener only", as
     await server.stop();
   }
 });
+
+Deno.test("metrics: chat runs by state and tokens streamed", async () => {
+  const server = await startServer();
+  const human = await RawSocket.connect(server.wsUrl("key1"));
+  const agent = await RawSocket.connect(server.wsUrl("key1"));
+  try {
+    const topic = "chat:key1:metrics-run";
+    const h = await human.join(topic, { client_id: "alice" });
+    const a = await agent.join(topic, { agent_secret: "secret1", agent_id: "bot" });
+    const sent = await human.push(topic, h.joinRef, "send", { content: "hi", runId: "r1" });
+    assert.equal(sent.status, "ok");
+    assert.equal((await agent.push(topic, a.joinRef, "run:start", { runId: "r1" })).status, "ok");
+    for (const t of ["a", "b", "c"]) assert.equal((await agent.push(topic, a.joinRef, "token", { runId: "r1", text: t })).status, "ok");
+    assert.equal((await agent.push(topic, a.joinRef, "run:end", { runId: "r1" })).status, "ok");
+    const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+    for (const state of ["pending", "active", "complete"]) {
+      assert.equal(sample(text, "switchboard_chat_runs_total", `state="${state}"`), 1, state);
+    }
+    assert.equal(sample(text, "switchboard_chat_tokens_total"), 3);
+  } finally {
+    await human.close();
+    await agent.close();
+    await server.stop();
+  }
+});

@@ -3,6 +3,7 @@
  * and agent pushes (run lifecycle, tokens). Every state change is one thread-log append, so it
  * is durable, ordered with REST writes, broadcast, and visible over REST.
  */
+import { record } from "../../metrics/mod.ts";
 import type { App } from "../../config/apps.ts";
 import type { Hub } from "../../hub/hub.ts";
 import type { ChatServices } from "../services.ts";
@@ -249,6 +250,7 @@ export class LiveService {
     if (!this.rollups.append(this.streamKey(app, threadId, runId), topic, runId, text)) {
       throw new LiveError("already_ended");
     }
+    record.token();
   }
 
   /** active -> suspended; fires `run:suspend` then `run:suspended`. */
@@ -331,6 +333,7 @@ export class LiveService {
       throw err;
     }
     this.rollups.drop(key);
+    record.run(reason);
   }
 
   // ---- internals -----------------------------------------------------------------------
@@ -372,6 +375,7 @@ export class LiveService {
       };
     });
     const serial = r.position + r.result.count - 1;
+    record.run("pending");
     return { runId, ...r.result.created, serial, status: "pending" };
   }
 
@@ -387,6 +391,7 @@ export class LiveService {
       const { next, entries } = step(run);
       return { entries, apply: () => this.runs.put(app.id, threadId, next), result: next };
     });
+    record.run(r.result.status);
     return r.result;
   }
 

@@ -1,0 +1,47 @@
+/**
+ * The debug tap behind the playground's live console: every broadcast event (presence changes
+ * included), join and API call of an app, as it happens. It costs one boolean check per call
+ * site while no console is open; entries are built only for apps someone is watching.
+ */
+
+/** One thing that happened in an app. */
+export interface TapEntry {
+  time: number;
+  kind: "event" | "join" | "api";
+  /** Short fields: topic and event, topic and outcome, method, path and status. */
+  [field: string]: unknown;
+}
+
+type Listener = (entry: TapEntry) => void;
+
+const watchers = new Map<string, Set<Listener>>();
+/** Whether any console is open; call sites check it before building an entry. */
+export let tapActive = false;
+
+/** Starts delivering `appKey`'s entries to `listener`; returns the stop function. */
+export function watchApp(appKey: string, listener: Listener): () => void {
+  let set = watchers.get(appKey);
+  if (!set) watchers.set(appKey, (set = new Set()));
+  set.add(listener);
+  tapActive = true;
+  return () => {
+    set!.delete(listener);
+    if (set!.size === 0) watchers.delete(appKey);
+    tapActive = watchers.size > 0;
+  };
+}
+
+/** Hands an entry to the consoles watching `appKey` (call only when `tapActive`). */
+export function tap(appKey: string, kind: TapEntry["kind"], fields: Record<string, unknown>): void {
+  const set = watchers.get(appKey);
+  if (!set) return;
+  const entry: TapEntry = { time: Date.now(), kind, ...fields };
+  for (const listener of set) listener(entry);
+}
+
+/** The app key segment of a topic (`{product}:{appKey}:{name}`), or undefined. */
+export function appKeyOfTopic(topic: string): string | undefined {
+  const a = topic.indexOf(":");
+  const b = a < 0 ? -1 : topic.indexOf(":", a + 1);
+  return b < 0 ? undefined : topic.slice(a + 1, b);
+}
