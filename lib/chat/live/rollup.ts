@@ -4,6 +4,7 @@
  * docs/chat-live.md "Streaming"): it is written durably once, inside the final message, when
  * the run ends.
  */
+import { byteLength } from "../../limits.ts";
 
 /** One run's stream: text already broadcast plus text waiting for the next roll-up. */
 interface RunStream {
@@ -12,6 +13,8 @@ interface RunStream {
   timer: ReturnType<typeof setTimeout> | null;
   /** Set when the run is ending: further tokens are refused. */
   closed: boolean;
+  /** UTF-8 bytes of flushed + pending text. */
+  bytes: number;
   topic: string;
 }
 
@@ -34,11 +37,12 @@ export class RollupBuffers {
   append(key: string, topic: string, runId: string, text: string): boolean {
     let s = this.#streams.get(key);
     if (!s) {
-      this.#streams.set(key, s = { flushed: "", pending: "", timer: null, closed: false, topic });
+      this.#streams.set(key, s = { flushed: "", pending: "", timer: null, closed: false, bytes: 0, topic });
     }
     if (s.closed) return false;
     if (text === "") return true;
     s.pending += text;
+    s.bytes += byteLength(text);
     s.timer ??= setTimeout(() => this.#flushNow(key, runId), this.#intervalMs);
     return true;
   }
@@ -46,6 +50,11 @@ export class RollupBuffers {
   /** Text broadcast so far (what a joining viewer gets in its snapshot). */
   flushed(key: string): string {
     return this.#streams.get(key)?.flushed ?? "";
+  }
+
+  /** UTF-8 bytes a run has streamed so far (flushed and pending); 0 without a buffer. */
+  bytes(key: string): number {
+    return this.#streams.get(key)?.bytes ?? 0;
   }
 
   /** Whether a buffer exists for the key. */

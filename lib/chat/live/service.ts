@@ -10,6 +10,7 @@ import type { ChatServices } from "../services.ts";
 import type { ThreadEntry } from "../types.ts";
 import { stagePair } from "./messages.ts";
 import { RollupBuffers } from "./rollup.ts";
+import { byteLength, MAX_MESSAGE_CONTENT_BYTES } from "../../limits.ts";
 import {
   decideTool,
   endRun,
@@ -247,7 +248,12 @@ export class LiveService {
     }
     if (run.status !== "active") throw new LiveError("invalid_state");
     const topic = this.#svc.threadLog.address(app, threadId).topic;
-    if (!this.rollups.append(this.streamKey(app, threadId, runId), topic, runId, text)) {
+    const key = this.streamKey(app, threadId, runId);
+    // The stream becomes the final message's content: bounded like any content.
+    if (this.rollups.bytes(key) + byteLength(text) > MAX_MESSAGE_CONTENT_BYTES) {
+      throw new LiveError(`invalid_request: stream is larger than ${MAX_MESSAGE_CONTENT_BYTES} bytes`);
+    }
+    if (!this.rollups.append(key, topic, runId, text)) {
       throw new LiveError("already_ended");
     }
     record.token();
