@@ -1,10 +1,13 @@
-import { encodeFrame, type WireFormat } from "../wire/codec.ts";
+import { encodeFrame, type Frame } from "../wire/codec.ts";
 import { record } from "../metrics/mod.ts";
 import { appKeyOfTopic, tap, tapActive } from "../debug/tap.ts";
 
 /** One receiver of broadcasts: in practice a socket connection. */
 export interface Subscriber {
-  readonly format: WireFormat;
+  /** Unique among live sockets (the `socket_id` clients are told). */
+  readonly socketId: string;
+  /** The name of the encoder this subscriber's frames use (`json`, `msgpack`, `pusher`). */
+  readonly format: string;
   /** Sends already-encoded frame bytes; the subscriber enforces its own buffer bound. */
   sendEncoded(data: string | Uint8Array): void;
   /** Runtime-native topic membership (Bun), when the subscriber's socket supports it. */
@@ -14,6 +17,12 @@ export interface Subscriber {
   nativePublish?(name: string, data: string | Uint8Array): void;
 }
 
+/**
+ * Turns one broadcast into the bytes of one wire format; `null` when subscribers of that
+ * format do not get this event at all.
+ */
+export type FrameEncoder = (frame: Frame) => string | Uint8Array | null;
+
 /** The runtime's own pub/sub (Bun's `server.publish`), which fans out in native code. */
 export interface NativeTopics {
   publish(name: string, data: string | Uint8Array): void;
@@ -22,11 +31,11 @@ export interface NativeTopics {
 interface TopicMembers {
   subs: Set<Subscriber>;
   /** Members per wire format, so a native publish is skipped for formats nobody uses. */
-  formats: Record<WireFormat, number>;
+  formats: Map<string, number>;
 }
 
 /** Native topic name for one Phoenix topic and one wire format. */
-const nativeName = (topic: string, format: WireFormat) => `${format}|${topic}`;
+const nativeName = (topic: string, format: string) => `${format}|${topic}`;
 
 /**
  * Topic -> subscribers, with encode-once fan-out. A broadcast frame has a null join_ref, so
@@ -34,36 +43,69 @@ const nativeName = (topic: string, format: WireFormat) => `${format}|${topic}`;
  * Under Bun the bytes are handed to the runtime's native topics (DESIGN.md "Fan-out"); under
  * Deno a JS loop sends them. Delivery order per topic is call order; callers (the ordered
  * log's publish hooks) call in position order, so every subscriber sees a stream in order.
+ *
+ * Wire formats are pluggable: Phoenix JSON and MessagePack are built in; a protocol adapter
+ * (the Pusher protocol) adds its own encoder with `addFormat`.
  */
 export class Hub {
   #topics = new Map<string, TopicMembers>();
   #native?: NativeTopics;
+  #encoders = new Map<string, FrameEncoder>([
+    ["json", (frame) => encodeFrame(frame, "json")],
+    ["msgpack", (frame) => encodeFrame(frame, "msgpack")],
+  ]);
+  #sockets = new Map<string, Subscriber>();
+  #occupancy: ((topic: string, occupied: boolean) => void)[] = [];
 
   /** Switches fan-out to the runtime's native topics (set by the Bun adapter). */
   useNative(native: NativeTopics): void {
     this.#native = native;
   }
 
+  /** Registers the encoder of another wire format. */
+  addFormat(name: string, encode: FrameEncoder): void {
+    this.#encoders.set(name, encode);
+  }
+
+  /** Calls `fn` when a topic gets its first subscriber (`true`) or loses its last (`false`). */
+  onOccupancy(fn: (topic: string, occupied: boolean) => void): void {
+    this.#occupancy.push(fn);
+  }
+
+  /** Makes a live socket findable by its socket id (for `exclude`). */
+  attach(sub: Subscriber): void {
+    this.#sockets.set(sub.socketId, sub);
+  }
+
+  /** Forgets a closed socket. */
+  detach(sub: Subscriber): void {
+    if (this.#sockets.get(sub.socketId) === sub) this.#sockets.delete(sub.socketId);
+  }
+
   /** Adds `sub` to `topic`. */
   subscribe(topic: string, sub: Subscriber): void {
     let members = this.#topics.get(topic);
     if (!members) {
-      members = { subs: new Set(), formats: { json: 0, msgpack: 0 } };
+      members = { subs: new Set(), formats: new Map() };
       this.#topics.set(topic, members);
     }
     if (members.subs.has(sub)) return;
     members.subs.add(sub);
-    members.formats[sub.format]++;
+    members.formats.set(sub.format, (members.formats.get(sub.format) ?? 0) + 1);
     sub.nativeSubscribe?.(nativeName(topic, sub.format));
+    if (members.subs.size === 1) for (const fn of this.#occupancy) fn(topic, true);
   }
 
   /** Removes `sub` from `topic`. */
   unsubscribe(topic: string, sub: Subscriber): void {
     const members = this.#topics.get(topic);
     if (!members || !members.subs.delete(sub)) return;
-    members.formats[sub.format]--;
+    members.formats.set(sub.format, members.formats.get(sub.format)! - 1);
     sub.nativeUnsubscribe?.(nativeName(topic, sub.format));
-    if (members.subs.size === 0) this.#topics.delete(topic);
+    if (members.subs.size === 0) {
+      this.#topics.delete(topic);
+      for (const fn of this.#occupancy) fn(topic, false);
+    }
   }
 
   /** Number of subscribers on `topic`. */
@@ -78,21 +120,23 @@ export class Hub {
 
   /**
    * Broadcasts `[null, null, topic, event, payload]` to every subscriber of `topic`, except
-   * `exclude` when given. Returns how many subscribers it was sent to.
+   * the socket whose id is `excludeSocketId`. Returns how many subscribers it was sent to.
    */
-  publish(topic: string, event: string, payload: unknown, exclude?: Subscriber): number {
+  publish(topic: string, event: string, payload: unknown, excludeSocketId?: string): number {
     if (tapActive) {
       const app = appKeyOfTopic(topic);
       if (app) tap(app, "event", { topic, event, payload });
     }
     const members = this.#topics.get(topic);
     if (!members) return 0;
-    const frame: [null, null, string, string, unknown] = [null, null, topic, event, payload];
+    const frame: Frame = [null, null, topic, event, payload];
+    const exclude = excludeSocketId === undefined ? undefined : this.#sockets.get(excludeSocketId);
     const excluded = exclude && members.subs.has(exclude) ? 1 : 0;
     if (this.#native) {
-      for (const format of ["json", "msgpack"] as const) {
-        if (members.formats[format] === 0) continue;
-        const bytes = encodeFrame(frame, format);
+      for (const [format, count] of members.formats) {
+        if (count === 0) continue;
+        const bytes = this.#encoders.get(format)!(frame);
+        if (bytes === null) continue;
         const name = nativeName(topic, format);
         if (excluded && exclude!.format === format && exclude!.nativePublish) {
           exclude!.nativePublish(name, bytes);
@@ -101,11 +145,13 @@ export class Hub {
       record.publish(topic, members.subs.size - excluded);
       return members.subs.size - excluded;
     }
-    const encoded: Partial<Record<WireFormat, string | Uint8Array>> = {};
+    const encoded = new Map<string, string | Uint8Array | null>();
     // Copy: a send may close a slow subscriber, which unsubscribes it during iteration.
     for (const sub of [...members.subs]) {
       if (sub === exclude) continue;
-      sub.sendEncoded(encoded[sub.format] ??= encodeFrame(frame, sub.format));
+      let bytes = encoded.get(sub.format);
+      if (bytes === undefined) encoded.set(sub.format, bytes = this.#encoders.get(sub.format)!(frame));
+      if (bytes !== null) sub.sendEncoded(bytes);
     }
     record.publish(topic, members.subs.size - excluded);
     return members.subs.size - excluded;

@@ -46,15 +46,9 @@ async function join(svc: ChannelService, ctx: JoinContext): Promise<JoinOutcome>
     if (!principal!.can(`channel:presence:${name}`)) {
       return { error: `forbidden: missing channel:presence:${name}` };
     }
-    const data = parseChannelData(ctx.params.channel_data);
-    if (!data) return { error: "invalid channel_data" };
-    if (jsonBytes(data.user_info) > MAX_MEMBER_INFO_BYTES) {
-      return { error: `invalid channel_data: user_info larger than ${MAX_MEMBER_INFO_BYTES} bytes` };
-    }
-    if (idProblem("user_id", String(data.user_id))) {
-      return { error: `invalid channel_data: ${idProblem("user_id", String(data.user_id))}` };
-    }
-    member = memberOf(String(data.user_id), data.user_info);
+    const checked = presenceMember(ctx.params.channel_data);
+    if ("error" in checked) return checked;
+    member = checked;
     if (principal!.clientId !== member.user_id) return { error: "invalid token" };
   }
   const after = parsePosition(ctx.params.after_serial);
@@ -63,13 +57,44 @@ async function join(svc: ChannelService, ctx: JoinContext): Promise<JoinOutcome>
   if (epoch === null) return { error: "invalid epoch" };
 
   const instance = channelInstance(svc, ctx, principal, member);
-  if (kind === "ephemeral") {
+  return await enterChannel(svc, ctx, { member, after, epoch }) ? instance : { error: "join ended" };
+}
+
+/**
+ * The member of a presence join from its `channel_data` (a JSON string or object with a
+ * `user_id` and optional `user_info`), or the join error reason.
+ */
+export function presenceMember(raw: unknown): PresenceMember | { error: string } {
+  const data = parseChannelData(raw);
+  if (!data) return { error: "invalid channel_data" };
+  if (jsonBytes(data.user_info) > MAX_MEMBER_INFO_BYTES) {
+    return { error: `invalid channel_data: user_info larger than ${MAX_MEMBER_INFO_BYTES} bytes` };
+  }
+  const problem = idProblem("user_id", String(data.user_id));
+  if (problem) return { error: `invalid channel_data: ${problem}` };
+  return memberOf(String(data.user_id), data.user_info);
+}
+
+/**
+ * An authorized join, whichever protocol asked: replay after `after` (oldest first), the
+ * reply with the snapshot `{ serial, epoch }` (plus `replay`/`first_serial` when a position was
+ * given, and `presence` for a member), then live delivery, with nothing dropped or repeated.
+ * A presence member is announced to the others before it subscribes. Resolves false when the
+ * join ended before it completed.
+ */
+export async function enterChannel(
+  svc: ChannelService,
+  ctx: JoinContext,
+  opts: { member?: PresenceMember; after?: number; epoch?: string },
+): Promise<boolean> {
+  const { member, after, epoch } = opts;
+  if (channelKind(ctx.name) === "ephemeral") {
     ctx.accept({ serial: null, replay: "none" });
     ctx.subscribe();
-    return instance;
+    return true;
   }
-  const addr = svc.address(ctx.app, name);
-  const joined = await svc.streams.join(ctx, addr, {
+  const addr = svc.address(ctx.app, ctx.name);
+  return await svc.streams.join(ctx, addr, {
     after,
     epoch,
     // Replay honours the retention window (count and age), even before a lazy trim ran.
@@ -95,7 +120,14 @@ async function join(svc: ChannelService, ctx: JoinContext): Promise<JoinOutcome>
       return response;
     },
   });
-  return joined ? instance : { error: "join ended" };
+}
+
+/** Ends a presence member's socket on `topic`; the others hear `presence:leave` if it was its last. */
+export function leavePresence(svc: ChannelService, topic: string, member: PresenceMember, socketId: string): void {
+  // The member is already unsubscribed here, so the leave goes to the others only.
+  if (svc.presence.remove(topic, member.user_id, socketId)) {
+    svc.hub.publish(topic, "presence:leave", member);
+  }
 }
 
 function channelInstance(
@@ -108,11 +140,7 @@ function channelInstance(
   return {
     handleIn: (event, payload) => clientPublish(svc, app, ctx, principal, event, payload),
     terminate: () => {
-      if (!member) return;
-      // The member is already unsubscribed here, so the leave goes to the others only.
-      if (svc.presence.remove(ctx.topic, member.user_id, ctx.socketId)) {
-        svc.hub.publish(ctx.topic, "presence:leave", member);
-      }
+      if (member) leavePresence(svc, ctx.topic, member, ctx.socketId);
     },
   };
 }

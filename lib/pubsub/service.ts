@@ -85,16 +85,28 @@ export class ChannelService {
   /**
    * Publishes events on one channel, atomically: they get contiguous serials in one durable
    * append and are broadcast in serial order after the commit. Ephemeral channels are relayed
-   * only (serial null, nothing stored). Resolves with each event's serial.
+   * only (serial null, nothing stored). Resolves with each event's serial. The socket
+   * `excludeSocketId` does not get the events live (the sender of a Pusher client event, or a
+   * trigger's `socket_id`).
    */
-  async publish(app: App, channel: string, events: StoredEvent[]): Promise<(number | null)[]> {
+  async publish(
+    app: App,
+    channel: string,
+    events: StoredEvent[],
+    excludeSocketId?: string,
+  ): Promise<(number | null)[]> {
     const topic = this.topic(app, channel);
     if (channelKind(channel) === "ephemeral") {
-      for (const e of events) this.hub.publish(topic, e.event, deliveryPayload(null, e));
+      for (const e of events) this.hub.publish(topic, e.event, deliveryPayload(null, e), excludeSocketId);
       return events.map(() => null);
     }
     const addr = this.address(app, channel);
-    const { position } = await this.streams.append(addr, () => ({ entries: events, result: null }));
+    const { position } = await this.streams.append(
+      addr,
+      () => ({ entries: events, result: null }),
+      undefined,
+      excludeSocketId,
+    );
     this.#maybeTrim(addr.stream, events.length);
     return events.map((_, i) => position + i);
   }

@@ -1,6 +1,6 @@
 import { type RunningServer, type ServeOptions, refusedUpgrade } from "./types.ts";
-import type { Connection } from "../socket/connection.ts";
-import type { UpgradeDecision } from "../socket/server.ts";
+import type { LiveSocket } from "../socket/endpoint.ts";
+import type { AcceptedUpgrade } from "../socket/server.ts";
 import { MAX_BUFFERED_BYTES } from "../socket/connection.ts";
 
 // Bun's globals are not in Deno's type environment; this module only runs under Bun.
@@ -8,8 +8,8 @@ import { MAX_BUFFERED_BYTES } from "../socket/connection.ts";
 declare const Bun: any;
 
 interface SocketData {
-  decision: UpgradeDecision;
-  conn?: Connection;
+  upgrade: AcceptedUpgrade;
+  conn?: LiveSocket;
 }
 // deno-lint-ignore no-explicit-any
 type BunSocket = any;
@@ -23,10 +23,12 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
     // deno-lint-ignore no-explicit-any
     fetch(req: Request, srv: any) {
       const url = new URL(req.url);
-      if (sockets?.isSocketPath(url) && req.headers.get("upgrade")?.toLowerCase() === "websocket") {
-        const decision = sockets.decide(url, req.headers.get("origin"));
-        if ("refuse" in decision) return refusedUpgrade(decision.refuse);
-        if (srv.upgrade(req, { data: { decision } satisfies SocketData })) return undefined;
+      const upgrade = req.headers.get("upgrade")?.toLowerCase() === "websocket"
+        ? sockets?.route(url, req.headers.get("origin"))
+        : undefined;
+      if (upgrade) {
+        if ("refuse" in upgrade) return refusedUpgrade(upgrade.refuse);
+        if (srv.upgrade(req, { data: { upgrade } satisfies SocketData })) return undefined;
         return new Response("WebSocket upgrade failed", { status: 400 });
       }
       return opts.fetch(req);
@@ -41,7 +43,7 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
       closeOnBackpressureLimit: true,
       open(ws: BunSocket) {
         const data = ws.data as SocketData;
-        data.conn = sockets!.open(data.decision, {
+        data.conn = sockets!.open(data.upgrade, {
           send: (bytes) => ws.send(bytes),
           close: (code, reason) => ws.close(code, reason),
           bufferedAmount: () => ws.getBufferedAmount(),

@@ -1,5 +1,5 @@
 import { type RunningServer, type ServeOptions, refusedUpgrade } from "./types.ts";
-import type { Connection } from "../socket/connection.ts";
+import type { LiveSocket } from "../socket/endpoint.ts";
 
 /** Serves HTTP and the WebSocket endpoint with `Deno.serve` and `Deno.upgradeWebSocket`. */
 export function serve(opts: ServeOptions): Promise<RunningServer> {
@@ -12,14 +12,16 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
         resolve({ hostname, port, stop: () => server.shutdown() }),
     }, (req) => {
       const url = new URL(req.url);
-      if (sockets?.isSocketPath(url) && req.headers.get("upgrade")?.toLowerCase() === "websocket") {
-        const decision = sockets.decide(url, req.headers.get("origin"));
-        if ("refuse" in decision) return refusedUpgrade(decision.refuse);
+      const upgrade = req.headers.get("upgrade")?.toLowerCase() === "websocket"
+        ? sockets?.route(url, req.headers.get("origin"))
+        : undefined;
+      if (upgrade) {
+        if ("refuse" in upgrade) return refusedUpgrade(upgrade.refuse);
         const { socket, response } = Deno.upgradeWebSocket(req);
         socket.binaryType = "arraybuffer";
-        let conn: Connection | undefined;
+        let conn: LiveSocket | undefined;
         socket.onopen = () => {
-          conn = sockets.open(decision, {
+          conn = sockets!.open(upgrade, {
             send: (data) => socket.readyState === WebSocket.OPEN && socket.send(data),
             close: (code, reason) => socket.close(code, reason),
             bufferedAmount: () => socket.bufferedAmount,
@@ -28,7 +30,7 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
         socket.onmessage = (e) => {
           conn?.receive(typeof e.data === "string" ? e.data : new Uint8Array(e.data));
         };
-        socket.onclose = () => conn && sockets.closed(conn);
+        socket.onclose = () => conn && sockets!.closed(conn);
         socket.onerror = () => {};
         return response;
       }

@@ -10,6 +10,7 @@ import {
   REPLAY_LOW_WATER,
 } from "./handler.ts";
 import { parseTopic } from "./topics.ts";
+import type { LiveSocket } from "./endpoint.ts";
 import { StorageUnavailableError } from "../store/errors.ts";
 import { record } from "../metrics/mod.ts";
 import { tap, tapActive } from "../debug/tap.ts";
@@ -47,7 +48,7 @@ export const SLOW_CONSUMER = { code: 4008, reason: "slow consumer: send buffer l
  * One WebSocket speaking Phoenix V2: heartbeats, joins, leaves, pushes and replies. Knows
  * nothing about products; routes each topic to the handler of its product.
  */
-export class Connection implements Subscriber {
+export class Connection implements Subscriber, LiveSocket {
   readonly socketId: string;
   readonly app: App;
   readonly format: WireFormat;
@@ -63,6 +64,7 @@ export class Connection implements Subscriber {
     this.#transport = transport;
     this.#deps = deps;
     this.socketId = newSocketId();
+    deps.hub.attach(this);
     record.connection(1);
     this.#send([null, null, "phoenix", "connected", { socket_id: this.socketId }]);
   }
@@ -139,10 +141,21 @@ export class Connection implements Subscriber {
     }
   }
 
+  /** Closes the socket when it has been silent longer than `idleMs` (4000). */
+  sweep(now: number, idleMs: number): void {
+    if (this.lastSeen < now - idleMs) this.close(4000, `idle timeout: no message for ${idleMs / 1000} s`);
+  }
+
+  /** Server shutdown: 1001, so clients reconnect to the next server. */
+  goingAway(): void {
+    this.close(1001, "server shutting down");
+  }
+
   /** Closes the socket and ends every membership. */
   close(code = 1000, reason = ""): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#deps.hub.detach(this);
     record.connection(-1);
     for (const topic of [...this.#members.keys()]) this.#leave(topic, "close");
     try {
@@ -154,6 +167,7 @@ export class Connection implements Subscriber {
   onTransportClosed(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#deps.hub.detach(this);
     record.connection(-1);
     for (const topic of [...this.#members.keys()]) this.#leave(topic, "close");
   }
@@ -297,8 +311,11 @@ function brief(topic: string): string {
 }
 
 let counter = 0;
-/** A socket id unique among live sockets: random prefix + counter, like Pusher's `123.456`. */
-function newSocketId(): string {
+/**
+ * A socket id unique among live sockets of every protocol: random prefix + counter, in
+ * Pusher's `123.456` form (the Pusher protocol uses it too).
+ */
+export function newSocketId(): string {
   counter = (counter + 1) % 1_000_000_000;
   const rand = crypto.getRandomValues(new Uint32Array(1))[0];
   return `${rand}.${counter}`;

@@ -1,5 +1,6 @@
 import { type App, type AppRegistry, originAllowed } from "../config/apps.ts";
 import { Connection, type SocketDeps, type Transport } from "./connection.ts";
+import type { LiveSocket, SocketEndpoint } from "./endpoint.ts";
 import type { WireFormat } from "../wire/codec.ts";
 import { log } from "../log/mod.ts";
 
@@ -9,28 +10,30 @@ export const SOCKET_PATHS = new Set(["/socket/websocket", "/socket", "/socket/we
 /** Idle limit: a socket silent this long is closed (heartbeats count as traffic). */
 export const IDLE_TIMEOUT_MS = 60_000;
 
-/** What the runtime adapter learns from an upgrade request before accepting it. */
-export interface UpgradeDecision {
-  app: App;
-  format: WireFormat;
+/** An accepted upgrade: the endpoint that will own the socket and what it decided. */
+export interface AcceptedUpgrade {
+  endpoint: SocketEndpoint;
+  accepted: unknown;
 }
 
 /**
- * Owns live connections: decides upgrades (`app_key` check), creates connections and closes
- * idle ones. The runtime adapter does the actual upgrade and forwards messages.
+ * Owns live sockets of every protocol: routes upgrades to the endpoint serving the path,
+ * creates sockets, sweeps idle ones and checks send queues. Phoenix V2 (`/socket/websocket`)
+ * is built in; protocol modules add theirs with `addEndpoint`. The runtime adapter does the
+ * actual upgrade and forwards messages.
  */
 export class SocketServer {
-  #apps: AppRegistry;
-  #deps: SocketDeps;
-  #connections = new Set<Connection>();
+  #sockets = new Set<LiveSocket>();
+  #endpoints: SocketEndpoint[] = [];
   #sweeper: ReturnType<typeof setInterval>;
   #backpressure?: ReturnType<typeof setInterval>;
+  #hub: SocketDeps["hub"];
   #idleMs: number;
 
   constructor(apps: AppRegistry, deps: SocketDeps, idleMs = IDLE_TIMEOUT_MS) {
-    this.#apps = apps;
-    this.#deps = deps;
+    this.#hub = deps.hub;
     this.#idleMs = idleMs;
+    this.#endpoints.push(phoenixEndpoint(apps, deps));
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(50, Math.min(5_000, idleMs / 2)));
     // Do not keep the process alive for the sweepers alone.
     (this.#sweeper as unknown as { unref?: () => void }).unref?.();
@@ -39,37 +42,33 @@ export class SocketServer {
   /** Checks every socket's send queue this often when fan-out is runtime-native. */
   static readonly BACKPRESSURE_CHECK_MS = 100;
 
-  /** Whether `url` is the socket endpoint. */
-  isSocketPath(url: URL): boolean {
-    return SOCKET_PATHS.has(url.pathname);
+  /** Serves another WebSocket protocol. */
+  addEndpoint(endpoint: SocketEndpoint): void {
+    this.#endpoints.push(endpoint);
   }
 
   /**
-   * The app and format for an upgrade; 401 when the app key is missing or unknown, 403 when
-   * the request's Origin is not among the app's `allowed_origins` (logged).
+   * The endpoint's decision for an upgrade request to `url`, or `undefined` when no endpoint
+   * serves the path (the request is then ordinary HTTP).
    */
-  decide(url: URL, origin: string | null): UpgradeDecision | { refuse: 401 | 403 } {
-    const key = url.searchParams.get("app_key");
-    const app = key ? this.#apps.byKey(key) : undefined;
-    if (!app) return { refuse: 401 };
-    if (!originAllowed(app, origin)) {
-      log.warn("websocket upgrade refused: origin not allowed", { origin: origin?.slice(0, 200), app: app.id });
-      return { refuse: 403 };
-    }
-    return { app, format: url.searchParams.get("format") === "msgpack" ? "msgpack" : "json" };
+  route(url: URL, origin: string | null): AcceptedUpgrade | { refuse: 401 | 403 } | undefined {
+    const endpoint = this.#endpoints.find((e) => e.matches(url));
+    if (!endpoint) return undefined;
+    const decision = endpoint.decide(url, origin);
+    return "refuse" in decision ? decision : { endpoint, accepted: decision.accept };
   }
 
-  /** Creates the connection once the runtime has opened the socket. */
-  open(decision: UpgradeDecision, transport: Transport): Connection {
-    const conn = new Connection(decision.app, decision.format, transport, this.#deps);
-    this.#connections.add(conn);
-    return conn;
+  /** Creates the socket once the runtime has opened it. */
+  open(upgrade: AcceptedUpgrade, transport: Transport): LiveSocket {
+    const socket = upgrade.endpoint.open(upgrade.accepted, transport);
+    this.#sockets.add(socket);
+    return socket;
   }
 
-  /** Forgets a connection whose transport closed. */
-  closed(conn: Connection): void {
-    conn.onTransportClosed();
-    this.#connections.delete(conn);
+  /** Forgets a socket whose transport closed. */
+  closed(socket: LiveSocket): void {
+    socket.onTransportClosed();
+    this.#sockets.delete(socket);
   }
 
   /**
@@ -78,34 +77,53 @@ export class SocketServer {
    * bound with 4008 (the runtime's own hard limit, well above it, is only a last resort).
    */
   useNativeTopics(publish: (name: string, data: string | Uint8Array) => void): void {
-    this.#deps.hub.useNative({ publish });
+    this.#hub.useNative({ publish });
     this.#backpressure ??= setInterval(() => {
-      for (const conn of this.#connections) conn.overBuffered();
+      for (const socket of this.#sockets) socket.overBuffered();
     }, SocketServer.BACKPRESSURE_CHECK_MS);
     (this.#backpressure as unknown as { unref?: () => void }).unref?.();
   }
 
-  /** Number of open connections. */
+  /** Number of open sockets. */
   get size(): number {
-    return this.#connections.size;
+    return this.#sockets.size;
   }
 
-  /** Closes every connection (shutdown) and stops the idle sweeper. */
-  closeAll(code = 1001, reason = "server shutting down"): void {
+  /** Closes every socket (shutdown) and stops the sweepers. */
+  closeAll(): void {
     clearInterval(this.#sweeper);
     clearInterval(this.#backpressure);
-    for (const conn of this.#connections) conn.close(code, reason);
-    this.#connections.clear();
+    for (const socket of this.#sockets) socket.goingAway();
+    this.#sockets.clear();
   }
 
   #sweep() {
-    const cutoff = Date.now() - this.#idleMs;
-    for (const conn of this.#connections) {
-      if (conn.closed) this.#connections.delete(conn);
-      else if (conn.lastSeen < cutoff) {
-        conn.close(4000, `idle timeout: no message for ${this.#idleMs / 1000} s`);
-        this.#connections.delete(conn);
-      }
+    const now = Date.now();
+    for (const socket of this.#sockets) {
+      if (!socket.closed) socket.sweep(now, this.#idleMs);
+      if (socket.closed) this.#sockets.delete(socket);
     }
   }
+}
+
+/** The built-in Phoenix V2 endpoint: `app_key` and Origin checks, then a `Connection`. */
+function phoenixEndpoint(apps: AppRegistry, deps: SocketDeps): SocketEndpoint {
+  return {
+    matches: (url) => SOCKET_PATHS.has(url.pathname),
+    decide(url, origin) {
+      const key = url.searchParams.get("app_key");
+      const app = key ? apps.byKey(key) : undefined;
+      if (!app) return { refuse: 401 };
+      if (!originAllowed(app, origin)) {
+        log.warn("websocket upgrade refused: origin not allowed", { origin: origin?.slice(0, 200), app: app.id });
+        return { refuse: 403 };
+      }
+      const format: WireFormat = url.searchParams.get("format") === "msgpack" ? "msgpack" : "json";
+      return { accept: { app, format } };
+    },
+    open(accepted, transport) {
+      const { app, format } = accepted as { app: App; format: WireFormat };
+      return new Connection(app, format, transport, deps);
+    },
+  };
 }

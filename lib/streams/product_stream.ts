@@ -32,17 +32,20 @@ export class ProductStream<E> {
   /**
    * Appends atomically (see `StreamLog.append`), then broadcasts every entry's events on the
    * address's topic in position order; `after` runs once the batch is broadcast (webhooks).
+   * `excludeSocketId` names a socket that does not get this batch live (Pusher's `socket_id`
+   * exclusion); it still gets the entries on replay.
    */
   append<R>(
     addr: StreamAddress,
     prepare: (head: number) => Prepared<E, R>,
     after?: (first: number, entries: E[], result: R) => void,
+    excludeSocketId?: string,
   ): Promise<{ position: number; count: number; result: R }> {
     return this.log.append(addr.stream, prepare, (first, entries, result) => {
       record.append(addr.topic, entries.length);
       entries.forEach((entry, i) => {
         for (const [event, payload] of this.#events(first + i, entry)) {
-          this.#hub.publish(addr.topic, event, payload);
+          this.#hub.publish(addr.topic, event, payload, excludeSocketId);
         }
       });
       after?.(first, entries, result);

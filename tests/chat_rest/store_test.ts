@@ -39,6 +39,7 @@ Deno.test("ChatStore.createMessage() appends message:created at the next log_id 
   await withServices(async ({ store, threadLog }, hub) => {
     const frames: unknown[] = [];
     hub.subscribe("chat:key1:t1", {
+      socketId: "test.1",
       format: "json",
       sendEncoded: (d) => frames.push(JSON.parse(d as string)),
     });

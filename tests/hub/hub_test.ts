@@ -2,16 +2,17 @@ import assert from "node:assert/strict";
 import { Packr } from "msgpackr";
 import { Hub, type Subscriber } from "../../lib/hub/hub.ts";
 import { OrderedLog } from "../../lib/store/ordered_log.ts";
-import type { WireFormat } from "../../lib/wire/codec.ts";
 import { tempStore } from "../helpers/temp_store.ts";
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true });
 
 /** A subscriber that decodes and records every frame. */
+let socketCounter = 0;
 class Recorder implements Subscriber {
   frames: unknown[][] = [];
   raw: (string | Uint8Array)[] = [];
-  constructor(readonly format: WireFormat = "json") {}
+  readonly socketId = `r.${++socketCounter}`;
+  constructor(readonly format: string = "json") {}
   sendEncoded(data: string | Uint8Array) {
     this.raw.push(data);
     this.frames.push(typeof data === "string" ? JSON.parse(data) : packr.unpack(data as Uint8Array));
@@ -21,8 +22,11 @@ class Recorder implements Subscriber {
 Deno.test("Hub.publish() encodes once per format and reaches every subscriber but the excluded one", () => {
   const hub = new Hub();
   const [a, b, c, m] = [new Recorder(), new Recorder(), new Recorder(), new Recorder("msgpack")];
-  for (const s of [a, b, c, m]) hub.subscribe("t", s);
-  assert.equal(hub.publish("t", "ev", { x: 1 }, c), 3);
+  for (const s of [a, b, c, m]) {
+    hub.attach(s);
+    hub.subscribe("t", s);
+  }
+  assert.equal(hub.publish("t", "ev", { x: 1 }, c.socketId), 3);
   assert.deepEqual(a.frames, [[null, null, "t", "ev", { x: 1 }]]);
   assert.equal(a.raw[0], b.raw[0]);
   assert.deepEqual(m.frames, [[null, null, "t", "ev", { x: 1 }]]);
@@ -49,6 +53,7 @@ Deno.test("Hub + OrderedLog: concurrent publishers and joins with replay see eac
     log.whenPublished(stream, n, () => {
       for (const r of log.after(stream, after)) if (r.position <= n) record.positions.push(r.position);
       hub.subscribe(stream, {
+        socketId: `j.${++socketCounter}`,
         format: "json",
         sendEncoded: (d) => record.positions.push((JSON.parse(d as string)[4] as { pos: number }).pos),
       });
@@ -69,4 +74,22 @@ Deno.test("Hub + OrderedLog: concurrent publishers and joins with replay see eac
     assert.deepEqual(positions, Array.from({ length: 150 - start + 1 }, (_, i) => start + i), `subscriber of ${stream}`);
   }
   await env.close();
+});
+
+Deno.test("Hub: an added format gets its own encoding (null skips), and occupancy is reported at 0 <-> 1", () => {
+  const hub = new Hub();
+  const seen: [string, boolean][] = [];
+  hub.onOccupancy((topic, occupied) => seen.push([topic, occupied]));
+  hub.addFormat("upper", (frame) => frame[3] === "skip" ? null : String(frame[3]).toUpperCase());
+  const [a, u1, u2] = [new Recorder(), new Recorder("upper"), new Recorder("upper")];
+  u1.sendEncoded = (d) => u1.raw.push(d);
+  u2.sendEncoded = (d) => u2.raw.push(d);
+  for (const s of [a, u1, u2]) hub.subscribe("t", s);
+  hub.publish("t", "ev", {});
+  hub.publish("t", "skip", {});
+  assert.deepEqual(u1.raw, ["EV"]);
+  assert.equal(u1.raw[0], u2.raw[0]);
+  assert.equal(a.frames.length, 2);
+  for (const s of [a, u1, u2]) hub.unsubscribe("t", s);
+  assert.deepEqual(seen, [["t", true], ["t", false]]);
 });

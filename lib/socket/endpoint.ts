@@ -1,0 +1,37 @@
+/**
+ * The socket server serves one or more WebSocket protocols, each at its own paths: Phoenix V2
+ * at `/socket/websocket` (built in) and, registered by their modules, others such as the
+ * Pusher protocol at `/app/{key}`. The server only tracks live sockets, sweeps idle ones and
+ * checks backpressure; the protocol owns frames, handshakes and its own idle rules.
+ */
+import type { Transport } from "../runtime/transport.ts";
+
+/** A live socket of any protocol, as the socket server tracks it. */
+export interface LiveSocket {
+  readonly closed: boolean;
+  /** Handles one inbound WebSocket message. Never throws. */
+  receive(data: string | Uint8Array): void;
+  /** Called by the runtime when the peer went away. */
+  onTransportClosed(): void;
+  /** Closes the socket with a code and reason. */
+  close(code?: number, reason?: string): void;
+  /** Server shutdown: close the way the protocol tells clients to come back later. */
+  goingAway(): void;
+  /** Closes the socket when its send queue is over the bound; returns whether it did. */
+  overBuffered(): boolean;
+  /** Periodic idle check: `idleMs` is the server's idle limit (`--idle-timeout`). */
+  sweep(now: number, idleMs: number): void;
+}
+
+/** Whether an upgrade is taken (with what `open` needs) or refused with an HTTP status. */
+export type UpgradeDecision = { accept: unknown } | { refuse: 401 | 403 };
+
+/** One WebSocket protocol served at some paths. */
+export interface SocketEndpoint {
+  /** Whether this endpoint serves `url`'s path. */
+  matches(url: URL): boolean;
+  /** Decides an upgrade request before the runtime accepts it. */
+  decide(url: URL, origin: string | null): UpgradeDecision;
+  /** Creates the socket once the runtime has opened it. */
+  open(accepted: unknown, transport: Transport): LiveSocket;
+}
