@@ -3,6 +3,7 @@ import type { AppRegistry } from "./config/apps.ts";
 import type { Config } from "./config/config.ts";
 import type { Hub } from "./hub/hub.ts";
 import type { ChannelHandler } from "./socket/handler.ts";
+import type { SocketEndpoint } from "./socket/endpoint.ts";
 import type { StoreEnv } from "./store/env.ts";
 import type { StreamLog } from "./streams/mod.ts";
 
@@ -23,6 +24,8 @@ export interface ProductModule {
   routes?: Hono;
   /** Handlers for the topic prefixes this product owns. */
   channels?: Record<string, ChannelHandler>;
+  /** Further WebSocket protocols this module serves (the Pusher protocol at `/app/{key}`). */
+  endpoints?: SocketEndpoint[];
   /** Called on shutdown after sockets are closed, before the store closes. */
   close?(): Promise<void> | void;
 }

@@ -24,6 +24,7 @@ import { healthRoutes } from "../routes/health.ts";
 import { authRoutes } from "../routes/auth.ts";
 import { createObjects } from "./objects/mod.ts";
 import { createPubsub } from "./pubsub/mod.ts";
+import { createPusher } from "./pusher/mod.ts";
 import { createChat } from "./chat/mod.ts";
 import { createSpaces } from "./spaces/mod.ts";
 import { createShipping } from "../routes/shipping.ts";
@@ -83,9 +84,11 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   const apps = new AppRegistry(appList);
   const hub = new Hub();
   const deps: ProductDeps = { config, apps, env, hub, openLog: (name) => new OrderedLog(env, name) };
+  const pubsub = createPubsub(deps);
   const modules: ProductModule[] = [
     createObjects(deps),
-    createPubsub(deps),
+    pubsub,
+    createPusher(deps, pubsub.service),
     createChat(deps),
     createSpaces(deps),
     createShipping(deps),
@@ -155,6 +158,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     verify: verifyToken,
     maxBufferedBytes: MAX_BUFFERED_BYTES,
   }, config.idleTimeoutSeconds * 1000);
+  for (const m of modules) for (const endpoint of m.endpoints ?? []) sockets.addEndpoint(endpoint);
   const inflight = new InflightRequests();
   let metricsServer: RunningServer | undefined;
   const server = await serve({

@@ -7,11 +7,15 @@ export { ChannelService } from "./service.ts";
 export type { HistoryItem, StoredEvent } from "./service.ts";
 export { channelKind, validChannelName } from "./names.ts";
 
-/** Builds the pubsub product: the backend routes and the `pubsub` channel handler. */
-export function createPubsub(deps: ProductDeps): ProductModule {
+/**
+ * Builds the pubsub product: the backend routes and the `pubsub` channel handler, plus the
+ * service, which the Pusher protocol face shares.
+ */
+export function createPubsub(deps: ProductDeps): ProductModule & { service: ChannelService } {
   const svc = new ChannelService(deps.openLog("channels"), deps.hub, deps.config);
   return {
     routes: pubsubRoutes(deps.apps, svc),
     channels: { pubsub: pubsubChannel(svc) },
+    service: svc,
   };
 }

@@ -1,0 +1,401 @@
+/**
+ * One WebSocket speaking Pusher protocol 7: the handshake, ping/pong, `pusher:subscribe` /
+ * `unsubscribe` with Pusher's channel signatures, presence, `pusher:signin`, and `client-*`
+ * events. Joins go through the same channel join as Phoenix sockets (`enterChannel`), so a
+ * Pusher subscriber gets the same serials in the same order, and `after_serial` in
+ * `pusher:subscribe` (a Switchboard extension) replays exactly what it missed.
+ */
+import type { App } from "../config/apps.ts";
+import type { Hub, Subscriber } from "../hub/hub.ts";
+import { record } from "../metrics/mod.ts";
+import { errorFields, log } from "../log/mod.ts";
+import { enterChannel, leavePresence, presenceMember } from "../pubsub/channel.ts";
+import { channelKind, eventNameProblem, jsonBytes, MAX_CLIENT_PAYLOAD_BYTES, validChannelName } from "../pubsub/names.ts";
+import type { PresenceMember } from "../pubsub/presence.ts";
+import type { ChannelService, StoredEvent } from "../pubsub/service.ts";
+import type { Transport } from "../runtime/transport.ts";
+import type { LiveSocket } from "../socket/endpoint.ts";
+import { type JoinContext, REPLAY_LOW_WATER } from "../socket/handler.ts";
+import { newSocketId } from "../socket/connection.ts";
+import { StorageUnavailableError } from "../store/errors.ts";
+import { parsePosition } from "../streams/mod.ts";
+import { idProblem } from "../limits.ts";
+import { MAX_FRAME_BYTES } from "../wire/codec.ts";
+import type { Refusal } from "./endpoint.ts";
+import { validChannelAuth, validUserAuth } from "./signature.ts";
+import { encodeForPusher, errorMessage, message, PUSHER_FORMAT, SERVER_TO_USER, userTopic } from "./wire.ts";
+import type { PusherHooks } from "./webhooks.ts";
+
+/** What every Pusher connection shares. */
+export interface PusherDeps {
+  svc: ChannelService;
+  hub: Hub;
+  maxBufferedBytes: number;
+  /** `activity_timeout` told to clients; the server pings after this much silence. */
+  activitySeconds: number;
+  users: {
+    signedIn(app: App, userId: string, conn: PusherConnection): void;
+    signedOut(app: App, userId: string, conn: PusherConnection): void;
+  };
+  hooks(): PusherHooks;
+}
+
+/** One subscription of this socket. */
+interface Subscription {
+  topic: string;
+  member?: PresenceMember;
+  /** False once unsubscribed or replaced; a late join result is then discarded. */
+  live: boolean;
+}
+
+/** The longest wait for a `pusher:pong` after the server's ping (Pusher's 30 s). */
+const PONG_WAIT_MS = 30_000;
+
+/** Close code and reason for a subscriber whose queue went over the bound (clients back off). */
+export const PUSHER_SLOW_CONSUMER = { code: 4100, reason: "slow consumer: send buffer limit exceeded" };
+
+/** See the module comment. */
+export class PusherConnection implements Subscriber, LiveSocket {
+  readonly socketId = newSocketId();
+  readonly format = PUSHER_FORMAT;
+  lastSeen = Date.now();
+  #app: App;
+  #transport: Transport;
+  #deps: PusherDeps;
+  #subs = new Map<string, Subscription>();
+  #user?: string;
+  #pingSentAt?: number;
+  #closed = false;
+
+  constructor(app: App | undefined, refusal: Refusal | undefined, transport: Transport, deps: PusherDeps) {
+    this.#transport = transport;
+    this.#deps = deps;
+    this.#app = app!;
+    if (!app || refusal) {
+      this.#closed = true;
+      transport.send(errorMessage(refusal!.code, refusal!.message));
+      transport.close(refusal!.code, refusal!.message);
+      return;
+    }
+    deps.hub.attach(this);
+    record.connection(1);
+    this.#send(message("pusher:connection_established", {
+      socket_id: this.socketId,
+      activity_timeout: deps.activitySeconds,
+    }));
+  }
+
+  /** Whether the socket has been closed (by either side). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Hub delivery; enforces the send buffer bound. */
+  sendEncoded(data: string | Uint8Array): void {
+    if (this.#closed || this.overBuffered()) return;
+    this.#transport.send(data);
+  }
+
+  /** Closes a socket whose queue is over the bound (4100, so clients back off and return). */
+  overBuffered(): boolean {
+    if (this.#closed) return true;
+    if (this.#transport.bufferedAmount() <= this.#deps.maxBufferedBytes) return false;
+    record.slowConsumer();
+    log.warn("slow consumer closed", { app: this.#app.id, socket_id: this.socketId, protocol: "pusher" });
+    this.fail(PUSHER_SLOW_CONSUMER.code, PUSHER_SLOW_CONSUMER.reason);
+    return true;
+  }
+
+  /** Joins a runtime-native topic when the transport has them. */
+  nativeSubscribe(name: string): void {
+    if (!this.#closed) this.#transport.subscribe?.(name);
+  }
+
+  /** Leaves a runtime-native topic. */
+  nativeUnsubscribe(name: string): void {
+    if (!this.#closed) this.#transport.unsubscribe?.(name);
+  }
+
+  /** Publishes to a runtime-native topic, skipping this socket. */
+  nativePublish(name: string, data: string | Uint8Array): void {
+    if (!this.#closed) this.#transport.publish?.(name, data);
+  }
+
+  /** Pings after `activity_timeout` of silence; closes with 4201 when no pong follows. */
+  sweep(now: number): void {
+    const activityMs = this.#deps.activitySeconds * 1000;
+    if (this.#pingSentAt === undefined) {
+      if (now - this.lastSeen >= activityMs) {
+        this.#pingSentAt = now;
+        this.#send(message("pusher:ping", {}));
+      }
+    } else if (now - this.#pingSentAt >= Math.min(PONG_WAIT_MS, activityMs / 2)) {
+      this.fail(4201, "Pong reply not received");
+    }
+  }
+
+  /** Server shutdown: 4200 tells Pusher clients to reconnect at once. */
+  goingAway(): void {
+    this.fail(4200, "Server shutting down: reconnect");
+  }
+
+  /** Sends `pusher:error` with `code` and closes the socket with it. */
+  fail(code: number, text: string): void {
+    if (this.#closed) return;
+    this.#send(errorMessage(code, text));
+    this.close(code, text);
+  }
+
+  /** Closes the socket and ends every subscription. */
+  close(code = 1000, reason = ""): void {
+    if (this.#closed) return;
+    this.#ended();
+    try {
+      this.#transport.close(code, reason);
+    } catch { /* already closed */ }
+  }
+
+  /** Called by the runtime when the peer went away. */
+  onTransportClosed(): void {
+    if (!this.#closed) this.#ended();
+  }
+
+  /** Handles one inbound message. Never throws. */
+  receive(raw: string | Uint8Array): void {
+    this.lastSeen = Date.now();
+    this.#pingSentAt = undefined;
+    if (this.#closed) return;
+    const msg = parse(raw);
+    if (typeof msg === "string") return this.#send(errorMessage(null, msg));
+    const data = msg.data;
+    try {
+      switch (msg.event) {
+        case "pusher:ping":
+          return this.#send(message("pusher:pong", {}));
+        case "pusher:pong":
+          return;
+        case "pusher:subscribe":
+          return void this.#subscribe(objectOf(data));
+        case "pusher:unsubscribe":
+          return this.#unsubscribe(String(objectOf(data).channel ?? ""));
+        case "pusher:signin":
+          return this.#signin(objectOf(data));
+      }
+      if (msg.event.startsWith("client-")) return void this.#clientEvent(msg.event, msg.channel, data);
+      this.#send(errorMessage(null, `Unknown event ${JSON.stringify(msg.event.slice(0, 200))}`));
+    } catch (err) {
+      log.error("pusher message failed", { event: msg.event.slice(0, 200), ...errorFields(err) });
+      this.#send(errorMessage(null, "internal error"));
+    }
+  }
+
+  #ended() {
+    this.#closed = true;
+    this.#deps.hub.detach(this);
+    record.connection(-1);
+    for (const name of [...this.#subs.keys()]) this.#unsubscribe(name);
+    if (this.#user !== undefined) this.#deps.users.signedOut(this.#app, this.#user, this);
+  }
+
+  async #subscribe(data: Record<string, unknown>) {
+    const name = data.channel;
+    if (typeof name !== "string" || name === "") return this.#send(errorMessage(null, "pusher:subscribe needs a channel"));
+    this.#unsubscribe(name);
+    if (name.startsWith(SERVER_TO_USER)) return this.#subscribeUser(name);
+    if (!validChannelName(name)) {
+      return this.#subscriptionError(name, "InvalidChannel", 400, "Invalid channel name: 1-164 characters of A-Z a-z 0-9 _ - = @ , . ; :");
+    }
+    const app = this.#app;
+    const kind = channelKind(name);
+    let member: PresenceMember | undefined;
+    if (kind === "private" || kind === "presence") {
+      const channelData = kind === "presence" && typeof data.channel_data === "string" ? data.channel_data : undefined;
+      if (!validChannelAuth(app, this.socketId, name, data.auth, channelData)) {
+        return this.#subscriptionError(name, "AuthError", 401, "Invalid signature for this socket and channel");
+      }
+      if (kind === "presence") {
+        const checked = presenceMember(channelData);
+        if ("error" in checked) return this.#subscriptionError(name, "AuthError", 400, checked.error);
+        member = checked;
+      }
+    } else if (app.enable_user_authentication === 1 && this.#user === undefined) {
+      return this.#subscriptionError(name, "AuthError", 401, "This app requires pusher:signin before subscribing");
+    }
+    const after = parsePosition(data.after_serial);
+    if (after === null) return this.#subscriptionError(name, "InvalidRequest", 400, "invalid after_serial");
+
+    const svc = this.#deps.svc;
+    const topic = svc.topic(app, name);
+    const sub: Subscription = { topic, member, live: true };
+    this.#subs.set(name, sub);
+    const ctx = this.#joinContext(name, topic, sub);
+    let joined: boolean;
+    try {
+      joined = await enterChannel(svc, ctx, { member, after });
+    } catch (err) {
+      if (this.#subs.get(name) === sub) this.#unsubscribe(name);
+      if (!(err instanceof StorageUnavailableError)) log.error("pusher subscribe crashed", { ...errorFields(err) });
+      record.join(topic, "join crashed");
+      return this.#subscriptionError(name, "InternalError", 503, "subscription failed; retry");
+    }
+    if (!joined || !sub.live) {
+      if (member && !sub.live) leavePresence(svc, topic, member, this.socketId);
+      return;
+    }
+    record.join(topic);
+  }
+
+  /** The join as the channel join sees it: replay pushes, the reply, live delivery. */
+  #joinContext(name: string, topic: string, sub: Subscription): JoinContext {
+    let replied = false;
+    return {
+      app: this.#app,
+      topic,
+      name,
+      params: {},
+      socketId: this.socketId,
+      verify: () => Promise.resolve(null),
+      push: (event, payload) => {
+        if (!sub.live) return;
+        const bytes = encodeForPusher([null, null, topic, event, payload]);
+        if (bytes !== null) this.#send(bytes);
+      },
+      accept: (response = {}) => {
+        if (replied || !sub.live) return;
+        replied = true;
+        const r = response as Record<string, unknown> & { presence?: { members: PresenceMember[]; count: number } };
+        const data = r.presence ? { presence: presenceData(r.presence.members) } : {};
+        const extra: Record<string, unknown> = { serial: r.serial, epoch: r.epoch };
+        if (r.replay !== undefined) Object.assign(extra, { replay: r.replay, first_serial: r.first_serial });
+        this.#send(message("pusher_internal:subscription_succeeded", data, name, extra));
+      },
+      subscribe: (t = topic) => {
+        if (sub.live && !this.#closed) this.#deps.hub.subscribe(t, this);
+      },
+      unsubscribe: (t = topic) => this.#deps.hub.unsubscribe(t, this),
+      close: () => this.#unsubscribe(name),
+      buffered: () => this.#transport.bufferedAmount(),
+      drained: async () => {
+        while (sub.live && !this.#closed) {
+          if (this.#transport.bufferedAmount() <= REPLAY_LOW_WATER) return true;
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        return false;
+      },
+    };
+  }
+
+  #subscribeUser(name: string) {
+    const userId = name.slice(SERVER_TO_USER.length);
+    if (this.#user === undefined || this.#user !== userId) {
+      return this.#subscriptionError(name, "AuthError", 401, "Only the signed-in user may subscribe to its own channel");
+    }
+    const topic = userTopic(this.#app.key, userId);
+    this.#subs.set(name, { topic, live: true });
+    this.#deps.hub.subscribe(topic, this);
+    this.#send(message("pusher_internal:subscription_succeeded", {}, name));
+  }
+
+  #unsubscribe(name: string) {
+    const sub = this.#subs.get(name);
+    if (!sub) return;
+    this.#subs.delete(name);
+    sub.live = false;
+    this.#deps.hub.unsubscribe(sub.topic, this);
+    if (sub.member) leavePresence(this.#deps.svc, sub.topic, sub.member, this.socketId);
+  }
+
+  #signin(data: Record<string, unknown>) {
+    const userData = data.user_data;
+    let id: unknown;
+    try {
+      id = typeof userData === "string" ? (JSON.parse(userData) as { id?: unknown }).id : undefined;
+    } catch { /* refused below */ }
+    if (typeof id !== "string" || id === "" || idProblem("id", id)) {
+      return this.fail(4009, "Invalid user_data: a JSON object with a string id");
+    }
+    if (!validUserAuth(this.#app, this.socketId, data.auth, userData as string)) {
+      return this.fail(4009, "Invalid signature for pusher:signin");
+    }
+    if (this.#user !== undefined) this.#deps.users.signedOut(this.#app, this.#user, this);
+    this.#user = id;
+    this.#deps.users.signedIn(this.#app, id, this);
+    this.#send(message("pusher:signin_success", { user_data: userData }));
+  }
+
+  async #clientEvent(event: string, channel: unknown, data: unknown) {
+    const app = this.#app;
+    const name = typeof channel === "string" ? channel : "";
+    const sub = this.#subs.get(name);
+    if (!sub?.live) return this.#send(errorMessage(null, `Client event rejected: not subscribed to ${JSON.stringify(name.slice(0, 200))}`));
+    const kind = channelKind(name);
+    if ((kind !== "private" && kind !== "presence") || name.startsWith("private-encrypted-")) {
+      return this.#send(errorMessage(null, "Client events are only allowed on private and presence channels"));
+    }
+    if (!app.enable_client_messages) return this.#send(errorMessage(null, "Client events are disabled for this app"));
+    const problem = eventNameProblem(event);
+    if (problem) return this.#send(errorMessage(null, `Client event rejected: ${problem}`));
+    if (jsonBytes(data) > MAX_CLIENT_PAYLOAD_BYTES) {
+      return this.#send(errorMessage(null, `Client event rejected: data larger than ${MAX_CLIENT_PAYLOAD_BYTES} bytes`));
+    }
+    if (!this.#deps.svc.clientLimiter.take(app.id, app.max_client_events_per_sec)) {
+      return this.#send(errorMessage(4301, "Client event rejected due to rate limit"));
+    }
+    const userId = sub.member?.user_id ?? this.#user;
+    const stored: StoredEvent = { event, data: data ?? null, socket_id: this.socketId };
+    if (userId !== undefined) stored.client_id = userId;
+    try {
+      // Pusher does not echo a client event to its sender.
+      await this.#deps.svc.publish(app, name, [stored], this.socketId);
+    } catch (err) {
+      const reason = err instanceof StorageUnavailableError ? err.reason : "internal error";
+      if (!(err instanceof StorageUnavailableError)) log.error("pusher client event failed", errorFields(err));
+      return this.#send(errorMessage(null, `Client event rejected: ${reason}`));
+    }
+    this.#deps.hooks().clientEvent?.(app, name, stored);
+  }
+
+  #subscriptionError(channel: string, type: string, status: number, error: string) {
+    record.join(`pubsub:${this.#app.key}:${channel}`, error);
+    this.#send(message("pusher:subscription_error", { type, error, status }, channel));
+  }
+
+  #send(text: string) {
+    if (!this.#closed) this.#transport.send(text);
+  }
+}
+
+/** Pusher's presence block of `subscription_succeeded`. */
+function presenceData(members: PresenceMember[]) {
+  const hash: Record<string, unknown> = {};
+  for (const m of members) hash[m.user_id] = m.user_info ?? null;
+  return { ids: members.map((m) => m.user_id), hash, count: members.length };
+}
+
+/** An inbound `{ event, channel?, data }`, or the reason it is unusable. */
+function parse(raw: string | Uint8Array): { event: string; channel?: unknown; data?: unknown } | string {
+  if (typeof raw !== "string") return "Binary frames are not part of the Pusher protocol";
+  if (raw.length > MAX_FRAME_BYTES) return `Message too large: limit is ${MAX_FRAME_BYTES} bytes`;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return "Malformed message: not JSON";
+  }
+  if (typeof value !== "object" || value === null || typeof (value as { event?: unknown }).event !== "string") {
+    return "Malformed message: expected { event, data }";
+  }
+  const msg = value as { event: string; channel?: unknown; data?: unknown };
+  // pusher-js sends data as an object; other clients send it JSON-encoded.
+  if (typeof msg.data === "string" && !msg.event.startsWith("client-")) {
+    try {
+      msg.data = JSON.parse(msg.data);
+    } catch { /* keep the string */ }
+  }
+  return msg;
+}
+
+/** `data` when it is an object, else an empty one. */
+function objectOf(data: unknown): Record<string, unknown> {
+  return typeof data === "object" && data !== null && !Array.isArray(data) ? data as Record<string, unknown> : {};
+}

@@ -1,0 +1,19 @@
+/**
+ * The Pusher Channels protocol, a second face of the channels product (CONTRACT.md "Pusher
+ * protocol"): the WebSocket at `/app/{key}`, the REST API under `/apps/{id}/` and Pusher-style
+ * webhooks, all over the same ChannelService as the Phoenix protocol, so one channel has one
+ * serial-ordered stream whichever protocol publishes or subscribes.
+ */
+import type { ProductDeps, ProductModule } from "../product.ts";
+import type { ChannelService } from "../pubsub/service.ts";
+import { pusherRoutes } from "./rest.ts";
+import { PusherSockets } from "./endpoint.ts";
+
+/** Builds the Pusher face over the channel service. */
+export function createPusher(deps: ProductDeps, svc: ChannelService): ProductModule {
+  const sockets = new PusherSockets(deps, svc);
+  return {
+    routes: pusherRoutes(deps.apps, svc, sockets),
+    endpoints: [sockets],
+  };
+}
