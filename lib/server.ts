@@ -177,7 +177,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     });
     return main;
   }).catch(async (err) => {
-    sockets.closeAll();
+    void sockets.closeAll(0);
     for (const m of modules) await m.close?.();
     await env.close();
     unlock();
@@ -197,9 +197,11 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     shutdown: () =>
       stopping ??= (async () => {
         // Drain: stop accepting, let in-flight requests and commits finish, then close storage.
+        // Sockets first: the runtime's listener shutdown may drop upgraded sockets without
+        // their close frame, and clients act on the code (Pusher 4200: reconnect at once).
+        await sockets.closeAll();
         const listenerClosed = server.stop();
         await metricsServer?.stop();
-        sockets.closeAll();
         await inflight.settled(SHUTDOWN_GRACE_MS);
         await listenerClosed;
         for (const m of modules) await m.close?.();

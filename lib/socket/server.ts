@@ -89,11 +89,20 @@ export class SocketServer {
     return this.#sockets.size;
   }
 
-  /** Closes every socket (shutdown) and stops the sweepers. */
-  closeAll(): void {
+  /**
+   * Closes every socket (shutdown) and stops the sweepers. Resolves once the runtime reported
+   * every socket closed, or after `maxWaitMs`, so close frames (and their codes) leave before
+   * the listener goes down.
+   */
+  async closeAll(maxWaitMs = 1000): Promise<void> {
     clearInterval(this.#sweeper);
     clearInterval(this.#backpressure);
-    for (const socket of this.#sockets) socket.goingAway();
+    const closing = [...this.#sockets];
+    for (const socket of closing) socket.goingAway();
+    const deadline = Date.now() + maxWaitMs;
+    while (closing.some((s) => this.#sockets.has(s)) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
     this.#sockets.clear();
   }
 

@@ -1,0 +1,126 @@
+// Wire details of the Pusher protocol that pusher-js does not show: exact messages, the
+// serial extension and `after_serial` replay, server pings, close codes.
+import assert from "node:assert/strict";
+import { createHmac } from "node:crypto";
+import { startServer, type TestApp } from "../helpers/server.ts";
+import { trigger } from "../pubsub/helpers.ts";
+import { RawPusher } from "../pusher/helpers.ts";
+
+const APP: TestApp = { id: "app-1", key: "key1", secret: "secret1" };
+const sign = (data: string) => `key1:${createHmac("sha256", "secret1").update(data).digest("hex")}`;
+
+Deno.test("Pusher wire: handshake, pong, event shape with serial, after_serial replay, presence data, errors", async (t) => {
+  const server = await startServer({ apps: [APP], args: ["--idle-timeout", "2"] });
+  const socks: RawPusher[] = [];
+  const connect = async (key = "key1", query?: string) => {
+    const s = await RawPusher.connect(server, key, query);
+    socks.push(s);
+    return s;
+  };
+  try {
+    await t.step("connection_established carries socket_id and activity_timeout as a JSON string", async () => {
+      const s = await connect();
+      const first = s.messages[0];
+      assert.equal(first.event, "pusher:connection_established");
+      assert.equal(typeof first.data, "string");
+      const data = JSON.parse(first.data as string);
+      assert.match(data.socket_id, /^\d+\.\d+$/);
+      assert.equal(data.activity_timeout, 2);
+      s.send("pusher:ping", {});
+      assert.deepEqual(await s.waitFor((m) => m.event === "pusher:pong"), { event: "pusher:pong", data: "{}" });
+    });
+
+    await t.step("a delivered event is { event, channel, data: JSON string, serial }", async () => {
+      const s = await connect();
+      s.send("pusher:subscribe", { channel: "news" });
+      const ok = await s.waitFor((m) => m.event === "pusher_internal:subscription_succeeded");
+      assert.deepEqual(ok, { event: "pusher_internal:subscription_succeeded", channel: "news", data: "{}", serial: 0, epoch: "0" });
+      await trigger(server, "news", "hello", { a: 1 });
+      const got = await s.waitFor((m) => m.event === "hello");
+      assert.deepEqual(got, { event: "hello", channel: "news", data: '{"a":1}', serial: 1 });
+    });
+
+    await t.step("after_serial replays exactly the missed events before subscription_succeeded", async () => {
+      for (let i = 1; i <= 5; i++) await trigger(server, "feed", "tick", i);
+      const s = await connect();
+      s.send("pusher:subscribe", { channel: "feed", after_serial: 2 });
+      const ok = await s.waitFor((m) => m.event === "pusher_internal:subscription_succeeded");
+      assert.equal(ok.serial, 5);
+      assert.equal(ok.replay, "complete");
+      assert.equal(ok.first_serial, 1);
+      await trigger(server, "feed", "tick", 6);
+      await s.waitFor((m) => m.event === "tick" && m.serial === 6);
+      const order = s.messages.filter((m) => m.channel === "feed").map((m) => m.event === "tick" ? m.serial : "ok");
+      assert.deepEqual(order, [3, 4, 5, "ok", 6]);
+      s.send("pusher:subscribe", { channel: "feed2", after_serial: "x" });
+      const bad = await s.waitFor((m) => m.event === "pusher:subscription_error");
+      assert.deepEqual(JSON.parse(bad.data as string), { type: "InvalidRequest", error: "invalid after_serial", status: 400 });
+    });
+
+    await t.step("presence subscription_succeeded has Pusher's { ids, hash, count }", async () => {
+      const s = await connect();
+      const channelData = JSON.stringify({ user_id: "u7", user_info: { name: "Ann" } });
+      s.send("pusher:subscribe", { channel: "presence-x", auth: sign(`${s.socketId}:presence-x:${channelData}`), channel_data: channelData });
+      const ok = await s.waitFor((m) => m.event === "pusher_internal:subscription_succeeded");
+      assert.deepEqual(JSON.parse(ok.data as string), { presence: { ids: ["u7"], hash: { u7: { name: "Ann" } }, count: 1 } });
+      // Signed for another socket id: refused, nothing joined.
+      const other = await connect();
+      other.send("pusher:subscribe", { channel: "presence-x", auth: sign(`${s.socketId}:presence-x:${channelData}`), channel_data: channelData });
+      const err = await other.waitFor((m) => m.event === "pusher:subscription_error");
+      assert.equal(err.channel, "presence-x");
+      assert.equal(JSON.parse(err.data as string).status, 401);
+    });
+
+    await t.step("bad input gets pusher:error and leaves the socket usable", async () => {
+      const s = await connect();
+      s.send("pusher:subscribe", { channel: "bad name!" });
+      const err = await s.waitFor((m) => m.event === "pusher:subscription_error");
+      assert.equal(JSON.parse(err.data as string).type, "InvalidChannel");
+      (s as unknown as { send(e: string, d: unknown): void }).send("nonsense", {});
+      const unknown = await s.waitFor((m) => m.event === "pusher:error");
+      assert.deepEqual((unknown.data as { code: null }).code, null);
+      s.send("pusher:ping", {});
+      await s.waitFor((m) => m.event === "pusher:pong");
+    });
+
+    await t.step("signin: a valid signature gives signin_success and the user's own channel", async () => {
+      const s = await connect();
+      const userData = JSON.stringify({ id: "u9" });
+      s.send("pusher:signin", { auth: sign(`${s.socketId}::user::${userData}`), user_data: userData });
+      const ok = await s.waitFor((m) => m.event === "pusher:signin_success");
+      assert.deepEqual(JSON.parse(ok.data as string), { user_data: userData });
+      s.send("pusher:subscribe", { channel: "#server-to-user-u9", auth: "" });
+      await s.waitFor((m) => m.event === "pusher_internal:subscription_succeeded" && m.channel === "#server-to-user-u9");
+      s.send("pusher:subscribe", { channel: "#server-to-user-other", auth: "" });
+      await s.waitFor((m) => m.event === "pusher:subscription_error" && m.channel === "#server-to-user-other");
+      const bad = await connect();
+      bad.send("pusher:signin", { auth: sign(`1.1::user::${userData}`), user_data: userData });
+      assert.equal((await bad.closed()).code, 4009);
+    });
+
+    await t.step("unknown app: pusher:error 4001 then close 4001; unsupported protocol: 4007", async () => {
+      const s = await connect("nope");
+      assert.deepEqual(s.messages[0].data, { code: 4001, message: "App key nope does not exist" });
+      assert.equal((await s.closed()).code, 4001);
+      const old = await connect("key1", "?protocol=3");
+      assert.equal((await old.closed()).code, 4007);
+    });
+
+    await t.step("a silent socket is pinged after activity_timeout and closed with 4201 without a pong", async () => {
+      const s = await connect();
+      await s.waitFor((m) => m.event === "pusher:ping", 6000);
+      assert.equal((await s.closed(6000)).code, 4201);
+    });
+
+    await t.step("shutdown closes Pusher sockets with 4200 (reconnect)", async () => {
+      const s = await connect();
+      await server.stop();
+      const err = await s.waitFor((m) => m.event === "pusher:error");
+      assert.equal((err.data as { code: number }).code, 4200);
+      assert.equal((await s.closed()).code, 4200);
+    });
+  } finally {
+    for (const s of socks) s.close();
+    await server.stop();
+  }
+});
