@@ -2,8 +2,7 @@ import type { ProductDeps, ProductModule } from "../product.ts";
 import { createChatLive } from "./live/mod.ts";
 import { chatRestRoutes } from "./rest/mod.ts";
 import { createChatServices } from "./services.ts";
-import { WebhookDispatcher } from "./webhooks/dispatcher.ts";
-import { WebhookOutbox } from "./webhooks/outbox.ts";
+import { chatOutbox, WebhookDispatcher } from "./webhooks/dispatcher.ts";
 
 export { type ChatServices, createChatServices } from "./services.ts";
 
@@ -11,7 +10,7 @@ export { type ChatServices, createChatServices } from "./services.ts";
 export function createChat(deps: ProductDeps): ProductModule {
   const services = createChatServices(deps);
   const live = createChatLive(deps, services);
-  const outbox = new WebhookOutbox(deps.env);
+  const outbox = chatOutbox(deps.env);
   const webhooks = new WebhookDispatcher(services.store, deps.apps, outbox, services.threadLog);
   return {
     routes: chatRestRoutes(deps.apps, services),

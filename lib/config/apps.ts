@@ -17,6 +17,20 @@ export interface App {
    * `https://*.example.com`, or `*`). Absent: any origin.
    */
   allowed_origins?: string[];
+  /** Pusher-style channel webhooks (docs/pusher.md "Webhooks"). */
+  webhooks?: AppWebhook[];
+}
+
+/** The channel events a webhook can ask for (Pusher's names). */
+export const WEBHOOK_EVENT_TYPES = ["channel_occupied", "channel_vacated", "member_added", "member_removed", "client_event"] as const;
+
+/** One of `WEBHOOK_EVENT_TYPES`. */
+export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number];
+
+/** One webhook of an app: where to POST and which events. */
+export interface AppWebhook {
+  url: string;
+  event_types: WebhookEventType[];
 }
 
 /**

@@ -1,11 +1,11 @@
 import { readFileSync } from "node:fs";
-import { type App, APP_DEFAULTS } from "./apps.ts";
+import { type App, APP_DEFAULTS, type AppWebhook, WEBHOOK_EVENT_TYPES } from "./apps.ts";
 import { ConfigError } from "./config.ts";
 import { idProblem } from "../limits.ts";
 
 const KNOWN = new Set([
   "id", "key", "secret", "name", "enable_user_authentication", "enable_client_messages",
-  "max_client_events_per_sec", "max_backend_events_per_sec", "allowed_origins",
+  "max_client_events_per_sec", "max_backend_events_per_sec", "allowed_origins", "webhooks",
 ]);
 
 /** `*`, or `scheme://host[:port]` with an optional leading `*.` on the host. */
@@ -75,6 +75,7 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
       max_client_events_per_sec: rate("max_client_events_per_sec"),
       max_backend_events_per_sec: rate("max_backend_events_per_sec"),
       ...(r.allowed_origins !== undefined ? { allowed_origins: origins(r.allowed_origins, at) } : {}),
+      ...(r.webhooks !== undefined ? { webhooks: webhooks(r.webhooks, at) } : {}),
     };
   });
 }
@@ -87,6 +88,23 @@ function origins(v: unknown, at: string): string[] {
     );
   }
   return v as string[];
+}
+
+/** Validates `webhooks`: `[{ url: "http(s)://...", event_types: [...] }]`. */
+function webhooks(v: unknown, at: string): AppWebhook[] {
+  const types: readonly string[] = WEBHOOK_EVENT_TYPES;
+  if (!Array.isArray(v)) throw new ConfigError(`${at}: webhooks must be an array of { url, event_types }`);
+  return v.map((w, i) => {
+    const url = (w as { url?: unknown })?.url;
+    const events = (w as { event_types?: unknown })?.event_types;
+    if (typeof url !== "string" || !/^https?:\/\/[^\s]+$/.test(url)) {
+      throw new ConfigError(`${at}: webhooks[${i}].url must be an http:// or https:// URL`);
+    }
+    if (!Array.isArray(events) || events.length === 0 || !events.every((e) => types.includes(e))) {
+      throw new ConfigError(`${at}: webhooks[${i}].event_types must be a non-empty array of ${types.join(", ")}`);
+    }
+    return { url, event_types: events };
+  });
 }
 
 /** A fresh development app with random credentials. */

@@ -167,7 +167,7 @@ async function clientPublish(
   }
   const stored: StoredEvent = { event, data: payload ?? null, socket_id: ctx.socketId };
   if (principal.clientId !== undefined) stored.client_id = principal.clientId;
-  const [serial] = await svc.publish(app, ctx.name, [stored]);
+  const serial = await svc.publishClient(app, ctx.name, stored);
   return { status: "ok", response: { serial } };
 }
 

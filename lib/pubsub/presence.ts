@@ -18,6 +18,12 @@ interface Entry {
 /** Presence state of every presence channel in this process. */
 export class PresenceRegistry {
   #topics = new Map<string, Map<string, Entry>>();
+  #observers: ((topic: string, userId: string, joined: boolean) => void)[] = [];
+
+  /** Calls `fn` whenever a user becomes a member of a topic (`true`) or stops being one. */
+  observe(fn: (topic: string, userId: string, joined: boolean) => void): void {
+    this.#observers.push(fn);
+  }
 
   /** Adds `socketId` for `userId`; true when this made the user a new member. */
   add(topic: string, userId: string, info: unknown, socketId: string): boolean {
@@ -29,6 +35,7 @@ export class PresenceRegistry {
       return false;
     }
     members.set(userId, { info, sockets: new Set([socketId]) });
+    for (const fn of this.#observers) fn(topic, userId, true);
     return true;
   }
 
@@ -40,6 +47,7 @@ export class PresenceRegistry {
     if (entry.sockets.size > 0) return false;
     members.delete(userId);
     if (members.size === 0) this.#topics.delete(topic);
+    for (const fn of this.#observers) fn(topic, userId, false);
     return true;
   }
 

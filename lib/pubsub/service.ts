@@ -58,6 +58,7 @@ export class ChannelService {
   #maxCount: number;
   #maxAgeMs: number;
   #trim = new Map<string, { appends: number; lastAgeTrim: number; running: boolean }>();
+  #clientEventObservers: ((app: App, channel: string, event: StoredEvent) => void)[] = [];
 
   constructor(log: StreamLog, hub: Hub, config: Pick<Config, "historyMaxCount" | "historyMaxAgeSeconds">) {
     this.log = log;
@@ -109,6 +110,21 @@ export class ChannelService {
     );
     this.#maybeTrim(addr.stream, events.length);
     return events.map((_, i) => position + i);
+  }
+
+  /**
+   * Publishes one client event (sent by a socket, whichever protocol) and tells the observers
+   * (webhooks) once it is published. Resolves with its serial.
+   */
+  async publishClient(app: App, channel: string, event: StoredEvent, excludeSocketId?: string): Promise<number | null> {
+    const [serial] = await this.publish(app, channel, [event], excludeSocketId);
+    for (const fn of this.#clientEventObservers) fn(app, channel, event);
+    return serial;
+  }
+
+  /** Calls `fn` after every published client event. */
+  onClientEvent(fn: (app: App, channel: string, event: StoredEvent) => void): void {
+    this.#clientEventObservers.push(fn);
   }
 
   /** Current serial (head) of a channel; 0 when never published. */

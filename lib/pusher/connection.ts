@@ -24,7 +24,6 @@ import { MAX_FRAME_BYTES } from "../wire/codec.ts";
 import type { Refusal } from "./endpoint.ts";
 import { validChannelAuth, validUserAuth } from "./signature.ts";
 import { encodeForPusher, errorMessage, message, PUSHER_FORMAT, SERVER_TO_USER, userTopic } from "./wire.ts";
-import type { PusherHooks } from "./webhooks.ts";
 
 /** What every Pusher connection shares. */
 export interface PusherDeps {
@@ -37,7 +36,6 @@ export interface PusherDeps {
     signedIn(app: App, userId: string, conn: PusherConnection): void;
     signedOut(app: App, userId: string, conn: PusherConnection): void;
   };
-  hooks(): PusherHooks;
 }
 
 /** One subscription of this socket. */
@@ -346,13 +344,12 @@ export class PusherConnection implements Subscriber, LiveSocket {
     if (userId !== undefined) stored.client_id = userId;
     try {
       // Pusher does not echo a client event to its sender.
-      await this.#deps.svc.publish(app, name, [stored], this.socketId);
+      await this.#deps.svc.publishClient(app, name, stored, this.socketId);
     } catch (err) {
       const reason = err instanceof StorageUnavailableError ? err.reason : "internal error";
       if (!(err instanceof StorageUnavailableError)) log.error("pusher client event failed", errorFields(err));
       return this.#send(errorMessage(null, `Client event rejected: ${reason}`));
     }
-    this.#deps.hooks().clientEvent?.(app, name, stored);
   }
 
   #subscriptionError(channel: string, type: string, status: number, error: string) {

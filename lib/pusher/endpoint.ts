@@ -13,7 +13,6 @@ import { MAX_BUFFERED_BYTES } from "../socket/connection.ts";
 import { PusherConnection } from "./connection.ts";
 import type { PusherUsers } from "./rest.ts";
 import { encodeForPusher, PUSHER_FORMAT, userTopic } from "./wire.ts";
-import type { PusherHooks } from "./webhooks.ts";
 
 const PATH = /^\/app\/([^/]+)\/?$/;
 
@@ -32,8 +31,6 @@ export class PusherSockets implements SocketEndpoint, PusherUsers {
   #svc: ChannelService;
   /** `{appId}\n{userId}` -> that user's signed-in sockets. */
   #users = new Map<string, Set<PusherConnection>>();
-  /** Webhook hooks, set by the webhooks module. */
-  hooks: PusherHooks = {};
 
   constructor(deps: ProductDeps, svc: ChannelService) {
     this.#deps = deps;
@@ -70,7 +67,6 @@ export class PusherSockets implements SocketEndpoint, PusherUsers {
       maxBufferedBytes: MAX_BUFFERED_BYTES,
       activitySeconds: this.#deps.config.idleTimeoutSeconds,
       users: this,
-      hooks: () => this.hooks,
     });
   }
 

@@ -8,12 +8,15 @@ import type { ProductDeps, ProductModule } from "../product.ts";
 import type { ChannelService } from "../pubsub/service.ts";
 import { pusherRoutes } from "./rest.ts";
 import { PusherSockets } from "./endpoint.ts";
+import { PusherWebhooks } from "./webhooks.ts";
 
 /** Builds the Pusher face over the channel service. */
 export function createPusher(deps: ProductDeps, svc: ChannelService): ProductModule {
   const sockets = new PusherSockets(deps, svc);
+  const webhooks = new PusherWebhooks(deps.apps, deps.env, deps.hub, svc);
   return {
     routes: pusherRoutes(deps.apps, svc, sockets),
     endpoints: [sockets],
+    close: () => webhooks.close(),
   };
 }

@@ -21,3 +21,12 @@ Deno.test("parseApps() accepts 0 for the rate limits (unlimited)", () => {
   assert.equal(a.max_client_events_per_sec, 0);
   assert.equal(a.max_backend_events_per_sec, 0);
 });
+
+Deno.test("parseApps() reads Pusher-style webhooks and refuses bad URLs and event types", () => {
+  const hooks = [{ url: "http://127.0.0.1:9/hook", event_types: ["channel_occupied", "client_event"] }];
+  assert.deepEqual(parseApps(app({ webhooks: hooks }))[0].webhooks, hooks);
+  assert.throws(() => parseApps(app({ webhooks: [{ url: "ftp://x", event_types: ["channel_occupied"] }] })), (e) =>
+    e instanceof ConfigError && e.message === "apps file: apps[0]: webhooks[0].url must be an http:// or https:// URL");
+  assert.throws(() => parseApps(app({ webhooks: [{ url: "http://x", event_types: ["channel_existence"] }] })), (e) =>
+    e instanceof ConfigError && /webhooks\[0\]\.event_types must be a non-empty array of channel_occupied/.test(e.message));
+});

@@ -16,6 +16,7 @@ export interface TestApp {
   max_client_events_per_sec?: number;
   max_backend_events_per_sec?: number;
   allowed_origins?: string[];
+  webhooks?: { url: string; event_types: string[] }[];
 }
 
 /** The default app set: an open app and one with user authentication on. */

@@ -10,42 +10,31 @@
  * one `X-Switchboard-Delivery` id across its attempts; non-2xx answers, network errors and
  * timeouts are retried after each of `retryDelaysMs`, then given up.
  */
-import type { Key } from "lmdb";
 import type { App, AppRegistry } from "../../config/apps.ts";
-import { record } from "../../metrics/mod.ts";
-import type { OutboxItem, WebhookOutbox } from "./outbox.ts";
+import { type OutboxEntry, WebhookOutbox } from "../../webhooks/outbox.ts";
+import { OutboxSender, postJson, type SenderOptions } from "../../webhooks/sender.ts";
 import { VERSION } from "../../version.ts";
 import { messageResource, threadResource } from "../rest/serialize.ts";
 import type { ChatStore } from "../store.ts";
 import type { ThreadLog } from "../thread_log.ts";
 import type { BotEventType, MessageRecord, Thread, ThreadEntry } from "../types.ts";
 import { signWebhook } from "./signature.ts";
-import { errorFields, log } from "../../log/mod.ts";
 
-/** Dispatcher settings. */
-export interface WebhookOptions {
-  /** Waits before the 2nd, 3rd, ... attempt; after the last, the delivery is given up. */
-  retryDelaysMs?: number[];
-  /** Per-attempt timeout. Default 10 000 ms. */
-  timeoutMs?: number;
+/** One pending bot delivery, as stored in the outbox (db `chat:outbox`). */
+export interface OutboxItem extends OutboxEntry {
+  appId: string;
+  botId: string;
+  event: string;
 }
 
-/** Default waits between attempts: 9 attempts, given up about 73 minutes after the first. */
-export const RETRY_DELAYS_MS = [500, 1000, 2000, 4000, 30_000, 120_000, 600_000, 3_600_000];
+/** The chat bot outbox. */
+export function chatOutbox(env: ConstructorParameters<typeof WebhookOutbox>[0]): WebhookOutbox<OutboxItem> {
+  return new WebhookOutbox<OutboxItem>(env, "chat:outbox");
+}
 
-/** Deliveries attempted at once. */
-const BATCH = 16;
-
-/** Sends signed webhook deliveries from the durable outbox, with retries. */
+/** Stages bot deliveries with the thread-log entries that cause them and sends them. */
 export class WebhookDispatcher {
-  #delays: number[];
-  #timeoutMs: number;
-  #timer?: ReturnType<typeof setTimeout>;
-  #wakeAt = Infinity;
-  #pumping = false;
-  #again = false;
-  #aborts = new Set<AbortController>();
-  #closed = false;
+  #sender: OutboxSender<OutboxItem>;
   #unsubscribe: () => void;
 
   /**
@@ -55,26 +44,22 @@ export class WebhookDispatcher {
   constructor(
     private store: ChatStore,
     private apps: AppRegistry,
-    private outbox: WebhookOutbox,
+    outbox: WebhookOutbox<OutboxItem>,
     threadLog: ThreadLog,
-    opts: WebhookOptions = {},
+    opts: SenderOptions = {},
   ) {
-    this.#delays = opts.retryDelaysMs ?? RETRY_DELAYS_MS;
-    this.#timeoutMs = opts.timeoutMs ?? 10_000;
     threadLog.onStage((app, threadId, first, entries) => {
       const items = entries.flatMap((entry, i) => this.#deliveriesOf(app, threadId, first + i, entry));
       return items.length ? () => items.forEach((item) => outbox.stage(item)) : undefined;
     });
-    this.#unsubscribe = threadLog.onEntry(() => this.#wake(0));
-    this.#wake(0);
+    this.#sender = new OutboxSender(outbox, (item, signal) => this.#send(item, signal), opts);
+    this.#unsubscribe = threadLog.onEntry(() => this.#sender.wake(0));
   }
 
   /** Stops sending; pending deliveries stay in the outbox for the next start. */
   close(): void {
-    this.#closed = true;
     this.#unsubscribe();
-    clearTimeout(this.#timer);
-    for (const a of this.#aborts) a.abort();
+    this.#sender.close();
   }
 
   /** The deliveries one thread-log entry causes (read inside its transaction). */
@@ -129,91 +114,23 @@ export class WebhookDispatcher {
     return [{ id, appId: app.id, botId, event, body, attempt: 0 }];
   }
 
-  /** Runs the pump in `ms` (or sooner if already due sooner). */
-  #wake(ms: number): void {
-    if (this.#closed) return;
-    const at = Date.now() + ms;
-    if (at >= this.#wakeAt) return;
-    clearTimeout(this.#timer);
-    this.#wakeAt = at;
-    this.#timer = setTimeout(() => {
-      this.#wakeAt = Infinity;
-      void this.#pump();
-    }, ms);
-  }
-
-  /** Sends every due delivery, then sleeps until the next one is due. */
-  async #pump(): Promise<void> {
-    if (this.#pumping) {
-      this.#again = true;
-      return;
-    }
-    this.#pumping = true;
-    try {
-      do {
-        this.#again = false;
-        for (let batch = this.outbox.due(Date.now(), BATCH); batch.length && !this.#closed; batch = this.outbox.due(Date.now(), BATCH)) {
-          await Promise.all(batch.map(({ key, item }) => this.#send(key, item)));
-        }
-      } while (this.#again && !this.#closed);
-    } catch (err) {
-      log.error("webhook outbox failed", errorFields(err));
-    } finally {
-      this.#pumping = false;
-    }
-    const next = this.outbox.nextDue();
-    if (next !== undefined) this.#wake(Math.max(0, next - Date.now()));
-  }
-
-  /** One attempt; the outbox then forgets the delivery or moves it to its next attempt. */
-  async #send(key: Key, d: OutboxItem): Promise<void> {
-    // Re-read the bot so a rotated secret or a changed URL applies to retries; a deleted bot
-    // (or app) ends the delivery.
+  /**
+   * One attempt. The bot is re-read so a rotated secret or a changed URL applies to retries;
+   * a deleted bot (or app) ends the delivery.
+   */
+  async #send(d: OutboxItem, signal: AbortSignal): Promise<"delivered" | "retry" | "drop"> {
     const app = this.apps.byId(d.appId);
     const bot = app ? this.store.bots.get(app, d.botId) : undefined;
-    if (!bot?.webhookUrl) return await this.outbox.done(key);
-    const ok = await this.#post(bot.webhookUrl, bot.webhookSecret, d);
-    if (this.#closed) return; // shutting down: the delivery stays for the next start
-    if (ok) {
-      record.webhook("delivered");
-      return await this.outbox.done(key);
-    }
-    if (d.attempt >= this.#delays.length) {
-      record.webhook("given_up");
-      log.warn("webhook delivery given up", { app: d.appId, bot: d.botId, delivery: d.id, attempts: d.attempt + 1 });
-      return await this.outbox.done(key);
-    }
-    record.webhook("retried");
-    await this.outbox.retryAt(key, d, Date.now() + this.#delays[d.attempt]);
-  }
-
-  async #post(url: string, secret: string, d: OutboxItem): Promise<boolean> {
+    if (!bot?.webhookUrl) return "drop";
     const timestamp = String(Math.floor(Date.now() / 1000));
-    const abort = new AbortController();
-    this.#aborts.add(abort);
-    const timeout = setTimeout(() => abort.abort(), this.#timeoutMs);
-    try {
-      const res = await fetch(url, {
-        method: "POST",
-        signal: abort.signal,
-        headers: {
-          "Content-Type": "application/json",
-          "User-Agent": `Switchboard-Webhooks/${VERSION}`,
-          "X-Switchboard-Event": d.event,
-          "X-Switchboard-Delivery": d.id,
-          "X-Switchboard-Timestamp": timestamp,
-          "X-Switchboard-Attempt": String(d.attempt + 1),
-          "X-Switchboard-Signature": await signWebhook(secret, timestamp, d.body),
-        },
-        body: d.body,
-      });
-      await res.body?.cancel();
-      return res.ok;
-    } catch {
-      return false;
-    } finally {
-      clearTimeout(timeout);
-      this.#aborts.delete(abort);
-    }
+    const ok = await postJson(bot.webhookUrl, {
+      "User-Agent": `Switchboard-Webhooks/${VERSION}`,
+      "X-Switchboard-Event": d.event,
+      "X-Switchboard-Delivery": d.id,
+      "X-Switchboard-Timestamp": timestamp,
+      "X-Switchboard-Attempt": String(d.attempt + 1),
+      "X-Switchboard-Signature": await signWebhook(bot.webhookSecret, timestamp, d.body),
+    }, d.body, signal);
+    return ok ? "delivered" : "retry";
   }
 }
