@@ -1,10 +1,15 @@
 /**
- * The Pusher REST API under `/apps/{app_id}/` (docs/pusher.md "REST API"), with Pusher's signed
- * query authentication, limits and plain-text 4xx bodies.
+ * The Pusher REST API under `/apps/{app_id}/` (docs/pusher.md "REST API"), as the Pusher server
+ * libraries call it: signed query authentication, Pusher's limits, plain-text 4xx bodies.
+ * Events go through the same channel service as Switchboard's own HTTP API.
  */
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import type { App, AppRegistry } from "../config/apps.ts";
-import type { ChannelService } from "../pubsub/service.ts";
+import { byteLength } from "../limits.ts";
+import { channelKind, eventNameProblem, validChannelName } from "../pubsub/names.ts";
+import type { ChannelService, StoredEvent } from "../pubsub/service.ts";
+import { requestProblem } from "./signature.ts";
+import { SERVER_TO_USER } from "./wire.ts";
 
 /** What the REST API needs of the Pusher sockets: users signed in with `pusher:signin`. */
 export interface PusherUsers {
@@ -14,7 +19,198 @@ export interface PusherUsers {
   sendToUser(app: App, userId: string, event: string, data: string): void;
 }
 
+/** Pusher's limits: channels per trigger, events per batch, bytes of `data`. */
+export const MAX_TRIGGER_CHANNELS = 100;
+export const MAX_BATCH_EVENTS = 10;
+export const MAX_EVENT_DATA_BYTES = 10 * 1024;
+
+/** One validated event for one channel. */
+interface Outgoing {
+  channel: string;
+  event: StoredEvent;
+  socketId?: string;
+  info: Set<string>;
+}
+
+/** A refusal: HTTP status and Pusher's plain-text body. */
+class Refused extends Error {
+  constructor(readonly status: 400 | 401 | 404 | 413 | 429, message: string) {
+    super(message);
+  }
+}
+
+type Ctx = Context<{ Variables: { app: App; body: string } }>;
+
 /** Builds the Pusher REST routes. */
-export function pusherRoutes(_apps: AppRegistry, _svc: ChannelService, _users: PusherUsers): Hono {
-  return new Hono();
+export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: PusherUsers): Hono {
+  const r = new Hono<{ Variables: { app: App; body: string } }>();
+
+  // Every route: the app by id, then the signature over method, path, query and body.
+  r.use("/apps/:app_id/*", async (c, next) => {
+    const app = apps.byId(c.req.param("app_id"));
+    if (!app) return c.text("Unknown app", 404);
+    const body = c.req.method === "GET" ? "" : await c.req.text();
+    const url = new URL(c.req.url);
+    const problem = requestProblem(app, c.req.method, url.pathname, url.searchParams, body);
+    if (problem) return c.text(problem, 401);
+    c.set("app", app);
+    c.set("body", body);
+    await next();
+  });
+  r.onError((err, c) => {
+    if (err instanceof Refused) return c.text(err.message, err.status);
+    throw err;
+  });
+
+  r.post("/apps/:app_id/events", async (c) => {
+    const body = jsonBody(c);
+    const channels = body.channels ?? (body.channel === undefined ? undefined : [body.channel]);
+    if (!Array.isArray(channels) || channels.length === 0) throw new Refused(400, "Missing channels: give channels (an array) or channel");
+    if (channels.length > MAX_TRIGGER_CHANNELS) throw new Refused(400, `Too many channels: at most ${MAX_TRIGGER_CHANNELS}`);
+    const out = channels.map((channel) => checkEvent({ ...body, channel }));
+    const info = await publish(c, svc, users, out);
+    return c.json(body.info ? { channels: Object.fromEntries(out.map((o, i) => [o.channel, info[i]])) } : {});
+  });
+
+  r.post("/apps/:app_id/batch_events", async (c) => {
+    const batch = jsonBody(c).batch;
+    if (!Array.isArray(batch) || batch.length === 0) throw new Refused(400, "Missing batch: an array of events");
+    if (batch.length > MAX_BATCH_EVENTS) throw new Refused(400, `Batch too large: at most ${MAX_BATCH_EVENTS} events`);
+    const out = batch.map((e) => checkEvent(isObject(e) ? e : {}));
+    const info = await publish(c, svc, users, out);
+    return c.json(out.some((o) => o.info.size > 0) ? { batch: info } : {});
+  });
+
+  r.get("/apps/:app_id/channels", (c) => {
+    const app = c.get("app");
+    const prefix = c.req.query("filter_by_prefix") ?? "";
+    const info = infoOf(c.req.query("info"));
+    if (info.has("user_count") && !prefix.startsWith("presence-")) {
+      throw new Refused(400, "info=user_count needs filter_by_prefix=presence-");
+    }
+    const base = `pubsub:${app.key}:`;
+    const channels: Record<string, Record<string, number>> = {};
+    for (const topic of svc.hub.topics(base + prefix).sort()) {
+      const name = topic.slice(base.length);
+      channels[name] = info.has("user_count") ? { user_count: svc.presence.count(topic) } : {};
+    }
+    return c.json({ channels });
+  });
+
+  r.get("/apps/:app_id/channels/:channel", (c) => {
+    const app = c.get("app");
+    const name = channelParam(c);
+    const info = infoOf(c.req.query("info"));
+    if (info.has("user_count") && channelKind(name) !== "presence") {
+      throw new Refused(400, "info=user_count is only for presence channels");
+    }
+    const topic = svc.topic(app, name);
+    const count = svc.hub.count(topic);
+    const out: Record<string, unknown> = { occupied: count > 0 };
+    if (info.has("subscription_count")) out.subscription_count = count;
+    if (info.has("user_count")) out.user_count = svc.presence.count(topic);
+    // Switchboard extension: the channel's current serial (null for ephemeral channels).
+    out.serial = channelKind(name) === "ephemeral" ? null : svc.serial(app, name);
+    return c.json(out);
+  });
+
+  r.get("/apps/:app_id/channels/:channel/users", (c) => {
+    const name = channelParam(c);
+    if (channelKind(name) !== "presence") throw new Refused(400, "Users are only listed for presence channels");
+    const members = svc.presence.members(svc.topic(c.get("app"), name));
+    return c.json({ users: members.map((m) => ({ id: m.user_id })) });
+  });
+
+  r.post("/apps/:app_id/users/:user_id/terminate_connections", (c) => {
+    users.terminate(c.get("app"), c.req.param("user_id"));
+    return c.json({});
+  });
+
+  return r as unknown as Hono;
+}
+
+/** Validates one event for one channel (Pusher's names and limits). */
+function checkEvent(e: Record<string, unknown>): Outgoing {
+  const channel = e.channel;
+  if (typeof channel !== "string" || (!channel.startsWith(SERVER_TO_USER) && !validChannelName(channel))) {
+    throw new Refused(400, `Invalid channel name ${JSON.stringify(String(channel).slice(0, 200))}: 1-164 characters of A-Z a-z 0-9 _ - = @ , . ; :`);
+  }
+  const problem = eventNameProblem(e.name);
+  if (problem) throw new Refused(400, `Invalid event name: ${problem}`);
+  if (typeof e.data !== "string") throw new Refused(400, "data must be a string (JSON-encode objects)");
+  if (byteLength(e.data) > MAX_EVENT_DATA_BYTES) {
+    throw new Refused(413, `Payload too large: data is limited to ${MAX_EVENT_DATA_BYTES} bytes`);
+  }
+  if (e.socket_id !== undefined && (typeof e.socket_id !== "string" || !/^\d+\.\d+$/.test(e.socket_id))) {
+    throw new Refused(400, "Invalid socket_id");
+  }
+  return {
+    channel,
+    event: { event: e.name as string, data: parseData(e.data) },
+    socketId: e.socket_id as string | undefined,
+    info: infoOf(e.info),
+  };
+}
+
+/**
+ * Publishes validated events (rate cap first, all or nothing), each channel's events in one
+ * append; resolves with the info asked for each event.
+ */
+async function publish(c: Ctx, svc: ChannelService, users: PusherUsers, out: Outgoing[]) {
+  const app = c.get("app");
+  if (!svc.backendLimiter.take(app.id, app.max_backend_events_per_sec, out.length)) {
+    throw new Refused(429, `Over the app's max_backend_events_per_sec (${app.max_backend_events_per_sec})`);
+  }
+  for (const o of out) {
+    if (o.channel.startsWith(SERVER_TO_USER)) {
+      const data = typeof o.event.data === "string" ? o.event.data : JSON.stringify(o.event.data);
+      users.sendToUser(app, o.channel.slice(SERVER_TO_USER.length), o.event.event, data);
+    } else {
+      await svc.publish(app, o.channel, [o.event], o.socketId);
+    }
+  }
+  return out.map((o) => {
+    const topic = svc.topic(app, o.channel);
+    const info: Record<string, number> = {};
+    if (o.info.has("subscription_count")) info.subscription_count = svc.hub.count(topic);
+    if (o.info.has("user_count") && channelKind(o.channel) === "presence") info.user_count = svc.presence.count(topic);
+    return info;
+  });
+}
+
+/** The request body as a JSON object (read once by the auth middleware). */
+function jsonBody(c: Ctx): Record<string, unknown> {
+  let body: unknown;
+  try {
+    body = JSON.parse(c.get("body"));
+  } catch {
+    throw new Refused(400, "Malformed JSON body");
+  }
+  if (!isObject(body)) throw new Refused(400, "The body must be a JSON object");
+  return body;
+}
+
+/** The `:channel` path parameter, validated. */
+function channelParam(c: Ctx): string {
+  const name = c.req.param("channel") ?? "";
+  if (!validChannelName(name)) throw new Refused(400, "Invalid channel name");
+  return name;
+}
+
+/** A comma-separated `info` parameter as a set. */
+function infoOf(raw: unknown): Set<string> {
+  return new Set(typeof raw === "string" ? raw.split(",").map((s) => s.trim()).filter(Boolean) : []);
+}
+
+/** Pusher `data` as stored: the JSON value it encodes, or the string itself when it is not JSON. */
+function parseData(data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    return data;
+  }
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
