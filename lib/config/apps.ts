@@ -12,6 +12,8 @@ export interface App {
   max_client_events_per_sec: number;
   /** Rate cap on trigger/push from the backend, per app, per second. */
   max_backend_events_per_sec: number;
+  /** Most live WebSockets (both protocols) of the app; 0 for no limit. */
+  max_connections?: number;
   /**
    * Browser origins allowed to open a WebSocket for this app (`https://app.example`,
    * `https://*.example.com`, or `*`). Absent: any origin.

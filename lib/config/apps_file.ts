@@ -6,6 +6,7 @@ import { idProblem } from "../limits.ts";
 const KNOWN = new Set([
   "id", "key", "secret", "name", "enable_user_authentication", "enable_client_messages",
   "max_client_events_per_sec", "max_backend_events_per_sec", "allowed_origins", "webhooks",
+  "max_connections",
 ]);
 
 /** `*`, or `scheme://host[:port]` with an optional leading `*.` on the host. */
@@ -59,8 +60,8 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
     if (eua !== 0 && eua !== 1) throw new ConfigError(`${at}: enable_user_authentication must be 0 or 1`);
     const ecm = r.enable_client_messages ?? APP_DEFAULTS.enable_client_messages;
     if (typeof ecm !== "boolean") throw new ConfigError(`${at}: enable_client_messages must be true or false`);
-    const rate = (k: "max_client_events_per_sec" | "max_backend_events_per_sec") => {
-      const v = r[k] ?? APP_DEFAULTS[k];
+    const rate = (k: "max_client_events_per_sec" | "max_backend_events_per_sec" | "max_connections") => {
+      const v = r[k] ?? (k === "max_connections" ? 0 : APP_DEFAULTS[k]);
       // 0 means unlimited (docs/channels.md).
       if (typeof v !== "number" || !(v >= 0) || !Number.isFinite(v)) {
         throw new ConfigError(`${at}: ${k} must be a number, 0 for unlimited`);
@@ -74,6 +75,7 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
       enable_client_messages: ecm,
       max_client_events_per_sec: rate("max_client_events_per_sec"),
       max_backend_events_per_sec: rate("max_backend_events_per_sec"),
+      max_connections: rate("max_connections"),
       ...(r.allowed_origins !== undefined ? { allowed_origins: origins(r.allowed_origins, at) } : {}),
       ...(r.webhooks !== undefined ? { webhooks: webhooks(r.webhooks, at) } : {}),
     };

@@ -56,6 +56,7 @@ export const PUSHER_SLOW_CONSUMER = { code: 4100, reason: "slow consumer: send b
 export class PusherConnection implements Subscriber, LiveSocket {
   readonly socketId = newSocketId();
   readonly format = PUSHER_FORMAT;
+  readonly appId: string | undefined;
   lastSeen = Date.now();
   #app: App;
   #transport: Transport;
@@ -69,6 +70,7 @@ export class PusherConnection implements Subscriber, LiveSocket {
     this.#transport = transport;
     this.#deps = deps;
     this.#app = app!;
+    this.appId = refusal ? undefined : app?.id;
     if (!app || refusal) {
       this.#closed = true;
       transport.send(errorMessage(refusal!.code, refusal!.message));

@@ -44,7 +44,7 @@ export class PusherSockets implements SocketEndpoint, PusherUsers {
   }
 
   /** Always accepted; the app key, protocol and origin are checked once the socket is open. */
-  decide(url: URL, origin: string | null): UpgradeDecision {
+  decide(url: URL, origin: string | null, full: (app: App) => boolean): UpgradeDecision {
     const key = decodeURIComponent(PATH.exec(url.pathname)![1]);
     const app = this.#deps.apps.byKey(key);
     let refusal: Refusal | undefined;
@@ -54,6 +54,8 @@ export class PusherSockets implements SocketEndpoint, PusherUsers {
       refusal = { code: 4007, message: "Unsupported protocol version: use 7" };
     } else if (!originAllowed(app, origin)) {
       refusal = { code: 4009, message: "Origin not allowed for this app" };
+    } else if (full(app)) {
+      refusal = { code: 4100, message: "Over capacity: the app is at its max_connections" };
     }
     return { accept: { app, refusal } };
   }

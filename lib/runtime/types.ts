@@ -20,8 +20,8 @@ export interface RunningServer {
 
 /** Response for a refused upgrade: 401 unknown or missing app_key (CONTRACT.md), 403 an
  * origin outside the app's `allowed_origins`. */
-export function refusedUpgrade(status: 401 | 403): Response {
-  const title = status === 401 ? "Unauthorized" : "Forbidden";
+export function refusedUpgrade(status: 401 | 403 | 503): Response {
+  const title = { 401: "Unauthorized", 403: "Forbidden", 503: "Service Unavailable" }[status];
   return new Response(JSON.stringify({ errors: [{ status: String(status), title }] }), {
     status,
     headers: { "content-type": "application/json" },

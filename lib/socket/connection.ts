@@ -51,6 +51,7 @@ export const SLOW_CONSUMER = { code: 4008, reason: "slow consumer: send buffer l
 export class Connection implements Subscriber, LiveSocket {
   readonly socketId: string;
   readonly app: App;
+  readonly appId: string;
   readonly format: WireFormat;
   lastSeen = Date.now();
   #transport: Transport;
@@ -60,6 +61,7 @@ export class Connection implements Subscriber, LiveSocket {
 
   constructor(app: App, format: WireFormat, transport: Transport, deps: SocketDeps) {
     this.app = app;
+    this.appId = app.id;
     this.format = format;
     this.#transport = transport;
     this.#deps = deps;

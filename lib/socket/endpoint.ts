@@ -4,11 +4,14 @@
  * Pusher protocol at `/app/{key}`. The server only tracks live sockets, sweeps idle ones and
  * checks backpressure; the protocol owns frames, handshakes and its own idle rules.
  */
+import type { App } from "../config/apps.ts";
 import type { Transport } from "../runtime/transport.ts";
 
 /** A live socket of any protocol, as the socket server tracks it. */
 export interface LiveSocket {
   readonly closed: boolean;
+  /** The app the socket belongs to (undefined for a socket refused right after opening). */
+  readonly appId: string | undefined;
   /** Handles one inbound WebSocket message. Never throws. */
   receive(data: string | Uint8Array): void;
   /** Called by the runtime when the peer went away. */
@@ -24,14 +27,17 @@ export interface LiveSocket {
 }
 
 /** Whether an upgrade is taken (with what `open` needs) or refused with an HTTP status. */
-export type UpgradeDecision = { accept: unknown } | { refuse: 401 | 403 };
+export type UpgradeDecision = { accept: unknown } | { refuse: 401 | 403 | 503 };
 
 /** One WebSocket protocol served at some paths. */
 export interface SocketEndpoint {
   /** Whether this endpoint serves `url`'s path. */
   matches(url: URL): boolean;
-  /** Decides an upgrade request before the runtime accepts it. */
-  decide(url: URL, origin: string | null): UpgradeDecision;
+  /**
+   * Decides an upgrade request before the runtime accepts it. `full(app)` says whether the app
+   * is at its `max_connections` (live sockets of every protocol).
+   */
+  decide(url: URL, origin: string | null, full: (app: App) => boolean): UpgradeDecision;
   /** Creates the socket once the runtime has opened it. */
   open(accepted: unknown, transport: Transport): LiveSocket;
 }

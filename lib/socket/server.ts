@@ -24,6 +24,8 @@ export interface AcceptedUpgrade {
  */
 export class SocketServer {
   #sockets = new Set<LiveSocket>();
+  /** Live sockets per app id, for `max_connections`. */
+  #perApp = new Map<string, number>();
   #endpoints: SocketEndpoint[] = [];
   #sweeper: ReturnType<typeof setInterval>;
   #backpressure?: ReturnType<typeof setInterval>;
@@ -51,10 +53,14 @@ export class SocketServer {
    * The endpoint's decision for an upgrade request to `url`, or `undefined` when no endpoint
    * serves the path (the request is then ordinary HTTP).
    */
-  route(url: URL, origin: string | null): AcceptedUpgrade | { refuse: 401 | 403 } | undefined {
+  route(url: URL, origin: string | null): AcceptedUpgrade | { refuse: 401 | 403 | 503 } | undefined {
     const endpoint = this.#endpoints.find((e) => e.matches(url));
     if (!endpoint) return undefined;
-    const decision = endpoint.decide(url, origin);
+    const full = (app: App) => {
+      const max = app.max_connections ?? 0;
+      return max > 0 && (this.#perApp.get(app.id) ?? 0) >= max;
+    };
+    const decision = endpoint.decide(url, origin, full);
     return "refuse" in decision ? decision : { endpoint, accepted: decision.accept };
   }
 
@@ -62,13 +68,21 @@ export class SocketServer {
   open(upgrade: AcceptedUpgrade, transport: Transport): LiveSocket {
     const socket = upgrade.endpoint.open(upgrade.accepted, transport);
     this.#sockets.add(socket);
+    if (socket.appId !== undefined) this.#perApp.set(socket.appId, (this.#perApp.get(socket.appId) ?? 0) + 1);
     return socket;
   }
 
   /** Forgets a socket whose transport closed. */
   closed(socket: LiveSocket): void {
     socket.onTransportClosed();
-    this.#sockets.delete(socket);
+    this.#forget(socket);
+  }
+
+  #forget(socket: LiveSocket) {
+    if (!this.#sockets.delete(socket) || socket.appId === undefined) return;
+    const left = this.#perApp.get(socket.appId)! - 1;
+    if (left > 0) this.#perApp.set(socket.appId, left);
+    else this.#perApp.delete(socket.appId);
   }
 
   /**
@@ -104,13 +118,14 @@ export class SocketServer {
       await new Promise((r) => setTimeout(r, 10));
     }
     this.#sockets.clear();
+    this.#perApp.clear();
   }
 
   #sweep() {
     const now = Date.now();
     for (const socket of this.#sockets) {
       if (!socket.closed) socket.sweep(now, this.#idleMs);
-      if (socket.closed) this.#sockets.delete(socket);
+      if (socket.closed) this.#forget(socket);
     }
   }
 }
@@ -119,13 +134,17 @@ export class SocketServer {
 function phoenixEndpoint(apps: AppRegistry, deps: SocketDeps): SocketEndpoint {
   return {
     matches: (url) => SOCKET_PATHS.has(url.pathname),
-    decide(url, origin) {
+    decide(url, origin, full) {
       const key = url.searchParams.get("app_key");
       const app = key ? apps.byKey(key) : undefined;
       if (!app) return { refuse: 401 };
       if (!originAllowed(app, origin)) {
         log.warn("websocket upgrade refused: origin not allowed", { origin: origin?.slice(0, 200), app: app.id });
         return { refuse: 403 };
+      }
+      if (full(app)) {
+        log.warn("websocket upgrade refused: app over max_connections", { app: app.id });
+        return { refuse: 503 };
       }
       const format: WireFormat = url.searchParams.get("format") === "msgpack" ? "msgpack" : "json";
       return { accept: { app, format } };

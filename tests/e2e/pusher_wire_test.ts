@@ -124,3 +124,34 @@ Deno.test("Pusher wire: handshake, pong, event shape with serial, after_serial r
     await server.stop();
   }
 });
+
+Deno.test("max_connections counts sockets of both protocols: Pusher gets 4100, Phoenix a 503 upgrade", async () => {
+  const CAPPED: TestApp = { id: "app-c", key: "keyc", secret: "secretc", max_connections: 2 };
+  const server = await startServer({ apps: [CAPPED] });
+  const socks: RawPusher[] = [];
+  try {
+    socks.push(await RawPusher.connect(server, "keyc"));
+    const phoenix = new WebSocket(server.wsUrl("keyc"));
+    await new Promise((resolve) => (phoenix.onopen = resolve));
+    const third = await RawPusher.connect(server, "keyc");
+    socks.push(third);
+    assert.deepEqual(third.messages[0].data, { code: 4100, message: "Over capacity: the app is at its max_connections" });
+    assert.equal((await third.closed()).code, 4100);
+    const res = await fetch(server.wsUrl("keyc").replace("ws:", "http:"), {
+      headers: { upgrade: "websocket", connection: "Upgrade", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13" },
+    });
+    assert.equal(res.status, 503);
+    await res.body?.cancel();
+    // A slot frees when a socket closes.
+    socks[0].close();
+    await socks[0].closed();
+    await new Promise((r) => setTimeout(r, 100));
+    const again = await RawPusher.connect(server, "keyc");
+    socks.push(again);
+    assert.equal(again.messages[0].event, "pusher:connection_established");
+    phoenix.close();
+  } finally {
+    for (const s of socks) s.close();
+    await server.stop();
+  }
+});

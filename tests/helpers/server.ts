@@ -15,6 +15,7 @@ export interface TestApp {
   enable_client_messages?: boolean;
   max_client_events_per_sec?: number;
   max_backend_events_per_sec?: number;
+  max_connections?: number;
   allowed_origins?: string[];
   webhooks?: { url: string; event_types: string[] }[];
 }
