@@ -39,6 +39,10 @@ Deno.test("Pusher REST API: events, batches, channel info, users, terminate; one
     return p;
   };
   const phoenix = await RawSocket.connect(server.wsUrl("key1"));
+  const phoenixJoinPrivate = async (name: string) => {
+    const tok = await token(server, APP, phoenix.socketId, [`channel:subscribe:${name}`]);
+    assert.equal((await phoenix.join(`pubsub:key1:${name}`, { auth: tok })).status, "ok");
+  };
   try {
     await t.step("trigger reaches pusher-js and Phoenix subscribers with the same serials; data keeps its structure", async () => {
       const p = open();
@@ -127,6 +131,22 @@ Deno.test("Pusher REST API: events, batches, channel info, users, terminate; one
       const res = await lib.terminateUserConnections("carol");
       assert.equal(res.status, 200);
       assert.equal((await raw.closed()).code, 4009);
+    });
+
+    await t.step("private-encrypted- channels: the server relays ciphertext that pusher-js decrypts", async () => {
+      const p = open();
+      const ch = await subscribed(p, "private-encrypted-vault");
+      const got = collect(ch, "secret");
+      await phoenixJoinPrivate("private-encrypted-vault");
+      await lib.trigger("private-encrypted-vault", "secret", { code: 1234 });
+      await until(() => got.length === 1);
+      assert.deepEqual(got, [{ code: 1234 }]);
+      // A Phoenix subscriber of the same channel sees only the ciphertext.
+      const f = await phoenix.waitFor((f) => f[2] === "pubsub:key1:private-encrypted-vault" && f[3] === "secret");
+      const data = f[4].data as { nonce: string; ciphertext: string };
+      assert.equal(typeof data.nonce, "string");
+      assert.equal(typeof data.ciphertext, "string");
+      assert.ok(!JSON.stringify(data).includes("1234"));
     });
 
     await t.step("authentication failures are 401 with Pusher's plain-text reasons; limits are 4xx", async () => {

@@ -10,7 +10,10 @@ export type Pusher = any;
 const PusherClient = PusherJs as any;
 import type { TestApp, TestServer } from "../helpers/server.ts";
 
-/** The `pusher` server library for one app of a test server. */
+/** Base64 of 32 bytes: the master key of end-to-end encrypted channels in these tests. */
+export const ENCRYPTION_KEY = btoa(String.fromCharCode(...new Uint8Array(32).map((_, i) => i + 1)));
+
+/** The `pusher` server library for one app of a test server (with an encryption master key). */
 export function serverLib(server: TestServer, app: TestApp = server.apps[0]): PusherServer {
   return new PusherServer({
     appId: app.id,
@@ -19,6 +22,7 @@ export function serverLib(server: TestServer, app: TestApp = server.apps[0]): Pu
     host: "127.0.0.1",
     port: String(server.port),
     useTLS: false,
+    encryptionMasterKeyBase64: ENCRYPTION_KEY,
   });
 }
 
