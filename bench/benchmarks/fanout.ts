@@ -1,5 +1,6 @@
 // Fan-out: one backend trigger stream to many subscribers, against two bare baselines run in
-// the same session (Bun native server.publish, npm ws broadcast under node).
+// the same session (Bun native server.publish, npm ws broadcast under node), and the same
+// channels subscribed over the Pusher protocol beside the Phoenix path (ratio pusher/phoenix).
 import { APP, CpuMeter, runGenerator, type Served, startBunPubsub, startSwitchboard, startWsBroadcast } from "../lib/proc.ts";
 import { type BenchContext, type BenchReport, bottleneck, pct, pending } from "../lib/report.ts";
 import { round } from "../lib/stats.ts";
@@ -21,6 +22,7 @@ interface GenResult {
 
 const TARGETS = [
   { name: "switchboard", start: () => startSwitchboard(), kind: "switchboard" as const },
+  { name: "switchboard pusher", start: () => startSwitchboard(), kind: "pusher" as const },
   { name: "bun server.publish", start: startBunPubsub, kind: "bare" as const },
   { name: "node ws broadcast", start: startWsBroadcast, kind: "bare" as const },
 ];
@@ -37,7 +39,7 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
   for (const target of TARGETS) {
     const server: Served = await target.start();
     try {
-      if (target.kind === "switchboard" && !(await routeExists(server.baseUrl, "POST", `/api/apps/${APP.id}/trigger`, { channel: "probe", event: "probe", data: {} }))) {
+      if (target.kind !== "bare" && !(await routeExists(server.baseUrl, "POST", `/api/apps/${APP.id}/trigger`, { channel: "probe", event: "probe", data: {} }))) {
         missing = true;
         continue;
       }
@@ -67,7 +69,7 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
     }
   }
 
-  const columns = ["scenario", "server", "delivered/s", "p50 ms", "p99 ms", "light p50", "light p99", "vs bun", "vs ws", "server cpu", "gen cpu", "machine", "limit", "lost"];
+  const columns = ["scenario", "server", "delivered/s", "p50 ms", "p99 ms", "light p50", "light p99", "vs bun", "vs ws", "vs phoenix", "cpu/deliv vs phoenix", "server cpu", "gen cpu", "machine", "limit", "lost"];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
   const notes: string[] = [];
@@ -77,20 +79,30 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
     for (const t of TARGETS) {
       const r = per[t.name];
       if (!r || "error" in r) {
-        rows.push([s.label, t.name, "error", null, null, null, null, null, null, null, null, null, null, null]);
+        rows.push([s.label, t.name, "error", null, null, null, null, null, null, null, null, null, null, null, null, null]);
         data.push({ scenario: s.label, server: t.name, error: r?.error ?? "not run" });
         continue;
       }
       const vsBun = round(r.perSecond / rate("bun server.publish"), 3);
       const vsWs = round(r.perSecond / rate("node ws broadcast"), 3);
+      // The Pusher path against the Phoenix path of the same run: throughput, and server CPU
+      // per delivered message (how much dearer one Pusher delivery is).
+      const phoenix = per["switchboard"];
+      const ok = phoenix && !("error" in phoenix);
+      const vsPhoenix = t.kind === "pusher" && ok ? round(r.perSecond / phoenix.perSecond, 3) : null;
+      const cpuVsPhoenix = t.kind === "pusher" && ok
+        ? round((r.serverCpu / r.perSecond) / (phoenix.serverCpu / phoenix.perSecond), 3)
+        : null;
+      const sb = t.kind !== "bare";
       const limit = bottleneck(r.genCpu, r.serverCpu, r.machineCpu);
       const lost = r.missing + r.closedDuringRun;
-      rows.push([s.label, t.name, r.perSecond, r.p50, r.p99, r.lightP50, r.lightP99, t.kind === "switchboard" ? vsBun : null, t.kind === "switchboard" ? vsWs : null, pct(r.serverCpu), pct(r.genCpu), pct(r.machineCpu), limit, lost ? `${r.missing} msgs, ${r.closedDuringRun} socks` : "0"]);
-      data.push({ scenario: s.label, server: t.name, channels: s.channels, subscribersPerChannel: s.perChannel, window: s.window, deliveredPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, lightP50Ms: r.lightP50, lightP99Ms: r.lightP99, ratioToBun: t.kind === "switchboard" ? vsBun : undefined, ratioToWs: t.kind === "switchboard" ? vsWs : undefined, serverCpu: round(r.serverCpu, 2), machineCpu: round(r.machineCpu, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit, missing: r.missing, closedDuringRun: r.closedDuringRun, httpErrors: r.httpErrors, connectSeconds: round(r.connectSeconds, 2) });
+      rows.push([s.label, t.name, r.perSecond, r.p50, r.p99, r.lightP50, r.lightP99, sb ? vsBun : null, sb ? vsWs : null, vsPhoenix, cpuVsPhoenix, pct(r.serverCpu), pct(r.genCpu), pct(r.machineCpu), limit, lost ? `${r.missing} msgs, ${r.closedDuringRun} socks` : "0"]);
+      data.push({ scenario: s.label, server: t.name, channels: s.channels, subscribersPerChannel: s.perChannel, window: s.window, deliveredPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, lightP50Ms: r.lightP50, lightP99Ms: r.lightP99, ratioToBun: sb ? vsBun : undefined, ratioToWs: sb ? vsWs : undefined, ratioToPhoenix: vsPhoenix ?? undefined, cpuPerDeliveryVsPhoenix: cpuVsPhoenix ?? undefined, serverCpu: round(r.serverCpu, 2), machineCpu: round(r.machineCpu, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit, missing: r.missing, closedDuringRun: r.closedDuringRun, httpErrors: r.httpErrors, connectSeconds: round(r.connectSeconds, 2) });
       if (limit === "generator") notes.push(`${s.label} / ${t.name}: the load generator saturated its core; the server figure is a lower bound.`);
     }
   }
   notes.push("Triggers are HTTP POSTs from the generator process. delivered/s and p50/p99: saturation phase with at most `window` triggers' worth of deliveries outstanding (latency there is mostly queueing: window / throughput). light p50/p99: one trigger outstanding at a time, i.e. the time one fan-out takes.");
+  notes.push("switchboard pusher: the same server and trigger stream, subscribers on the Pusher protocol (`/app/{key}`, `pusher:subscribe`); vs phoenix = its delivered/s over the Phoenix row's, cpu/deliv vs phoenix = server CPU per delivered message over the Phoenix row's (same run).");
   notes.push("machine = share of both cores busy (server + generator + kernel loopback work); 'machine' in limit means the 2 cores, not one process, were the limit.");
   if (missing) {
     const p = pending("fanout", "Switchboard channel trigger (POST /api/apps/{app_id}/trigger) is not available yet; baselines only");

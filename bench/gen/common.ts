@@ -47,9 +47,12 @@ export class SelfCpu {
 /** Sleeps `ms`. */
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Where and how to connect: Switchboard (Phoenix join) or a bare baseline (`/ws?channel=`). */
+/**
+ * Where and how to connect: Switchboard (Phoenix join), Switchboard's Pusher protocol
+ * (`/app/{key}`, `pusher:subscribe`) or a bare baseline (`/ws?channel=`).
+ */
 export interface Target {
-  kind: "switchboard" | "bare";
+  kind: "switchboard" | "pusher" | "bare";
   /** http://127.0.0.1:PORT */
   base: string;
   appKey?: string;
@@ -62,6 +65,8 @@ export interface Target {
 export function subscribe(target: Target, topic: string, params: Record<string, unknown>, onMessage: (data: string) => void): Promise<WebSocket> {
   const ws = target.kind === "switchboard"
     ? new WebSocket(`${target.base.replace("http", "ws")}/socket/websocket?app_key=${target.appKey}&vsn=2.0.0`)
+    : target.kind === "pusher"
+    ? new WebSocket(`${target.base.replace("http", "ws")}/app/${target.appKey}?protocol=7&client=bench&version=1`)
     : new WebSocket(`${target.base.replace("http", "ws")}/ws?channel=${encodeURIComponent(topic)}`);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`subscribe ${topic} timed out`)), 30_000);
@@ -73,8 +78,23 @@ export function subscribe(target: Target, topic: string, params: Record<string, 
         ws.onmessage = (e) => onMessage(e.data as string);
         return resolve(ws);
       }
-      ws.send(JSON.stringify(["1", "1", topic, "phx_join", params]));
+      // Pusher sockets subscribe once connection_established arrives (below).
+      if (target.kind === "switchboard") ws.send(JSON.stringify(["1", "1", topic, "phx_join", params]));
     };
+    if (target.kind === "pusher") {
+      ws.onmessage = (e) => {
+        const s = e.data as string;
+        if (s.includes('"pusher:connection_established"')) {
+          ws.send(JSON.stringify({ event: "pusher:subscribe", data: { channel: topic, ...params } }));
+        } else if (s.includes('"pusher_internal:subscription_succeeded"')) {
+          clearTimeout(timer);
+          ws.onmessage = (ev) => onMessage(ev.data as string);
+          resolve(ws);
+        } else if (s.includes('"pusher:subscription_error"') || s.includes('"pusher:error"')) {
+          reject(new Error(`subscribe ${topic} refused: ${s}`));
+        }
+      };
+    }
     if (target.kind === "switchboard") {
       ws.onmessage = (e) => {
         const s = e.data as string;
@@ -106,5 +126,8 @@ export async function pool<T>(count: number, limit: number, task: (i: number) =>
 /** Extracts the numeric field `"t":` (send timestamp) from a frame without a full parse. */
 export function stamp(s: string): number {
   const i = s.indexOf('"t":');
-  return i < 0 ? NaN : parseFloat(s.slice(i + 4, i + 32));
+  if (i >= 0) return parseFloat(s.slice(i + 4, i + 32));
+  // Pusher frames carry data as a JSON string: the field is escaped there.
+  const j = s.indexOf('\\"t\\":');
+  return j < 0 ? NaN : parseFloat(s.slice(j + 6, j + 34));
 }
