@@ -197,6 +197,7 @@ export class ChannelSubscription {
   #opts: SubscribeOptions;
   #remove: () => void;
   #bindings = new Map<string, Set<EventCallback>>();
+  #global = new Set<(event: string, data: any, meta: Record<string, any>) => void>();
   #channel: any = null;
   #joined: Promise<any> | null = null;
   #settle!: { ok: (r: Record<string, any>) => void; fail: (e: Error) => void };
@@ -221,9 +222,24 @@ export class ChannelSubscription {
     return this;
   }
 
+  /** Calls `cb(event, data, meta)` for every event (presence events included). */
+  bindAll(cb: (event: string, data: any, meta: Record<string, any>) => void): this {
+    this.#global.add(cb);
+    return this;
+  }
+
+  /** Removes a `bindAll` callback. */
+  unbindAll(cb: (event: string, data: any, meta: Record<string, any>) => void): this {
+    this.#global.delete(cb);
+    return this;
+  }
+
   /** Removes one callback, every callback of `event`, or every callback. */
   unbind(event?: string, cb?: EventCallback): this {
-    if (event === undefined) this.#bindings.clear();
+    if (event === undefined) {
+      this.#bindings.clear();
+      this.#global.clear();
+    }
     else if (cb === undefined) this.#bindings.delete(event);
     else this.#bindings.get(event)?.delete(cb);
     return this;
@@ -340,6 +356,13 @@ export class ChannelSubscription {
   }
 
   #emit(event: string, data: unknown, meta: Record<string, unknown>) {
+    for (const cb of [...this.#global]) {
+      try {
+        cb(event, data, meta);
+      } catch (err) {
+        console.error(`channel ${this.name} callback for all events threw:`, err);
+      }
+    }
     for (const cb of [...(this.#bindings.get(event) ?? [])]) {
       try {
         cb(data, meta);
