@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 /**
  * The example's page: `useChat` from @ai-sdk/react over SwitchboardChatTransport. Reload the
  * page or open it in a second tab: the answer being streamed continues there (resume: true);
@@ -10,7 +9,12 @@ import { useChat } from "@ai-sdk/react";
 import { lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from "ai";
 import { SwitchboardChatTransport } from "../../sdk/ai/mod.ts";
 
-const config = (globalThis as unknown as { AI_CHAT: { appKey: string; endpoint: string } }).AI_CHAT;
+// Browser globals, typed here (the repository type-checks as Deno, without the DOM library).
+const { AI_CHAT: config, location, document } = globalThis as unknown as {
+  AI_CHAT: { appKey: string; endpoint: string };
+  location: { hash: string };
+  document: { getElementById(id: string): Element | null };
+};
 const threadId = location.hash.slice(1) || (location.hash = crypto.randomUUID()).slice(1);
 const transport = new SwitchboardChatTransport({ endpoint: config.endpoint, appKey: config.appKey, clientId: "you" });
 
