@@ -6,7 +6,7 @@
  * `pusher:subscribe` (a Switchboard extension) replays exactly what it missed.
  */
 import type { App } from "../config/apps.ts";
-import type { Hub, Subscriber } from "../hub/hub.ts";
+import type { Hub } from "../hub/hub.ts";
 import { record } from "../metrics/mod.ts";
 import { errorFields, log } from "../log/mod.ts";
 import { enterChannel, leavePresence, presenceMember } from "../pubsub/channel.ts";
@@ -15,7 +15,8 @@ import type { PresenceMember } from "../pubsub/presence.ts";
 import type { ChannelService, StoredEvent } from "../pubsub/service.ts";
 import type { Transport } from "../runtime/transport.ts";
 import type { LiveSocket } from "../socket/endpoint.ts";
-import { type JoinContext, REPLAY_LOW_WATER } from "../socket/handler.ts";
+import type { JoinContext } from "../socket/handler.ts";
+import { SubscriberSocket } from "../socket/subscriber_socket.ts";
 import { newSocketId } from "../socket/connection.ts";
 import { StorageUnavailableError } from "../store/errors.ts";
 import { parsePosition } from "../streams/mod.ts";
@@ -53,26 +54,24 @@ const PONG_WAIT_MS = 30_000;
 export const PUSHER_SLOW_CONSUMER = { code: 4100, reason: "slow consumer: send buffer limit exceeded" };
 
 /** See the module comment. */
-export class PusherConnection implements Subscriber, LiveSocket {
+export class PusherConnection extends SubscriberSocket implements LiveSocket {
   readonly socketId = newSocketId();
   readonly format = PUSHER_FORMAT;
   readonly appId: string | undefined;
   lastSeen = Date.now();
   #app: App;
-  #transport: Transport;
   #deps: PusherDeps;
   #subs = new Map<string, Subscription>();
   #user?: string;
   #pingSentAt?: number;
-  #closed = false;
 
   constructor(app: App | undefined, refusal: Refusal | undefined, transport: Transport, deps: PusherDeps) {
-    this.#transport = transport;
+    super(transport, deps.maxBufferedBytes);
     this.#deps = deps;
     this.#app = app!;
     this.appId = refusal ? undefined : app?.id;
     if (!app || refusal) {
-      this.#closed = true;
+      this.isClosed = true;
       transport.send(errorMessage(refusal!.code, refusal!.message));
       transport.close(refusal!.code, refusal!.message);
       return;
@@ -85,40 +84,9 @@ export class PusherConnection implements Subscriber, LiveSocket {
     }));
   }
 
-  /** Whether the socket has been closed (by either side). */
-  get closed(): boolean {
-    return this.#closed;
-  }
-
-  /** Hub delivery; enforces the send buffer bound. */
-  sendEncoded(data: string | Uint8Array): void {
-    if (this.#closed || this.overBuffered()) return;
-    this.#transport.send(data);
-  }
-
-  /** Closes a socket whose queue is over the bound (4100, so clients back off and return). */
-  overBuffered(): boolean {
-    if (this.#closed) return true;
-    if (this.#transport.bufferedAmount() <= this.#deps.maxBufferedBytes) return false;
-    record.slowConsumer();
-    log.warn("slow consumer closed", { app: this.#app.id, socket_id: this.socketId, protocol: "pusher" });
+  /** Closes a slow subscriber with 4100, so Pusher clients back off and return. */
+  protected closeSlowConsumer(): void {
     this.fail(PUSHER_SLOW_CONSUMER.code, PUSHER_SLOW_CONSUMER.reason);
-    return true;
-  }
-
-  /** Joins a runtime-native topic when the transport has them. */
-  nativeSubscribe(name: string): void {
-    if (!this.#closed) this.#transport.subscribe?.(name);
-  }
-
-  /** Leaves a runtime-native topic. */
-  nativeUnsubscribe(name: string): void {
-    if (!this.#closed) this.#transport.unsubscribe?.(name);
-  }
-
-  /** Publishes to a runtime-native topic, skipping this socket. */
-  nativePublish(name: string, data: string | Uint8Array): void {
-    if (!this.#closed) this.#transport.publish?.(name, data);
   }
 
   /** Pings after `activity_timeout` of silence; closes with 4201 when no pong follows. */
@@ -141,30 +109,30 @@ export class PusherConnection implements Subscriber, LiveSocket {
 
   /** Sends `pusher:error` with `code` and closes the socket with it. */
   fail(code: number, text: string): void {
-    if (this.#closed) return;
+    if (this.isClosed) return;
     this.#send(errorMessage(code, text));
     this.close(code, text);
   }
 
   /** Closes the socket and ends every subscription. */
   close(code = 1000, reason = ""): void {
-    if (this.#closed) return;
+    if (this.isClosed) return;
     this.#ended();
     try {
-      this.#transport.close(code, reason);
+      this.transport.close(code, reason);
     } catch { /* already closed */ }
   }
 
   /** Called by the runtime when the peer went away. */
   onTransportClosed(): void {
-    if (!this.#closed) this.#ended();
+    if (!this.isClosed) this.#ended();
   }
 
   /** Handles one inbound message. Never throws. */
   receive(raw: string | Uint8Array): void {
     this.lastSeen = Date.now();
     this.#pingSentAt = undefined;
-    if (this.#closed) return;
+    if (this.isClosed) return;
     const msg = parse(raw);
     if (typeof msg === "string") return this.#send(errorMessage(null, msg));
     const data = msg.data;
@@ -190,7 +158,7 @@ export class PusherConnection implements Subscriber, LiveSocket {
   }
 
   #ended() {
-    this.#closed = true;
+    this.isClosed = true;
     this.#deps.hub.detach(this);
     record.connection(-1);
     for (const name of [...this.#subs.keys()]) this.#unsubscribe(name);
@@ -270,18 +238,12 @@ export class PusherConnection implements Subscriber, LiveSocket {
         this.#send(message("pusher_internal:subscription_succeeded", data, name, extra));
       },
       subscribe: (t = topic) => {
-        if (sub.live && !this.#closed) this.#deps.hub.subscribe(t, this);
+        if (sub.live && !this.isClosed) this.#deps.hub.subscribe(t, this);
       },
       unsubscribe: (t = topic) => this.#deps.hub.unsubscribe(t, this),
       close: () => this.#unsubscribe(name),
-      buffered: () => this.#transport.bufferedAmount(),
-      drained: async () => {
-        while (sub.live && !this.#closed) {
-          if (this.#transport.bufferedAmount() <= REPLAY_LOW_WATER) return true;
-          await new Promise((r) => setTimeout(r, 5));
-        }
-        return false;
-      },
+      buffered: () => this.transport.bufferedAmount(),
+      drained: () => this.drainedWhile(() => sub.live),
     };
   }
 
@@ -360,7 +322,7 @@ export class PusherConnection implements Subscriber, LiveSocket {
   }
 
   #send(text: string) {
-    if (!this.#closed) this.#transport.send(text);
+    if (!this.isClosed) this.transport.send(text);
   }
 }
 

@@ -1,14 +1,14 @@
 import type { App } from "../config/apps.ts";
 import type { Principal } from "../auth/principal.ts";
-import type { Hub, Subscriber } from "../hub/hub.ts";
+import type { Hub } from "../hub/hub.ts";
 import { decodeFrame, encodeFrame, type Frame, type WireFormat } from "../wire/codec.ts";
 import {
   type ChannelHandler,
   type ChannelInstance,
   type JoinContext,
   type PushReply,
-  REPLAY_LOW_WATER,
 } from "./handler.ts";
+import { SubscriberSocket } from "./subscriber_socket.ts";
 import { parseTopic } from "./topics.ts";
 import type { LiveSocket } from "./endpoint.ts";
 import { StorageUnavailableError } from "../store/errors.ts";
@@ -48,22 +48,20 @@ export const SLOW_CONSUMER = { code: 4008, reason: "slow consumer: send buffer l
  * One WebSocket speaking Phoenix V2: heartbeats, joins, leaves, pushes and replies. Knows
  * nothing about products; routes each topic to the handler of its product.
  */
-export class Connection implements Subscriber, LiveSocket {
+export class Connection extends SubscriberSocket implements LiveSocket {
   readonly socketId: string;
   readonly app: App;
   readonly appId: string;
   readonly format: WireFormat;
   lastSeen = Date.now();
-  #transport: Transport;
   #deps: SocketDeps;
   #members = new Map<string, Membership>();
-  #closed = false;
 
   constructor(app: App, format: WireFormat, transport: Transport, deps: SocketDeps) {
+    super(transport, deps.maxBufferedBytes);
     this.app = app;
     this.appId = app.id;
     this.format = format;
-    this.#transport = transport;
     this.#deps = deps;
     this.socketId = newSocketId();
     deps.hub.attach(this);
@@ -71,44 +69,9 @@ export class Connection implements Subscriber, LiveSocket {
     this.#send([null, null, "phoenix", "connected", { socket_id: this.socketId }]);
   }
 
-  /** Whether the socket has been closed (by either side). */
-  get closed(): boolean {
-    return this.#closed;
-  }
-
-  /** Hub delivery; enforces the send buffer bound (DESIGN.md rule 6). */
-  sendEncoded(data: string | Uint8Array): void {
-    if (this.#closed || this.overBuffered()) return;
-    this.#transport.send(data);
-  }
-
-  /**
-   * Closes the socket with 4008 and the slow-consumer reason when its queue exceeds the bound;
-   * returns whether it did. Called on every JS send, and periodically by the socket server for
-   * runtime-native fan-out, which queues without passing through JS.
-   */
-  overBuffered(): boolean {
-    if (this.#closed) return true;
-    if (this.#transport.bufferedAmount() <= this.#deps.maxBufferedBytes) return false;
-    record.slowConsumer();
-    log.warn("slow consumer closed", { app: this.app.id, socket_id: this.socketId });
+  /** Closes a slow subscriber with 4008 and the reason. */
+  protected closeSlowConsumer(): void {
     this.close(SLOW_CONSUMER.code, SLOW_CONSUMER.reason);
-    return true;
-  }
-
-  /** Joins a runtime-native topic when the transport has them (see Hub). */
-  nativeSubscribe(name: string): void {
-    if (!this.#closed) this.#transport.subscribe?.(name);
-  }
-
-  /** Leaves a runtime-native topic. */
-  nativeUnsubscribe(name: string): void {
-    if (!this.#closed) this.#transport.unsubscribe?.(name);
-  }
-
-  /** Publishes to a runtime-native topic, skipping this socket. */
-  nativePublish(name: string, data: string | Uint8Array): void {
-    if (!this.#closed) this.#transport.publish?.(name, data);
   }
 
   /** Handles one inbound WebSocket message. Never throws. */
@@ -155,20 +118,20 @@ export class Connection implements Subscriber, LiveSocket {
 
   /** Closes the socket and ends every membership. */
   close(code = 1000, reason = ""): void {
-    if (this.#closed) return;
-    this.#closed = true;
+    if (this.isClosed) return;
+    this.isClosed = true;
     this.#deps.hub.detach(this);
     record.connection(-1);
     for (const topic of [...this.#members.keys()]) this.#leave(topic, "close");
     try {
-      this.#transport.close(code, reason);
+      this.transport.close(code, reason);
     } catch { /* already closed */ }
   }
 
   /** Called by the runtime when the peer went away. */
   onTransportClosed(): void {
-    if (this.#closed) return;
-    this.#closed = true;
+    if (this.isClosed) return;
+    this.isClosed = true;
     this.#deps.hub.detach(this);
     record.connection(-1);
     for (const topic of [...this.#members.keys()]) this.#leave(topic, "close");
@@ -202,7 +165,7 @@ export class Connection implements Subscriber, LiveSocket {
         this.#reply(jr, ref, topic, { status: "ok", response });
       },
       subscribe: (t = topic) => {
-        if (!member.live || this.#closed) return;
+        if (!member.live || this.isClosed) return;
         member.hubTopics.add(t);
         this.#deps.hub.subscribe(t, this);
       },
@@ -215,14 +178,8 @@ export class Connection implements Subscriber, LiveSocket {
         this.#leave(topic, "kick");
         this.#send([jr, null, topic, "phx_close", reason ? { reason } : {}]);
       },
-      buffered: () => this.#transport.bufferedAmount(),
-      drained: async () => {
-        while (member.live && !this.#closed) {
-          if (this.#transport.bufferedAmount() <= REPLAY_LOW_WATER) return true;
-          await new Promise((r) => setTimeout(r, 5));
-        }
-        return false;
-      },
+      buffered: () => this.transport.bufferedAmount(),
+      drained: () => this.drainedWhile(() => member.live),
     };
     let outcome: ChannelInstance | { error: string };
     try {
@@ -245,7 +202,7 @@ export class Connection implements Subscriber, LiveSocket {
       return this.#reply(jr, ref, topic, { status: "error", response: { reason: outcome.error } });
     }
     if (!member.live) {
-      outcome.terminate?.(this.#closed ? "close" : "rejoin");
+      outcome.terminate?.(this.isClosed ? "close" : "rejoin");
       return;
     }
     member.instance = outcome;
@@ -302,8 +259,8 @@ export class Connection implements Subscriber, LiveSocket {
   }
 
   #send(frame: Frame) {
-    if (this.#closed) return;
-    this.#transport.send(encodeFrame(frame, this.format));
+    if (this.isClosed) return;
+    this.transport.send(encodeFrame(frame, this.format));
   }
 }
 
