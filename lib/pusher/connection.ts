@@ -21,7 +21,7 @@ import { newSocketId } from "../socket/connection.ts";
 import { StorageUnavailableError } from "../store/errors.ts";
 import { parsePosition } from "../streams/mod.ts";
 import { idProblem } from "../limits.ts";
-import { MAX_FRAME_BYTES } from "../wire/codec.ts";
+import { jsonProblem, MAX_FRAME_BYTES } from "../wire/codec.ts";
 import type { Refusal } from "./endpoint.ts";
 import { validChannelAuth, validUserAuth } from "./signature.ts";
 import { encodeForPusher, errorMessage, message, PUSHER_FORMAT, SERVER_TO_USER, userTopic } from "./wire.ts";
@@ -297,6 +297,8 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     if (!app.enable_client_messages) return this.#send(errorMessage(null, "Client events are disabled for this app"));
     const problem = eventNameProblem(event);
     if (problem) return this.#send(errorMessage(null, `Client event rejected: ${problem}`));
+    const invalid = jsonProblem(data, 0);
+    if (invalid) return this.#send(errorMessage(null, `Client event rejected: invalid data: ${invalid}`));
     if (jsonBytes(data) > MAX_CLIENT_PAYLOAD_BYTES) {
       return this.#send(errorMessage(null, `Client event rejected: data larger than ${MAX_CLIENT_PAYLOAD_BYTES} bytes`));
     }

@@ -45,7 +45,11 @@ export class PusherSockets implements SocketEndpoint, PusherUsers {
 
   /** Always accepted; the app key, protocol and origin are checked once the socket is open. */
   decide(url: URL, origin: string | null, full: (app: App) => boolean): UpgradeDecision {
-    const key = decodeURIComponent(PATH.exec(url.pathname)![1]);
+    const raw = PATH.exec(url.pathname)![1];
+    let key = raw;
+    try {
+      key = decodeURIComponent(raw);
+    } catch { /* malformed escapes: no app has that key */ }
     const app = this.#deps.apps.byKey(key);
     let refusal: Refusal | undefined;
     if (!app) {

@@ -9,6 +9,7 @@ import { byteLength } from "../limits.ts";
 import { channelKind, eventNameProblem, validChannelName } from "../pubsub/names.ts";
 import type { ChannelService, StoredEvent } from "../pubsub/service.ts";
 import { requestProblem } from "./signature.ts";
+import { jsonProblem } from "../wire/codec.ts";
 import { SERVER_TO_USER } from "./wire.ts";
 
 /** What the REST API needs of the Pusher sockets: users signed in with `pusher:signin`. */
@@ -144,9 +145,13 @@ function checkEvent(e: Record<string, unknown>): Outgoing {
   if (e.socket_id !== undefined && (typeof e.socket_id !== "string" || !/^\d+\.\d+$/.test(e.socket_id))) {
     throw new Refused(400, "Invalid socket_id");
   }
+  const data = parseData(e.data);
+  // Stored as MessagePack: only values JSON carries, and no key named __proto__.
+  const invalid = jsonProblem(data, 0);
+  if (invalid) throw new Refused(400, `Invalid data: ${invalid}`);
   return {
     channel,
-    event: { event: e.name as string, data: parseData(e.data) },
+    event: { event: e.name as string, data },
     socketId: e.socket_id as string | undefined,
     info: infoOf(e.info),
   };

@@ -169,6 +169,10 @@ Deno.test("Pusher REST API: events, batches, channel info, users, terminate; one
       const many = JSON.stringify({ name: "e", channels: Array.from({ length: 101 }, (_, i) => `c${i}`), data: "{}" });
       assert.equal((await signed(server.port, "POST", "/apps/app-1/events", many)).status, 400);
       assert.equal((await signed(server.port, "POST", "/apps/app-1/events", "{not json")).status, 400);
+      // Data whose JSON holds a key named __proto__ would be altered by storage: refused.
+      const proto = JSON.stringify({ name: "e", channel: "news", data: '{"__proto__":{"x":1}}' });
+      const refused = await signed(server.port, "POST", "/apps/app-1/events", proto);
+      assert.deepEqual(refused, { status: 400, text: 'Invalid data: a key named "__proto__" is not supported' });
     });
   } finally {
     for (const p of clients) p.disconnect();

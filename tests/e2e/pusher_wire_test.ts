@@ -81,6 +81,13 @@ Deno.test("Pusher wire: handshake, pong, event shape with serial, after_serial r
       assert.deepEqual((unknown.data as { code: null }).code, null);
       s.send("pusher:ping", {});
       await s.waitFor((m) => m.event === "pusher:pong");
+      // A client event whose data storage could not keep exactly is refused, not altered.
+      const channelData = JSON.stringify({ user_id: "u8" });
+      s.send("pusher:subscribe", { channel: "presence-y", auth: sign(`${s.socketId}:presence-y:${channelData}`), channel_data: channelData });
+      await s.waitFor((m) => m.event === "pusher_internal:subscription_succeeded" && m.channel === "presence-y");
+      (s as unknown as { send(e: string, d: unknown, c: string): void }).send("client-x", JSON.parse('{"__proto__":{"a":1}}'), "presence-y");
+      const refused = await s.waitFor((m) => m.event === "pusher:error" && /__proto__/.test(JSON.stringify(m.data)));
+      assert.equal((refused.data as { code: null }).code, null);
     });
 
     await t.step("signin: a valid signature gives signin_success and the user's own channel", async () => {
