@@ -1,7 +1,7 @@
 /**
  * The agent side: drive a Switchboard run from an AI SDK `UIMessageChunk` stream (as
  * `streamText(...).toUIMessageStream()` gives it). Text deltas become run tokens (coalesced
- * while a push is in flight; the server rolls them up every 40 ms for viewers); a tool call
+ * by the agent into a few frames; the server rolls them up every 40 ms for viewers); a tool call
  * that needs approval suspends the run until a human decides; a human cancel aborts; the
  * final message keeps every part (reasoning, tools, text) and the metadata.
  */
@@ -197,41 +197,24 @@ async function lastMessage(messages: AsyncIterable<UIMessage>): Promise<UIMessag
 }
 
 /**
- * Token pushes for one run: at most one in flight; text written meanwhile is sent as one
- * token when it returns, so a fast model costs few frames and order is kept.
+ * Token pushes for one run. ChatAgent.token coalesces them into few frames; this only keeps
+ * the first error, so the run ends with it.
  */
 class TokenWriter {
-  #pending = "";
-  #flight: Promise<void> = Promise.resolve();
-  #busy = false;
+  #pending: Promise<void>[] = [];
   #error: unknown;
 
   constructor(private agent: ChatAgent, private runId: string) {}
 
-  /** Queues `text`. */
+  /** Sends `text` (coalesced by the agent). */
   write(text: string): void {
-    if (text === "") return;
-    this.#pending += text;
-    if (!this.#busy) this.#flight = this.#drain();
+    if (text === "" || this.#error) return;
+    this.#pending.push(this.agent.token(this.runId, text).catch((err) => void (this.#error ??= err)));
   }
 
   /** Resolves once everything written has been accepted (rejects with a push error). */
   async flushed(): Promise<void> {
-    await this.#flight;
+    await Promise.all(this.#pending.splice(0));
     if (this.#error) throw this.#error;
   }
-
-  async #drain() {
-    this.#busy = true;
-    try {
-      while (this.#pending !== "" && !this.#error) {
-        const text = this.#pending;
-        this.#pending = "";
-        await this.agent.token(this.runId, text).catch((err) => (this.#error = err));
-      }
-    } finally {
-      this.#busy = false;
-    }
-  }
 }
-

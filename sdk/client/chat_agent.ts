@@ -15,10 +15,23 @@ export interface ToolRequest {
   toolCallId?: string;
 }
 
+/** Tokens of a run are held this long (ms) and sent as one `token` push ... */
+export const TOKEN_FLUSH_MS = 5;
+/** ... or sooner once this many characters are held. */
+export const TOKEN_FLUSH_CHARS = 4096;
+
+/** Tokens of one run waiting to be sent, with the callers waiting for their reply. */
+interface TokenBatch {
+  text: string;
+  waiters: { resolve: () => void; reject: (err: unknown) => void }[];
+  timer: ReturnType<typeof setTimeout>;
+}
+
 /** An agent joined to one thread. */
 export class ChatAgent {
   readonly session: ChatSession;
   #announced = new Set<string>();
+  #batches = new Map<string, TokenBatch>();
 
   constructor(session: ChatSession) {
     this.session = session;
@@ -63,13 +76,40 @@ export class ChatAgent {
     return r.run as RunInfo;
   }
 
-  /** Appends token text to an active run (rolled up server-side every 40 ms). */
+  /**
+   * Appends token text to an active run. Tokens are coalesced: held for up to TOKEN_FLUSH_MS
+   * (or TOKEN_FLUSH_CHARS) and sent as one push, well inside the server's 40 ms roll-up, so a
+   * fast model costs a few frames per roll-up instead of one per token. Order is kept (pushes
+   * of one socket are handled in order, and lifecycle calls flush first). Resolves once the
+   * push holding `text` is accepted; rejects with its error (e.g. the run was cancelled).
+   */
   token(runId: string, text: string): Promise<void> {
-    return this.session.request("token", { runId, text }).then(() => {});
+    let batch = this.#batches.get(runId);
+    if (!batch) {
+      batch = { text: "", waiters: [], timer: setTimeout(() => this.#flushTokens(runId), TOKEN_FLUSH_MS) };
+      this.#batches.set(runId, batch);
+    }
+    batch.text += text;
+    const done = new Promise<void>((resolve, reject) => batch!.waiters.push({ resolve, reject }));
+    if (batch.text.length >= TOKEN_FLUSH_CHARS) this.#flushTokens(runId);
+    return done;
+  }
+
+  /** Sends the held tokens of `runId` now (before a lifecycle push, so order is kept). */
+  #flushTokens(runId: string): void {
+    const batch = this.#batches.get(runId);
+    if (!batch) return;
+    this.#batches.delete(runId);
+    clearTimeout(batch.timer);
+    this.session.request("token", { runId, text: batch.text }).then(
+      () => batch.waiters.forEach((w) => w.resolve()),
+      (err) => batch.waiters.forEach((w) => w.reject(err)),
+    );
   }
 
   /** active -> suspended, waiting for approveTool / rejectTool; resolves with the toolCallId. */
   async suspend(runId: string, tool: ToolRequest): Promise<string> {
+    this.#flushTokens(runId);
     const toolCallId = tool.toolCallId ?? crypto.randomUUID();
     await this.session.request("run:suspend", {
       runId,
@@ -91,6 +131,7 @@ export class ChatAgent {
     reason: "complete" | "error" = "complete",
     content?: unknown,
   ): Promise<void> {
+    this.#flushTokens(runId);
     await this.session.request("run:end", {
       runId,
       reason,
