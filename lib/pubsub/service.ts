@@ -139,6 +139,10 @@ export class ChannelService {
   firstRetained(stream: string, head: number): number {
     let first = Math.max(this.log.first(stream), head - this.#maxCount + 1, 1);
     const cutoff = Date.now() - this.#maxAgeMs;
+    // Usually the oldest counted entry is young enough: one read instead of a scan (a replay
+    // asks once per chunk).
+    const oldest = first <= head ? this.log.after(stream, first - 1, 1)[0] : undefined;
+    if (oldest && oldest.position === first && oldest.time >= cutoff) return first;
     while (first <= head) {
       const chunk = this.log.after(stream, first - 1, 256);
       if (chunk.length === 0) return head + 1;

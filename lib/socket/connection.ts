@@ -149,6 +149,7 @@ export class Connection extends SubscriberSocket implements LiveSocket {
     const member: Membership = { joinRef: jr, hubTopics: new Set(), live: true };
     this.#members.set(topic, member);
     let replied = false;
+    const heads = new Map<string, string>();
     const ctx: JoinContext = {
       app: this.app,
       topic,
@@ -157,7 +158,12 @@ export class Connection extends SubscriberSocket implements LiveSocket {
       socketId: this.socketId,
       verify: (token) => this.#deps.verify(this.app, token, this.socketId),
       push: (event, payload) => {
-        if (member.live) this.#send([jr, null, topic, event, payload]);
+        if (!member.live || this.isClosed) return;
+        // Replays push many frames of one topic: JSON frames reuse their encoded head.
+        if (this.format !== "json") return this.#send([jr, null, topic, event, payload]);
+        let head = heads.get(event);
+        if (head === undefined) heads.set(event, head = JSON.stringify([jr, null, topic, event]).slice(0, -1));
+        this.transport.send(`${head},${JSON.stringify(payload ?? null)}]`);
       },
       accept: (response = {}) => {
         if (replied || !member.live) return;

@@ -77,9 +77,8 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
       first: log.first(stream),
     };
   });
-  const push = (records: LogRecord<E>[]) => {
-    for (const rec of records) for (const [event, payload] of spec.events(rec)) ctx.push(event, payload);
-    record.replay(records.length);
+  const push = (rec: LogRecord<E>) => {
+    for (const [event, payload] of spec.events(rec)) ctx.push(event, payload);
   };
 
   let pos = spec.after;
@@ -102,11 +101,12 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
     }
     if (records.length === 0) break;
     for (const rec of records) {
-      push([rec]);
+      push(rec);
       pos = rec.position;
       // Large entries: wait inside a chunk too, so the queue never nears the slow-consumer bound.
       if (ctx.buffered() > REPLAY_HIGH_WATER && !(await ctx.drained())) return false;
     }
+    record.replay(records.length);
     if (!(await ctx.drained())) return false;
   }
   if (pos !== undefined && !(await ctx.drained())) return false;
@@ -130,7 +130,8 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
           if (pos < first - 1 && spec.gap === "reset") replay = "reset";
           else {
             if (pos < first - 1) partial = true;
-            push(rest.records);
+            rest.records.forEach(push);
+            record.replay(rest.records.length);
             replay = partial ? "partial" : "complete";
           }
         }
