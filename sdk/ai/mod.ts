@@ -6,4 +6,4 @@
 export { SwitchboardChatTransport, type SwitchboardChatTransportOptions } from "./transport.ts";
 export { cancelSignal, pipeUIMessageStream, type PipeOptions, type PipeOutcome, type ToolDecision } from "./pipe.ts";
 export { runChunks } from "./run_stream.ts";
-export { contentOf, type PartsContent, partsContent, toUIMessage } from "./ui_message.ts";
+export { contentOf, contentText, type PartsContent, partsContent, toUIMessage } from "./ui_message.ts";

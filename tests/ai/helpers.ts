@@ -15,8 +15,7 @@ import {
 import { MockLanguageModelV4, simulateReadableStream } from "ai/test";
 import { z } from "zod";
 import { ChatClient } from "../../sdk/client/mod.ts";
-import { pipeUIMessageStream, type PipeOutcome } from "../../sdk/ai/mod.ts";
-import { contentText } from "../../sdk/ai/ui_message.ts";
+import { contentText, pipeUIMessageStream, type PipeOutcome } from "../../sdk/ai/mod.ts";
 import type { TestServer } from "../helpers/server.ts";
 
 /** A plain ChatState. */
