@@ -1,6 +1,7 @@
-// Durable writes: set and increment on one hot object and on many objects, 1 and 64
-// concurrent writers, each acknowledged only when durable; baseline: raw awaited lmdb-js puts
-// of the same bytes with the same durability settings, in the server's runtime.
+// Durable writes: set and increment on one hot object and on many objects, 1, 64 and 256
+// concurrent writers, each acknowledged only when durable; baselines: raw awaited lmdb-js puts
+// of the same bytes with the same durability settings, in the server's runtime, and the Redis
+// peer (INCR with appendfsync always, when redis-server is installed) for increments.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,6 +9,7 @@ import { APP, CpuMeter, matchingRuntime, runGenerator, startSwitchboard } from "
 import { type BenchContext, type BenchReport, bottleneck, pct, pending } from "../lib/report.ts";
 import { round } from "../lib/stats.ts";
 import { routeExists } from "./probe.ts";
+import { startRedis } from "../lib/peers.ts";
 
 interface WriteResult {
   perSecond: number;
@@ -23,7 +25,7 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
   const warmup = ctx.seconds(0.5, 0.3);
   const valueBytes = 100;
   const many = ctx.size(10000);
-  const concurrencies = [1, 64];
+  const concurrencies = [1, 64, 256];
 
   // Raw baseline first, in the runtime the server runs in.
   const raw: Record<string, WriteResult> = {};
@@ -40,10 +42,35 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
     }
   }
 
-  const columns = ["op", "objects", "writers", "writes/s", "p50 ms", "p99 ms", "raw writes/s", "raw p99 ms", "ratio", "server cpu", "machine", "limit"];
+  // The Redis peer: INCR acknowledged after fsync, same writers and keys.
+  const redis: Record<string, WriteResult> = {};
+  const notes: string[] = [];
+  const peer = await startRedis().catch((e) => {
+    notes.push(`redis-server did not start: ${String(e).slice(0, 200)}`);
+    return null;
+  });
+  if (!peer) notes.push("Redis peer missing: install redis-server (Debian: apt-get install redis-server) for its rows.");
+  try {
+    for (const objects of peer ? [1, many] : []) {
+      for (const concurrency of concurrencies) {
+        ctx.log(`redis INCR objects=${objects} writers=${concurrency}`);
+        const meter = new CpuMeter(peer!.pid);
+        const r = await runGenerator<WriteResult & { genCpu: number }>("bun", "gen/redis_writes_gen.ts", { port: peer!.port, objects, concurrency, seconds, warmup }, meter.mark);
+        redis[`${objects}/${concurrency}`] = { ...r, serverCpu: meter.share } as WriteResult;
+      }
+    }
+  } finally {
+    await peer?.stop();
+  }
+
+  const columns = ["op", "objects", "writers", "writes/s", "p50 ms", "p99 ms", "raw writes/s", "raw p99 ms", "ratio", "vs redis", "server cpu", "machine", "limit"];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
-  const notes: string[] = [];
+  for (const [k, r] of Object.entries(redis)) {
+    const [objects, writers] = k.split("/").map(Number);
+    rows.push(["redis INCR", objects, writers, r.perSecond, r.p50, r.p99, null, null, null, null, `${Math.round(((r as { serverCpu?: number }).serverCpu ?? 0) * 100)}%`, null, null]);
+    data.push({ op: "redis INCR (appendfsync always)", objects, writers, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99 });
+  }
   const server = await startSwitchboard();
   try {
     if (!(await routeExists(server.baseUrl, "PUT", `/api/v1/objects/${APP.id}/probe/probe/v`, { value: 1 }))) {
@@ -59,9 +86,11 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
           const r = await runGenerator<WriteResult>("bun", "gen/writes_gen.ts", { base: server.baseUrl, op, objects, concurrency, seconds, warmup, valueBytes }, meter.mark);
           const base = raw[`${objects}/${concurrency}`];
           const ratio = round(r.perSecond / base.perSecond, 3);
+          const peerRate = op === "increment" ? redis[`${objects}/${concurrency}`]?.perSecond : undefined;
+          const vsRedis = peerRate ? round(r.perSecond / peerRate, 3) : null;
           const limit = bottleneck(r.genCpu ?? 0, meter.share, meter.machine);
-          rows.push([op, objects, concurrency, r.perSecond, r.p50, r.p99, base.perSecond, base.p99, ratio, `${Math.round(meter.share * 100)}%`, pct(meter.machine), limit]);
-          data.push({ op, objects, writers: concurrency, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, rawWritesPerSecond: round(base.perSecond), rawP50Ms: base.p50, rawP99Ms: base.p99, ratioToRaw: ratio, errors: r.errors, serverCpu: round(meter.share, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(r.genCpu ?? 0, 2), bottleneck: limit });
+          rows.push([op, objects, concurrency, r.perSecond, r.p50, r.p99, base.perSecond, base.p99, ratio, vsRedis, `${Math.round(meter.share * 100)}%`, pct(meter.machine), limit]);
+          data.push({ op, objects, writers: concurrency, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, rawWritesPerSecond: round(base.perSecond), rawP50Ms: base.p50, rawP99Ms: base.p99, ratioToRaw: ratio, ratioToRedis: vsRedis ?? undefined, errors: r.errors, serverCpu: round(meter.share, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(r.genCpu ?? 0, 2), bottleneck: limit });
           if (r.errors) notes.push(`${op} objects=${objects} writers=${concurrency}: ${r.errors} failed requests`);
           if (limit === "generator") notes.push(`${op} objects=${objects} writers=${concurrency}: generator-bound; the server figure is a lower bound`);
         }
