@@ -22,9 +22,9 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
     hostname: opts.hostname,
     // deno-lint-ignore no-explicit-any
     fetch(req: Request, srv: any) {
-      const url = new URL(req.url);
+      // Only upgrades need the parsed URL (plain requests are routed by Hono).
       const upgrade = req.headers.get("upgrade")?.toLowerCase() === "websocket"
-        ? sockets?.route(url, req.headers.get("origin"))
+        ? sockets?.route(new URL(req.url), req.headers.get("origin"))
         : undefined;
       if (upgrade) {
         if ("refuse" in upgrade) return refusedUpgrade(upgrade.refuse);

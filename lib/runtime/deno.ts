@@ -11,9 +11,9 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
       onListen: ({ hostname, port }) =>
         resolve({ hostname, port, stop: () => server.shutdown() }),
     }, (req) => {
-      const url = new URL(req.url);
+      // Only upgrades need the parsed URL (plain requests are routed by Hono).
       const upgrade = req.headers.get("upgrade")?.toLowerCase() === "websocket"
-        ? sockets?.route(url, req.headers.get("origin"))
+        ? sockets?.route(new URL(req.url), req.headers.get("origin"))
         : undefined;
       if (upgrade) {
         if ("refuse" in upgrade) return refusedUpgrade(upgrade.refuse);
