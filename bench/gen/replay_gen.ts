@@ -39,7 +39,7 @@ function joinOnce(): Promise<{ entries: number; ms: number; firstMs: number; rep
     let entries = 0;
     let start = 0;
     let first = 0;
-    const timer = setTimeout(() => reject(new Error(`replay timed out after ${entries} entries`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`replay timed out after ${entries} entries`)), 300_000);
     ws.onclose = (e) => reject(new Error(`socket closed after ${entries} entries: ${e.code} ${e.reason}`));
     ws.onmessage = (e) => {
       const s = e.data as string;
@@ -75,7 +75,9 @@ done({
   bestPerSecond: rates[rates.length - 1],
   medianPerSecond: rates[Math.floor(rates.length / 2)],
   bestMs: Math.min(...runs.map((r) => r.ms)),
-  firstEntryMs: Math.min(...runs.map((r) => r.firstMs)),
+  medianMs: runs.map((r) => r.ms).sort((a, b) => a - b)[Math.floor(runs.length / 2)],
+  firstEntryMs: runs.map((r) => r.firstMs).sort((a, b) => a - b)[Math.floor(runs.length / 2)],
+  complete: runs.every((r) => r.entries === cfg.count),
   reply: runs[0].reply,
   genCpu,
 });
