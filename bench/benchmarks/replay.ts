@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { APP, CpuMeter, matchingRuntime, rssBytes, runGenerator, startSwitchboard } from "../lib/proc.ts";
-import { type BenchContext, type BenchReport, bottleneck, pct } from "../lib/report.ts";
+import { type BenchContext, type BenchReport, bottleneck } from "../lib/report.ts";
 import { round } from "../lib/stats.ts";
 import { routeExists } from "./probe.ts";
 import { startRedis } from "../lib/peers.ts";
