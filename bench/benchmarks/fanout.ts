@@ -1,7 +1,7 @@
 // Fan-out: one backend trigger stream to many subscribers, against two bare baselines run in
 // the same session (Bun native server.publish, npm ws broadcast under node), and the same
 // channels subscribed over the Pusher protocol beside the Phoenix path (ratio pusher/phoenix).
-import { APP, CpuMeter, runGenerator, type Served, startBunPubsub, startSwitchboard, startWsBroadcast } from "../lib/proc.ts";
+import { APP, CpuMeter, runGenerator, type Served, startBunPubsub, startSocketIo, startSwitchboard, startWsBroadcast } from "../lib/proc.ts";
 import { type BenchContext, type BenchReport, bottleneck, pct, pending } from "../lib/report.ts";
 import { round } from "../lib/stats.ts";
 import { routeExists } from "./probe.ts";
@@ -25,6 +25,7 @@ const TARGETS = [
   { name: "switchboard pusher", start: () => startSwitchboard(), kind: "pusher" as const },
   { name: "bun server.publish", start: startBunPubsub, kind: "bare" as const },
   { name: "node ws broadcast", start: startWsBroadcast, kind: "bare" as const },
+  { name: "socket.io (node)", start: startSocketIo, kind: "socketio" as const },
 ];
 
 /** Runs the fan-out scenarios against Switchboard and both baselines. */
@@ -39,7 +40,7 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
   for (const target of TARGETS) {
     const server: Served = await target.start();
     try {
-      if (target.kind !== "bare" && !(await routeExists(server.baseUrl, "POST", `/api/apps/${APP.id}/trigger`, { channel: "probe", event: "probe", data: {} }))) {
+      if ((target.kind === "switchboard" || target.kind === "pusher") && !(await routeExists(server.baseUrl, "POST", `/api/apps/${APP.id}/trigger`, { channel: "probe", event: "probe", data: {} }))) {
         missing = true;
         continue;
       }
@@ -69,7 +70,7 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
     }
   }
 
-  const columns = ["scenario", "server", "delivered/s", "p50 ms", "p99 ms", "light p50", "light p99", "vs bun", "vs ws", "vs phoenix", "cpu/deliv vs phoenix", "server cpu", "gen cpu", "machine", "limit", "lost"];
+  const columns = ["scenario", "server", "delivered/s", "p50 ms", "p99 ms", "light p50", "light p99", "vs bun", "vs ws", "vs socket.io", "vs phoenix", "cpu/deliv vs phoenix", "server cpu", "gen cpu", "machine", "limit", "lost"];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
   const notes: string[] = [];
@@ -79,12 +80,13 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
     for (const t of TARGETS) {
       const r = per[t.name];
       if (!r || "error" in r) {
-        rows.push([s.label, t.name, "error", null, null, null, null, null, null, null, null, null, null, null, null, null]);
+        rows.push([s.label, t.name, "error", null, null, null, null, null, null, null, null, null, null, null, null, null, null]);
         data.push({ scenario: s.label, server: t.name, error: r?.error ?? "not run" });
         continue;
       }
       const vsBun = round(r.perSecond / rate("bun server.publish"), 3);
       const vsWs = round(r.perSecond / rate("node ws broadcast"), 3);
+      const vsSio = round(r.perSecond / rate("socket.io (node)"), 3);
       // The Pusher path against the Phoenix path of the same run: throughput, and server CPU
       // per delivered message (how much dearer one Pusher delivery is).
       const phoenix = per["switchboard"];
@@ -93,11 +95,11 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
       const cpuVsPhoenix = t.kind === "pusher" && ok
         ? round((r.serverCpu / r.perSecond) / (phoenix.serverCpu / phoenix.perSecond), 3)
         : null;
-      const sb = t.kind !== "bare";
+      const sb = t.kind === "switchboard" || t.kind === "pusher";
       const limit = bottleneck(r.genCpu, r.serverCpu, r.machineCpu);
       const lost = r.missing + r.closedDuringRun;
-      rows.push([s.label, t.name, r.perSecond, r.p50, r.p99, r.lightP50, r.lightP99, sb ? vsBun : null, sb ? vsWs : null, vsPhoenix, cpuVsPhoenix, pct(r.serverCpu), pct(r.genCpu), pct(r.machineCpu), limit, lost ? `${r.missing} msgs, ${r.closedDuringRun} socks` : "0"]);
-      data.push({ scenario: s.label, server: t.name, channels: s.channels, subscribersPerChannel: s.perChannel, window: s.window, deliveredPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, lightP50Ms: r.lightP50, lightP99Ms: r.lightP99, ratioToBun: sb ? vsBun : undefined, ratioToWs: sb ? vsWs : undefined, ratioToPhoenix: vsPhoenix ?? undefined, cpuPerDeliveryVsPhoenix: cpuVsPhoenix ?? undefined, serverCpu: round(r.serverCpu, 2), machineCpu: round(r.machineCpu, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit, missing: r.missing, closedDuringRun: r.closedDuringRun, httpErrors: r.httpErrors, connectSeconds: round(r.connectSeconds, 2) });
+      rows.push([s.label, t.name, r.perSecond, r.p50, r.p99, r.lightP50, r.lightP99, sb ? vsBun : null, sb ? vsWs : null, sb ? vsSio : null, vsPhoenix, cpuVsPhoenix, pct(r.serverCpu), pct(r.genCpu), pct(r.machineCpu), limit, lost ? `${r.missing} msgs, ${r.closedDuringRun} socks` : "0"]);
+      data.push({ scenario: s.label, server: t.name, channels: s.channels, subscribersPerChannel: s.perChannel, window: s.window, deliveredPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, lightP50Ms: r.lightP50, lightP99Ms: r.lightP99, ratioToBun: sb ? vsBun : undefined, ratioToWs: sb ? vsWs : undefined, ratioToSocketIo: sb ? vsSio : undefined, ratioToPhoenix: vsPhoenix ?? undefined, cpuPerDeliveryVsPhoenix: cpuVsPhoenix ?? undefined, serverCpu: round(r.serverCpu, 2), machineCpu: round(r.machineCpu, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit, missing: r.missing, closedDuringRun: r.closedDuringRun, httpErrors: r.httpErrors, connectSeconds: round(r.connectSeconds, 2) });
       if (limit === "generator") notes.push(`${s.label} / ${t.name}: the load generator saturated its core; the server figure is a lower bound.`);
     }
   }

@@ -52,7 +52,7 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
  * (`/app/{key}`, `pusher:subscribe`) or a bare baseline (`/ws?channel=`).
  */
 export interface Target {
-  kind: "switchboard" | "pusher" | "bare";
+  kind: "switchboard" | "pusher" | "socketio" | "bare";
   /** http://127.0.0.1:PORT */
   base: string;
   appKey?: string;
@@ -67,6 +67,8 @@ export function subscribe(target: Target, topic: string, params: Record<string, 
     ? new WebSocket(`${target.base.replace("http", "ws")}/socket/websocket?app_key=${target.appKey}&vsn=2.0.0`)
     : target.kind === "pusher"
     ? new WebSocket(`${target.base.replace("http", "ws")}/app/${target.appKey}?protocol=7&client=bench&version=1`)
+    : target.kind === "socketio"
+    ? new WebSocket(`${target.base.replace("http", "ws")}/socket.io/?EIO=4&transport=websocket`)
     : new WebSocket(`${target.base.replace("http", "ws")}/ws?channel=${encodeURIComponent(topic)}`);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`subscribe ${topic} timed out`)), 30_000);
@@ -81,6 +83,24 @@ export function subscribe(target: Target, topic: string, params: Record<string, 
       // Pusher sockets subscribe once connection_established arrives (below).
       if (target.kind === "switchboard") ws.send(JSON.stringify(["1", "1", topic, "phx_join", params]));
     };
+    if (target.kind === "socketio") {
+      // Engine.IO v4 over a raw WebSocket: open (0), connect the namespace (40), join the room;
+      // answer pings (2) with pongs (3); events arrive as 42["event", payload].
+      ws.onmessage = (e) => {
+        const s = e.data as string;
+        if (s.startsWith("0{")) ws.send("40");
+        else if (s.startsWith("40")) {
+          ws.send(`42${JSON.stringify(["join", topic])}`);
+          clearTimeout(timer);
+          ws.onmessage = (ev) => {
+            const m = ev.data as string;
+            if (m === "2") ws.send("3");
+            else onMessage(m);
+          };
+          resolve(ws);
+        }
+      };
+    }
     if (target.kind === "pusher") {
       ws.onmessage = (e) => {
         const s = e.data as string;

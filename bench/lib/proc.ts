@@ -111,6 +111,11 @@ export function startWsBroadcast(): Promise<Served> {
   return startListening("node", [join(ROOT, "bench/baselines/ws_broadcast_server.mjs")], /listening on http:\/\/[^:]+:(\d+)/);
 }
 
+/** Starts the Socket.IO peer under node. */
+export function startSocketIo(): Promise<Served> {
+  return startListening("node", [join(ROOT, "bench/baselines/socketio_server.mjs")], /listening on http:\/\/[^:]+:(\d+)/);
+}
+
 /** Which program runs a generator file. */
 export type GenRuntime = "bun" | "node" | "deno";
 
