@@ -1,7 +1,7 @@
 // Fan-out: one backend trigger stream to many subscribers, against two bare baselines run in
 // the same session (Bun native server.publish, npm ws broadcast under node), and the same
 // channels subscribed over the Pusher protocol beside the Phoenix path (ratio pusher/phoenix).
-import { APP, CpuMeter, runGenerator, type Served, startBunPubsub, startSocketIo, startSwitchboard, startWsBroadcast } from "../lib/proc.ts";
+import { APP, CpuMeter, runGenerator, type Served, startBunPubsub, startNatsPeer, startSocketIo, startSwitchboard, startWsBroadcast } from "../lib/proc.ts";
 import { type BenchContext, type BenchReport, bottleneck, pct, pending } from "../lib/report.ts";
 import { round } from "../lib/stats.ts";
 import { routeExists } from "./probe.ts";
@@ -26,6 +26,7 @@ const TARGETS = [
   { name: "bun server.publish", start: startBunPubsub, kind: "bare" as const },
   { name: "node ws broadcast", start: startWsBroadcast, kind: "bare" as const },
   { name: "socket.io (node)", start: startSocketIo, kind: "socketio" as const },
+  { name: "nats core over ws", start: startNatsPeer, kind: "nats" as const },
 ];
 
 /** Runs the fan-out scenarios against Switchboard and both baselines. */
@@ -37,8 +38,17 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
   ];
   const results: Record<string, Record<string, (GenResult & { serverCpu: number; machineCpu: number }) | { error: string }>> = {};
   let missing = false;
+  const peerNotes: string[] = [];
   for (const target of TARGETS) {
-    const server: Served = await target.start();
+    let server: Served;
+    try {
+      server = await target.start();
+    } catch (e) {
+      // A peer that is not installed (nats-server, node) is reported by name, not fatal.
+      for (const s of scenarios) (results[s.label] ??= {})[target.name] = { error: `not started: ${String(e).slice(0, 200)}` };
+      peerNotes.push(`${target.name} did not start (Debian: apt-get install nats-server; node on PATH): ${String(e).slice(0, 160)}`);
+      continue;
+    }
     try {
       if ((target.kind === "switchboard" || target.kind === "pusher") && !(await routeExists(server.baseUrl, "POST", `/api/apps/${APP.id}/trigger`, { channel: "probe", event: "probe", data: {} }))) {
         missing = true;
@@ -49,7 +59,7 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
         const meter = new CpuMeter(server.pid);
         try {
           const r = await runGenerator<GenResult>("bun", "gen/fanout_gen.ts", {
-            target: { kind: target.kind, base: server.baseUrl, appKey: APP.key },
+            target: { kind: target.kind, base: server.baseUrl, appKey: APP.key, wsPort: server.wsPort },
             channels: s.channels,
             perChannel: s.perChannel,
             seconds: ctx.seconds(6, 1.5),
@@ -70,7 +80,7 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
     }
   }
 
-  const columns = ["scenario", "server", "delivered/s", "p50 ms", "p99 ms", "light p50", "light p99", "vs bun", "vs ws", "vs socket.io", "vs phoenix", "cpu/deliv vs phoenix", "server cpu", "gen cpu", "machine", "limit", "lost"];
+  const columns = ["scenario", "server", "delivered/s", "p50 ms", "p99 ms", "light p50", "light p99", "vs bun", "vs ws", "vs socket.io", "vs nats", "vs phoenix", "cpu/deliv vs phoenix", "server cpu", "gen cpu", "machine", "limit", "lost"];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
   const notes: string[] = [];
@@ -80,13 +90,14 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
     for (const t of TARGETS) {
       const r = per[t.name];
       if (!r || "error" in r) {
-        rows.push([s.label, t.name, "error", null, null, null, null, null, null, null, null, null, null, null, null, null, null]);
+        rows.push([s.label, t.name, "error", null, null, null, null, null, null, null, null, null, null, null, null, null, null, null]);
         data.push({ scenario: s.label, server: t.name, error: r?.error ?? "not run" });
         continue;
       }
       const vsBun = round(r.perSecond / rate("bun server.publish"), 3);
       const vsWs = round(r.perSecond / rate("node ws broadcast"), 3);
       const vsSio = round(r.perSecond / rate("socket.io (node)"), 3);
+      const vsNats = round(r.perSecond / rate("nats core over ws"), 3);
       // The Pusher path against the Phoenix path of the same run: throughput, and server CPU
       // per delivered message (how much dearer one Pusher delivery is).
       const phoenix = per["switchboard"];
@@ -98,12 +109,14 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
       const sb = t.kind === "switchboard" || t.kind === "pusher";
       const limit = bottleneck(r.genCpu, r.serverCpu, r.machineCpu);
       const lost = r.missing + r.closedDuringRun;
-      rows.push([s.label, t.name, r.perSecond, r.p50, r.p99, r.lightP50, r.lightP99, sb ? vsBun : null, sb ? vsWs : null, sb ? vsSio : null, vsPhoenix, cpuVsPhoenix, pct(r.serverCpu), pct(r.genCpu), pct(r.machineCpu), limit, lost ? `${r.missing} msgs, ${r.closedDuringRun} socks` : "0"]);
-      data.push({ scenario: s.label, server: t.name, channels: s.channels, subscribersPerChannel: s.perChannel, window: s.window, deliveredPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, lightP50Ms: r.lightP50, lightP99Ms: r.lightP99, ratioToBun: sb ? vsBun : undefined, ratioToWs: sb ? vsWs : undefined, ratioToSocketIo: sb ? vsSio : undefined, ratioToPhoenix: vsPhoenix ?? undefined, cpuPerDeliveryVsPhoenix: cpuVsPhoenix ?? undefined, serverCpu: round(r.serverCpu, 2), machineCpu: round(r.machineCpu, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit, missing: r.missing, closedDuringRun: r.closedDuringRun, httpErrors: r.httpErrors, connectSeconds: round(r.connectSeconds, 2) });
+      rows.push([s.label, t.name, r.perSecond, r.p50, r.p99, r.lightP50, r.lightP99, sb ? vsBun : null, sb ? vsWs : null, sb ? vsSio : null, sb ? vsNats : null, vsPhoenix, cpuVsPhoenix, pct(r.serverCpu), pct(r.genCpu), pct(r.machineCpu), limit, lost ? `${r.missing} msgs, ${r.closedDuringRun} socks` : "0"]);
+      data.push({ scenario: s.label, server: t.name, channels: s.channels, subscribersPerChannel: s.perChannel, window: s.window, deliveredPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, lightP50Ms: r.lightP50, lightP99Ms: r.lightP99, ratioToBun: sb ? vsBun : undefined, ratioToWs: sb ? vsWs : undefined, ratioToSocketIo: sb ? vsSio : undefined, ratioToNats: sb ? vsNats : undefined, ratioToPhoenix: vsPhoenix ?? undefined, cpuPerDeliveryVsPhoenix: cpuVsPhoenix ?? undefined, serverCpu: round(r.serverCpu, 2), machineCpu: round(r.machineCpu, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit, missing: r.missing, closedDuringRun: r.closedDuringRun, httpErrors: r.httpErrors, connectSeconds: round(r.connectSeconds, 2) });
       if (limit === "generator") notes.push(`${s.label} / ${t.name}: the load generator saturated its core; the server figure is a lower bound.`);
     }
   }
   notes.push("Triggers are HTTP POSTs from the generator process. delivered/s and p50/p99: saturation phase with at most `window` triggers' worth of deliveries outstanding (latency there is mostly queueing: window / throughput). light p50/p99: one trigger outstanding at a time, i.e. the time one fan-out takes.");
+  notes.push(...peerNotes);
+  notes.push("nats core over ws: nats-server's core pub/sub (nothing stored), subscribers over its WebSocket listener, publishes forwarded from the same HTTP route by a Bun bridge; its server cpu is the bridge process's (nats-server's own is not sampled), so compare its rows by throughput and latency.");
   notes.push("switchboard pusher: the same server and trigger stream, subscribers on the Pusher protocol (`/app/{key}`, `pusher:subscribe`); vs phoenix = its delivered/s over the Phoenix row's, cpu/deliv vs phoenix = server CPU per delivered message over the Phoenix row's (same run).");
   notes.push("machine = share of both cores busy (server + generator + kernel loopback work); 'machine' in limit means the 2 cores, not one process, were the limit.");
   if (missing) {

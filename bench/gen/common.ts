@@ -52,9 +52,11 @@ export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
  * (`/app/{key}`, `pusher:subscribe`) or a bare baseline (`/ws?channel=`).
  */
 export interface Target {
-  kind: "switchboard" | "pusher" | "socketio" | "bare";
+  kind: "switchboard" | "pusher" | "socketio" | "nats" | "bare";
   /** http://127.0.0.1:PORT */
   base: string;
+  /** The NATS peer's WebSocket port. */
+  wsPort?: number;
   appKey?: string;
 }
 
@@ -69,6 +71,8 @@ export function subscribe(target: Target, topic: string, params: Record<string, 
     ? new WebSocket(`${target.base.replace("http", "ws")}/app/${target.appKey}?protocol=7&client=bench&version=1`)
     : target.kind === "socketio"
     ? new WebSocket(`${target.base.replace("http", "ws")}/socket.io/?EIO=4&transport=websocket`)
+    : target.kind === "nats"
+    ? new WebSocket(`ws://127.0.0.1:${target.wsPort}`)
     : new WebSocket(`${target.base.replace("http", "ws")}/ws?channel=${encodeURIComponent(topic)}`);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`subscribe ${topic} timed out`)), 30_000);
@@ -83,6 +87,38 @@ export function subscribe(target: Target, topic: string, params: Record<string, 
       // Pusher sockets subscribe once connection_established arrives (below).
       if (target.kind === "switchboard") ws.send(JSON.stringify(["1", "1", topic, "phx_join", params]));
     };
+    if (target.kind === "nats") {
+      // NATS protocol over the WebSocket (binary frames of protocol text): CONNECT, SUB, then a
+      // PING whose PONG says the subscription is in place. Frames may hold several messages
+      // or part of one: MSG lines are reassembled and each payload is one delivery.
+      ws.binaryType = "arraybuffer";
+      const decoder = new TextDecoder();
+      let buf = "";
+      let ready = false;
+      ws.onmessage = (e) => {
+        buf += typeof e.data === "string" ? e.data : decoder.decode(e.data as ArrayBuffer);
+        while (true) {
+          const end = buf.indexOf("\r\n");
+          if (end < 0) return;
+          const line = buf.slice(0, end);
+          if (line.startsWith("MSG ")) {
+            const size = Number(line.slice(line.lastIndexOf(" ") + 1));
+            if (buf.length < end + 2 + size + 2) return; // the payload is not complete yet
+            onMessage(buf.slice(end + 2, end + 2 + size));
+            buf = buf.slice(end + 2 + size + 2);
+            continue;
+          }
+          buf = buf.slice(end + 2);
+          if (line.startsWith("INFO ")) ws.send(`CONNECT {"verbose":false,"pedantic":false,"protocol":1}\r\nSUB ${topic} 1\r\nPING\r\n`);
+          else if (line === "PING") ws.send("PONG\r\n");
+          else if (line === "PONG" && !ready) {
+            ready = true;
+            clearTimeout(timer);
+            resolve(ws);
+          }
+        }
+      };
+    }
     if (target.kind === "socketio") {
       // Engine.IO v4 over a raw WebSocket: open (0), connect the namespace (40), join the room;
       // answer pings (2) with pongs (3); events arrive as 42["event", payload].

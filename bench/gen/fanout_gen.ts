@@ -46,7 +46,8 @@ const sockets = await pool(total, 200, async (i) => {
 const connectSeconds = (performance.now() - t0) / 1000;
 log(`connected ${total} in ${connectSeconds.toFixed(1)} s`);
 
-const triggerUrl = target.kind === "bare" || target.kind === "socketio" ? `${target.base}/publish` : `${target.base}/api/apps/app-1/trigger`;
+const peer = target.kind === "bare" || target.kind === "socketio" || target.kind === "nats";
+const triggerUrl = peer ? `${target.base}/publish` : `${target.base}/api/apps/app-1/trigger`;
 const headers = { "content-type": "application/json", "x-app-key": "key1", "x-app-secret": "secret1" };
 const pad = "x".repeat(Math.max(0, cfg.payloadBytes - 40));
 let expected = 0;

@@ -18,6 +18,8 @@ export interface Served {
   port: number;
   pid: number;
   baseUrl: string;
+  /** A WebSocket port other than the HTTP one (the NATS peer). */
+  wsPort?: number;
   dataDir?: string;
   output(): string;
   stop(): Promise<void>;
@@ -109,6 +111,16 @@ export function startBunPubsub(): Promise<Served> {
 /** Starts the npm `ws` broadcast baseline under node. */
 export function startWsBroadcast(): Promise<Served> {
   return startListening("node", [join(ROOT, "bench/baselines/ws_broadcast_server.mjs")], /listening on http:\/\/[^:]+:(\d+)/);
+}
+
+/**
+ * Starts the core NATS peer (nats-server with a WebSocket listener, plus a Bun publish
+ * bridge); rejects when nats-server is not installed.
+ */
+export async function startNatsPeer(): Promise<Served> {
+  const served = await startListening(BUN, ["run", join(ROOT, "bench/baselines/nats_peer.ts")], /listening on http:\/\/[^:]+:(\d+) ws \d+/);
+  served.wsPort = Number(served.output().match(/ ws (\d+)/)![1]);
+  return served;
 }
 
 /** Starts the Socket.IO peer under node. */
