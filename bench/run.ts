@@ -1,7 +1,7 @@
 // Benchmark runner: `deno task bench`. Runs each benchmark (servers and load generators in
 // their own processes, baselines in the same run), prints a table per benchmark and writes
 // bench/results/latest.json.
-//   BENCH_ONLY=fanout,writes   run only these (names: fanout writes replay tokens aichat connections start)
+//   BENCH_ONLY=fanout,writes   run only these (names: fanout writes replay tokens aichat chatjoin connections start)
 //   SWITCHBOARD_BIN=dist/switchboard   benchmark the compiled binary instead of `deno run main.ts`
 //   BENCH_QUICK=1              about 10x smaller sizes and short windows (smoke run)
 import { execSync } from "node:child_process";
@@ -18,6 +18,7 @@ import { tokens } from "./benchmarks/tokens.ts";
 import { connections } from "./benchmarks/connections.ts";
 import { start } from "./benchmarks/start.ts";
 import { aichat } from "./benchmarks/aichat.ts";
+import { chatjoin } from "./benchmarks/chatjoin.ts";
 
 const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchReport>> = {
   start,
@@ -26,6 +27,7 @@ const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchReport>> = 
   replay,
   tokens,
   aichat,
+  chatjoin,
   connections,
 };
 

@@ -26,7 +26,8 @@ export async function connections(ctx: BenchContext): Promise<BenchReport> {
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
   const notes: string[] = [];
-  for (const target of [ctx.size(10_000), ctx.size(50_000)]) {
+  // Growth curve in sockets: 1k, 10k, 19k, 50k.
+  for (const target of [ctx.size(1_000), ctx.size(10_000), ctx.size(19_000), ctx.size(50_000)]) {
     const count = Math.min(target, cap);
     if (count < target) notes.push(`${target} sockets scaled down to ${count}: open-file limit (ulimit -n) is ${limit} and cannot be raised here (hard limit)`);
     const server = await startSwitchboard();

@@ -31,9 +31,10 @@ const TARGETS = [
 
 /** Runs the fan-out scenarios against Switchboard and both baselines. */
 export async function fanout(ctx: BenchContext): Promise<BenchReport> {
+  // Growth curve: one channel with 100, 1k, 5k and 15k subscribers, and many small channels.
+  const oneChannel = ctx.quick ? [100, 1000] : [100, 1000, 5000, 15000];
   const scenarios = [
-    { label: `1 channel x ${ctx.size(1000)}`, channels: 1, perChannel: ctx.size(1000), window: 8 },
-    { label: `1 channel x ${ctx.size(10000)}`, channels: 1, perChannel: ctx.size(10000), window: 4 },
+    ...oneChannel.map((n) => ({ label: `1 channel x ${n}`, channels: 1, perChannel: n, window: n <= 1000 ? 8 : 4 })),
     { label: `${ctx.size(1000)} channels x 10`, channels: ctx.size(1000), perChannel: 10, window: 200 },
   ];
   const results: Record<string, Record<string, (GenResult & { serverCpu: number; machineCpu: number }) | { error: string }>> = {};
