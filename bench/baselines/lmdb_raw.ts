@@ -3,6 +3,9 @@
 // (the runner picks the server's runtime). Modes, from BENCH_CONFIG:
 //   {mode:"writes", dir, concurrency, seconds, warmup, objects, valueBytes}
 //      closed-loop awaited durable puts; writes/s and p50/p99 latency
+//   {mode:"shape", ...same as writes}
+//      the same closed loop, each write the shape of the server's increment transaction: read
+//      the stream's head and the object's state, put the log entry, the head and the state
 //   {mode:"range", dir, count, valueBytes}
 //      writes `count` log-shaped entries, then times a full range read (entries/s)
 import { open } from "lmdb";
@@ -15,7 +18,21 @@ const db = root.openDB({ name: "log", keyEncoding: "ordered-binary", encoding: "
 const pad = "x".repeat(Math.max(0, cfg.valueBytes - 20));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-if (cfg.mode === "writes") {
+const meta = root.openDB({ name: "meta", keyEncoding: "ordered-binary", encoding: "msgpack" });
+const state = root.openDB({ name: "state", keyEncoding: "ordered-binary", encoding: "msgpack" });
+
+/** One write of the server's transaction shape on `obj` (the same-shape floor). */
+function shapedWrite(obj: string): Promise<unknown> {
+  return root.transaction(() => {
+    const head = (meta.get(obj) as { head: number } | undefined)?.head ?? 0;
+    const n = ((state.get(obj) as { state: { n: number } } | undefined)?.state.n ?? 0) + 1;
+    db.put([obj, head + 1], { t: Date.now(), e: { batch: false, ops: [{ op: "increment", key: "n", value: n }] } });
+    meta.put(obj, { head: head + 1, first: 1 });
+    state.put(obj, { state: { n } });
+  });
+}
+
+if (cfg.mode === "writes" || cfg.mode === "shape") {
   const lat = new Reservoir();
   let running = true;
   let measuring = false;
@@ -26,7 +43,8 @@ if (cfg.mode === "writes") {
       const obj = cfg.objects === 1 ? "hot" : `o${(w * 7919 + n * 104729) % cfg.objects}`;
       n++;
       const t0 = performance.now();
-      await db.put(["app-1", "bench", obj, w, n], { n, pad });
+      if (cfg.mode === "shape") await shapedWrite(obj);
+      else await db.put(["app-1", "bench", obj, w, n], { n, pad });
       if (measuring) {
         lat.add(performance.now() - t0);
         count++;

@@ -28,17 +28,22 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
   // Growth curve in writers: 1, 8, 64, 256.
   const concurrencies = ctx.quick ? [1, 64, 256] : [1, 8, 64, 256];
 
-  // Raw baseline first, in the runtime the server runs in.
+  // Raw baselines first, in the runtime the server runs in: one put per write, and the
+  // same-shape floor (the server's increment transaction without the server).
   const raw: Record<string, WriteResult> = {};
+  const floor: Record<string, WriteResult> = {};
   const rt = matchingRuntime();
   for (const objects of [1, many]) {
     for (const concurrency of concurrencies) {
-      const dir = mkdtempSync(join(tmpdir(), "sb-bench-raw-"));
-      try {
-        ctx.log(`raw lmdb puts (${rt.name}) objects=${objects} c=${concurrency}`);
-        raw[`${objects}/${concurrency}`] = await runGenerator<WriteResult>(rt.name, "baselines/lmdb_raw.ts", { mode: "writes", dir, concurrency, seconds, warmup, objects, valueBytes });
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
+      for (const mode of ["writes", "shape"] as const) {
+        const dir = mkdtempSync(join(tmpdir(), "sb-bench-raw-"));
+        try {
+          ctx.log(`raw lmdb ${mode === "writes" ? "puts" : "same-shape transactions"} (${rt.name}) objects=${objects} c=${concurrency}`);
+          const r = await runGenerator<WriteResult>(rt.name, "baselines/lmdb_raw.ts", { mode, dir, concurrency, seconds, warmup, objects, valueBytes });
+          (mode === "writes" ? raw : floor)[`${objects}/${concurrency}`] = r;
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
       }
     }
   }
@@ -64,12 +69,17 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
     await peer?.stop();
   }
 
-  const columns = ["op", "objects", "writers", "writes/s", "p50 ms", "p99 ms", "raw writes/s", "raw p99 ms", "ratio", "vs redis", "server cpu", "machine", "limit"];
+  const columns = ["op", "objects", "writers", "writes/s", "p50 ms", "p99 ms", "raw writes/s", "raw p99 ms", "ratio", "vs floor", "vs redis", "server cpu", "machine", "limit"];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
+  for (const [k, r] of Object.entries(floor)) {
+    const [objects, writers] = k.split("/").map(Number);
+    rows.push(["lmdb same-shape txn", objects, writers, r.perSecond, r.p50, r.p99, null, null, null, null, null, null, null, null]);
+    data.push({ op: "lmdb same-shape transaction (floor)", runtime: rt.name, objects, writers, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99 });
+  }
   for (const [k, r] of Object.entries(redis)) {
     const [objects, writers] = k.split("/").map(Number);
-    rows.push(["redis INCR", objects, writers, r.perSecond, r.p50, r.p99, null, null, null, null, `${Math.round(((r as { serverCpu?: number }).serverCpu ?? 0) * 100)}%`, null, null]);
+    rows.push(["redis INCR", objects, writers, r.perSecond, r.p50, r.p99, null, null, null, null, null, `${Math.round(((r as { serverCpu?: number }).serverCpu ?? 0) * 100)}%`, null, null]);
     data.push({ op: "redis INCR (appendfsync always)", objects, writers, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99 });
   }
   const server = await startSwitchboard();
@@ -89,9 +99,11 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
           const ratio = round(r.perSecond / base.perSecond, 3);
           const peerRate = op === "increment" ? redis[`${objects}/${concurrency}`]?.perSecond : undefined;
           const vsRedis = peerRate ? round(r.perSecond / peerRate, 3) : null;
+          const floorRate = op === "increment" ? floor[`${objects}/${concurrency}`]?.perSecond : undefined;
+          const vsFloor = floorRate ? round(r.perSecond / floorRate, 3) : null;
           const limit = bottleneck(r.genCpu ?? 0, meter.share, meter.machine);
-          rows.push([op, objects, concurrency, r.perSecond, r.p50, r.p99, base.perSecond, base.p99, ratio, vsRedis, `${Math.round(meter.share * 100)}%`, pct(meter.machine), limit]);
-          data.push({ op, objects, writers: concurrency, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, rawWritesPerSecond: round(base.perSecond), rawP50Ms: base.p50, rawP99Ms: base.p99, ratioToRaw: ratio, ratioToRedis: vsRedis ?? undefined, errors: r.errors, serverCpu: round(meter.share, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(r.genCpu ?? 0, 2), bottleneck: limit });
+          rows.push([op, objects, concurrency, r.perSecond, r.p50, r.p99, base.perSecond, base.p99, ratio, vsFloor, vsRedis, `${Math.round(meter.share * 100)}%`, pct(meter.machine), limit]);
+          data.push({ op, objects, writers: concurrency, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, rawWritesPerSecond: round(base.perSecond), rawP50Ms: base.p50, rawP99Ms: base.p99, ratioToRaw: ratio, ratioToSameShapeFloor: vsFloor ?? undefined, sameShapeFloorPerSecond: floorRate ? round(floorRate) : undefined, ratioToRedis: vsRedis ?? undefined, errors: r.errors, serverCpu: round(meter.share, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(r.genCpu ?? 0, 2), bottleneck: limit });
           if (r.errors) notes.push(`${op} objects=${objects} writers=${concurrency}: ${r.errors} failed requests`);
           if (limit === "generator") notes.push(`${op} objects=${objects} writers=${concurrency}: generator-bound; the server figure is a lower bound`);
         }
