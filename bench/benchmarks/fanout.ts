@@ -81,7 +81,7 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
     }
   }
 
-  const columns = ["scenario", "server", "delivered/s", "p50 ms", "p99 ms", "light p50", "light p99", "vs bun", "vs ws", "vs socket.io", "vs nats", "vs phoenix", "cpu/deliv vs phoenix", "server cpu", "gen cpu", "machine", "limit", "lost"];
+  const columns = ["scenario", "server", "delivered/s", "p50 ms", "p99 ms", "light p50", "light p99", "vs bun", "vs ws", "vs socket.io", "vs nats", "vs phoenix", "cpu/deliv vs phoenix", "server µs/deliv", "server cpu", "gen cpu", "machine", "limit", "lost"];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
   const notes: string[] = [];
@@ -91,7 +91,7 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
     for (const t of TARGETS) {
       const r = per[t.name];
       if (!r || "error" in r) {
-        rows.push([s.label, t.name, "error", null, null, null, null, null, null, null, null, null, null, null, null, null, null, null]);
+        rows.push([s.label, t.name, "error", null, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null]);
         data.push({ scenario: s.label, server: t.name, error: r?.error ?? "not run" });
         continue;
       }
@@ -110,13 +110,14 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
       const sb = t.kind === "switchboard" || t.kind === "pusher";
       const limit = bottleneck(r.genCpu, r.serverCpu, r.machineCpu);
       const lost = r.missing + r.closedDuringRun;
-      rows.push([s.label, t.name, r.perSecond, r.p50, r.p99, r.lightP50, r.lightP99, sb ? vsBun : null, sb ? vsWs : null, sb ? vsSio : null, sb ? vsNats : null, vsPhoenix, cpuVsPhoenix, pct(r.serverCpu), pct(r.genCpu), pct(r.machineCpu), limit, lost ? `${r.missing} msgs, ${r.closedDuringRun} socks` : "0"]);
-      data.push({ scenario: s.label, server: t.name, channels: s.channels, subscribersPerChannel: s.perChannel, window: s.window, deliveredPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, lightP50Ms: r.lightP50, lightP99Ms: r.lightP99, ratioToBun: sb ? vsBun : undefined, ratioToWs: sb ? vsWs : undefined, ratioToSocketIo: sb ? vsSio : undefined, ratioToNats: sb ? vsNats : undefined, ratioToPhoenix: vsPhoenix ?? undefined, cpuPerDeliveryVsPhoenix: cpuVsPhoenix ?? undefined, serverCpu: round(r.serverCpu, 2), machineCpu: round(r.machineCpu, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit, missing: r.missing, closedDuringRun: r.closedDuringRun, httpErrors: r.httpErrors, connectSeconds: round(r.connectSeconds, 2) });
+      rows.push([s.label, t.name, r.perSecond, r.p50, r.p99, r.lightP50, r.lightP99, sb ? vsBun : null, sb ? vsWs : null, sb ? vsSio : null, sb ? vsNats : null, vsPhoenix, cpuVsPhoenix, round((r.serverCpu / r.perSecond) * 1e6, 2), pct(r.serverCpu), pct(r.genCpu), pct(r.machineCpu), limit, lost ? `${r.missing} msgs, ${r.closedDuringRun} socks` : "0"]);
+      data.push({ scenario: s.label, server: t.name, channels: s.channels, subscribersPerChannel: s.perChannel, window: s.window, deliveredPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, lightP50Ms: r.lightP50, lightP99Ms: r.lightP99, ratioToBun: sb ? vsBun : undefined, ratioToWs: sb ? vsWs : undefined, ratioToSocketIo: sb ? vsSio : undefined, ratioToNats: sb ? vsNats : undefined, ratioToPhoenix: vsPhoenix ?? undefined, cpuPerDeliveryVsPhoenix: cpuVsPhoenix ?? undefined, serverMicrosecondsPerDelivery: round((r.serverCpu / r.perSecond) * 1e6, 3), serverCpu: round(r.serverCpu, 2), machineCpu: round(r.machineCpu, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit, missing: r.missing, closedDuringRun: r.closedDuringRun, httpErrors: r.httpErrors, connectSeconds: round(r.connectSeconds, 2) });
       if (limit === "generator") notes.push(`${s.label} / ${t.name}: the load generator saturated its core; the server figure is a lower bound.`);
     }
   }
   notes.push("Triggers are HTTP POSTs from the generator process. delivered/s and p50/p99: saturation phase with at most `window` triggers' worth of deliveries outstanding (latency there is mostly queueing: window / throughput). light p50/p99: one trigger outstanding at a time, i.e. the time one fan-out takes.");
   notes.push(...peerNotes);
+  notes.push("server µs/deliv: the server process's CPU time (from /proc) per delivered message, so a generator-bound row still compares servers.");
   notes.push("nats core over ws: nats-server's core pub/sub (nothing stored), subscribers over its WebSocket listener, publishes forwarded from the same HTTP route by a Bun bridge; its server cpu is the bridge process's (nats-server's own is not sampled), so compare its rows by throughput and latency.");
   notes.push("switchboard pusher: the same server and trigger stream, subscribers on the Pusher protocol (`/app/{key}`, `pusher:subscribe`); vs phoenix = its delivered/s over the Phoenix row's, cpu/deliv vs phoenix = server CPU per delivered message over the Phoenix row's (same run).");
   notes.push("machine = share of both cores busy (server + generator + kernel loopback work); 'machine' in limit means the 2 cores, not one process, were the limit.");
