@@ -12,6 +12,8 @@ interface Cfg {
   seconds: number;
   warmup: number;
   valueBytes: number;
+  /** Seconds of an open-loop phase at half the closed-loop rate (0: none). */
+  openSeconds?: number;
 }
 
 const cfg = config<Cfg>();
@@ -24,14 +26,18 @@ let running = true;
 let count = 0;
 let errors = 0;
 
+/** The request of write `n` by writer `w`. */
+function request(w: number, n: number): [string, string, string] {
+  const obj = cfg.objects === 1 ? "hot" : `o${(w * 7919 + n * 104729) % cfg.objects}`;
+  return cfg.op === "set"
+    ? [`${prefix}/${obj}/v`, "PUT", JSON.stringify({ value: { n, pad } })]
+    : [`${prefix}/${obj}/increment`, "POST", JSON.stringify({ slot: "n", by: 1 })];
+}
+
 async function writer(w: number) {
   let n = 0;
   while (running) {
-    const obj = cfg.objects === 1 ? "hot" : `o${(w * 7919 + n * 104729) % cfg.objects}`;
-    n++;
-    const [url, method, body] = cfg.op === "set"
-      ? [`${prefix}/${obj}/v`, "PUT", JSON.stringify({ value: { n, pad } })]
-      : [`${prefix}/${obj}/increment`, "POST", JSON.stringify({ slot: "n", by: 1 })];
+    const [url, method, body] = request(w, n++);
     const t0 = performance.now();
     try {
       const res = await fetch(url, { method, headers, body });
@@ -67,4 +73,32 @@ mark("end");
 const genCpu = cpu.share();
 running = false;
 await Promise.all(writers);
-done({ writes: count, perSecond: count / elapsed, ...latencySummary(lat.values), errors, genCpu });
+const perSecond = count / elapsed;
+
+// Open loop: requests leave on a fixed schedule at half the closed-loop rate, whatever the
+// replies do; latency counts from the intended send time (no coordinated omission).
+let open: { openRate: number; openP50: number; openP99: number; openSent: number } | undefined;
+if (cfg.openSeconds && perSecond > 0) {
+  const rate = perSecond / 2;
+  const openLat = new Reservoir();
+  const pending: Promise<void>[] = [];
+  const begin = performance.now();
+  let sent = 0;
+  while (performance.now() - begin < cfg.openSeconds * 1000) {
+    const due = Math.floor(((performance.now() - begin) / 1000) * rate);
+    for (; sent < due; sent++) {
+      const intended = begin + (sent / rate) * 1000;
+      const [url, method, body] = request(sent % 64, 1_000_000 + sent);
+      pending.push(fetch(url, { method, headers, body }).then(async (res) => {
+        await res.arrayBuffer();
+        if (res.ok) openLat.add(performance.now() - intended);
+        else errors++;
+      }, () => void errors++));
+    }
+    await sleep(1);
+  }
+  await Promise.all(pending);
+  const s = latencySummary(openLat.values);
+  open = { openRate: rate, openP50: s.p50, openP99: s.p99, openSent: sent };
+}
+done({ writes: count, perSecond, ...latencySummary(lat.values), errors, genCpu, ...open });
