@@ -71,6 +71,23 @@ Deno.test("Pusher wire: handshake, pong, event shape with serial, after_serial r
       assert.equal(JSON.parse(err.data as string).status, 401);
     });
 
+    await t.step("non-ASCII data, user ids and user info cross both ways exactly", async () => {
+      const s = await connect();
+      const user = "zoë-🚀-用户";
+      const channelData = JSON.stringify({ user_id: user, user_info: { name: "Zoë 🚀", city: "Zürich" } });
+      s.send("pusher:subscribe", { channel: "presence-ü", auth: sign(`${s.socketId}:presence-ü:${channelData}`), channel_data: channelData });
+      const bad = await s.waitFor((m) => m.channel === "presence-ü");
+      // Channel names keep Pusher's ASCII charset: a refusal, not a crash.
+      assert.equal(bad.event, "pusher:subscription_error");
+      s.send("pusher:subscribe", { channel: "presence-u8", auth: sign(`${s.socketId}:presence-u8:${channelData}`), channel_data: channelData });
+      const ok = await s.waitFor((m) => m.event === "pusher_internal:subscription_succeeded" && m.channel === "presence-u8");
+      assert.deepEqual(JSON.parse(ok.data as string).presence.hash, { [user]: { name: "Zoë 🚀", city: "Zürich" } });
+      const text = "café 🚀 — ɐpsᴉpǝ uʍop 日本語 \u0000 \"quoted\"";
+      await trigger(server, "presence-u8", "note", { text });
+      const got = await s.waitFor((m) => m.event === "note");
+      assert.deepEqual(JSON.parse(got.data as string), { text });
+    });
+
     await t.step("bad input gets pusher:error and leaves the socket usable", async () => {
       const s = await connect();
       s.send("pusher:subscribe", { channel: "bad name!" });
