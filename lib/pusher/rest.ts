@@ -20,9 +20,11 @@ export interface PusherUsers {
   sendToUser(app: App, userId: string, event: string, data: string): void;
 }
 
-/** Pusher's limits: channels per trigger, events per batch, bytes of `data`. */
+/** Pusher's limit on the channels of one `events` call. */
 export const MAX_TRIGGER_CHANNELS = 100;
+/** Pusher's limit on the events of one `batch_events` call. */
 export const MAX_BATCH_EVENTS = 10;
+/** Pusher's limit on the bytes of one event's `data`. */
 export const MAX_EVENT_DATA_BYTES = 10 * 1024;
 
 /** One validated event for one channel. */
