@@ -160,7 +160,11 @@ export class ChatAgent {
 
   #announce(): void {
     const runs = this.session.view.runs();
-    if (runs.some((r) => r.status === "active" || r.status === "suspended")) return;
+    // A run announced but not started yet holds the queue too: announcing the next one then
+    // would have the agent start it while the server still runs the first (invalid_state).
+    const busy = (r: { runId: string; status: string }) =>
+      r.status === "active" || r.status === "suspended" || (r.status === "pending" && this.#announced.has(r.runId));
+    if (runs.some(busy)) return;
     const next = runs.find((r) => r.status === "pending" && !this.#announced.has(r.runId));
     if (!next) return;
     this.#announced.add(next.runId);

@@ -105,3 +105,35 @@ Deno.test("a client disconnecting does not cancel its run", async () => {
     await server.stop();
   }
 });
+
+Deno.test("agent: runs queued while one is being started are announced one at a time, never while another is active", async () => {
+  const server = await startServer({ apps: [{ id: "app-1", key: "key1", secret: "secret1" }] });
+  const human = client(server);
+  const bot = client(server);
+  try {
+    const thread = tid();
+    const agent = await bot.connectAgent(thread, { secret: "secret1", agentId: "a" });
+    const session = await human.connect(thread, { clientId: "bob" });
+    const refused: string[] = [];
+    const done: string[] = [];
+    agent.on("run:pending", async (run) => {
+      try {
+        // A slow start: the next sends arrive while this run is still pending on the server.
+        await new Promise((r) => setTimeout(r, 30));
+        await agent.startRun(run.runId);
+        await agent.token(run.runId, "ok");
+        await agent.end(run.runId, "complete");
+        done.push(run.runId);
+      } catch (err) {
+        refused.push(String((err as { reason?: string }).reason ?? err));
+      }
+    });
+    for (const text of ["one", "two", "three"]) await session.view.send(text);
+    await until(() => done.length === 3, "three runs answered");
+    assert.deepEqual(refused, []);
+  } finally {
+    human.disconnect();
+    bot.disconnect();
+    await server.stop();
+  }
+});
