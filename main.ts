@@ -16,7 +16,12 @@ async function main() {
     await runBackup(config.dataDir, config.backupPath!);
     return console.log(`backup written to ${config.backupPath}`);
   }
-  configureLog(config.logLevel as LogLevel, config.logFormat as LogFormat);
+  configureLog(
+    config.logLevel as LogLevel,
+    config.logFormat as LogFormat,
+    undefined,
+    config.nats ? { node: config.nodeId } : undefined,
+  );
   // Last resort: a stray rejected promise is logged, never a reason to drop every connection.
   process.on("unhandledRejection", (err) => log.error("unhandled rejection", errorFields(err)));
   log.info("starting", {

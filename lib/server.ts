@@ -28,6 +28,7 @@ import { createPusher } from "./pusher/mod.ts";
 import { createChat } from "./chat/mod.ts";
 import { createSpaces } from "./spaces/mod.ts";
 import { createShipping } from "../routes/shipping.ts";
+import { type ClusterNode, openCluster } from "./cluster/mod.ts";
 
 /** A running Switchboard: the listener plus what tests and shutdown need to reach. */
 export interface Switchboard {
@@ -79,7 +80,15 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   mkdirSync(config.dataDir, { recursive: true });
   const fileApps = config.appsFile ? loadAppsFile(config.appsFile) : undefined;
   const unlock = lockDataDir(config.dataDir);
-  const env = new StoreEnv(storePath(config.dataDir));
+  let cluster: ClusterNode | undefined;
+  if (config.nats) {
+    registry.setDefaultLabels({ node: config.nodeId });
+    cluster = await openCluster(config.nats, config.nodeId, storePath(config.dataDir)).catch((err) => {
+      unlock();
+      throw err;
+    });
+  }
+  const env = cluster?.env ?? new StoreEnv(storePath(config.dataDir));
   const { apps: appList, devApp, created } = await resolveApps(env, fileApps);
   const apps = new AppRegistry(appList);
   const hub = new Hub();
@@ -93,6 +102,13 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     createSpaces(deps),
     createShipping(deps),
   ];
+  // Products are built (their logs follow other nodes' writes): catch up, then serve.
+  await cluster?.start(hub, pubsub.service.presence).catch(async (err) => {
+    await cluster!.stop();
+    await env.close();
+    unlock();
+    throw err;
+  });
 
   const http = new Hono();
   // Request metrics by route template (bounded labels), measured around everything else;
@@ -180,6 +196,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     void sockets.closeAll(0);
     for (const m of modules) await m.close?.();
     await env.close();
+    await cluster?.stop();
     unlock();
     throw err;
   });
@@ -207,6 +224,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
         for (const m of modules) await m.close?.();
         await env.drain();
         await env.close();
+        await cluster?.stop();
         unlock();
       })(),
   };

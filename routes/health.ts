@@ -12,6 +12,8 @@ export function healthRoutes(env: StoreEnv): Hono {
   app.get("/healthz", (c) => c.json({ status: "ok" }));
   app.get("/readyz", async (c) => {
     try {
+      const unavailable = env.unavailable();
+      if (unavailable) return c.json({ status: "unavailable", reason: unavailable }, 503);
       await env.transaction(() => probe.put("ready_probe", Date.now()));
       return c.json({ status: "ready" });
     } catch (err) {

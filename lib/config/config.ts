@@ -1,3 +1,5 @@
+import { hostname } from "node:os";
+
 /** A configuration problem: start-up stops with this one line and exit code 2. */
 export class ConfigError extends Error {}
 
@@ -20,6 +22,10 @@ export interface Config {
   metricsPort?: number;
   /** Seconds of silence after which a socket is closed. */
   idleTimeoutSeconds: number;
+  /** NATS server URLs (comma-separated): clustered mode on JetStream when set. */
+  nats?: string;
+  /** This node's name in logs, metrics and the cluster (unique per node). */
+  nodeId: string;
   command: "serve" | "help" | "version" | "backup";
   /** Destination of `backup`. */
   backupPath?: string;
@@ -46,6 +52,8 @@ export const FLAGS: FlagSpec[] = [
   { flag: "--log-level", env: "LOG_LEVEL", key: "logLevel", kind: "string", default: "info", help: "debug, info, warn, error or silent" },
   { flag: "--log-format", env: "LOG_FORMAT", key: "logFormat", kind: "string", default: "json", help: "json (one object per line) or text" },
   { flag: "--metrics-port", env: "METRICS_PORT", key: "metricsPort", kind: "port", default: undefined, help: "serve GET /metrics on this port instead of the main one" },
+  { flag: "--nats", env: "NATS_URL", key: "nats", kind: "string", default: undefined, help: "NATS URL[,URL...]: clustered mode on JetStream (needs --apps)" },
+  { flag: "--node-id", env: "NODE_ID", key: "nodeId", kind: "string", default: hostname(), help: "this node's unique name in logs, metrics and the cluster" },
   { flag: "--no-playground", env: "PLAYGROUND", key: "playground", kind: "bool", default: true, help: "turn off the playground page at / (PLAYGROUND=0)" },
 ];
 
@@ -103,6 +111,9 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
   }
   if (!["json", "text"].includes(config.logFormat)) {
     throw new ConfigError(`--log-format must be json or text, got "${config.logFormat}"`);
+  }
+  if (config.nats !== undefined && config.appsFile === undefined && config.command === "serve") {
+    throw new ConfigError("--nats needs --apps: every node of a cluster serves the same apps file");
   }
   return config;
 }

@@ -56,10 +56,26 @@ export class Hub {
   ]);
   #sockets = new Map<string, Subscriber>();
   #occupancy: ((topic: string, occupied: boolean) => void)[] = [];
+  #relay?: (topic: string, event: string, payload: unknown, excludeSocketId?: string) => void;
 
   /** Switches fan-out to the runtime's native topics (set by the Bun adapter). */
   useNative(native: NativeTopics): void {
     this.#native = native;
+  }
+
+  /** Carries `broadcast`s to the other nodes of a cluster (set by the cluster's bus). */
+  useRelay(fn: (topic: string, event: string, payload: unknown, excludeSocketId?: string) => void): void {
+    this.#relay = fn;
+  }
+
+  /**
+   * `publish` for events kept in no log (ephemeral channels, token roll-ups, events to a
+   * user): in clustered mode also relayed to every other node, which publishes it there.
+   * Logged entries are not broadcast: every node publishes them as it applies the log.
+   */
+  broadcast(topic: string, event: string, payload: unknown, excludeSocketId?: string): number {
+    this.#relay?.(topic, event, payload, excludeSocketId);
+    return this.publish(topic, event, payload, excludeSocketId);
   }
 
   /** Registers the encoder of another wire format. */

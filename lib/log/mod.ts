@@ -6,6 +6,9 @@
 import process from "node:process";
 import pino from "pino";
 
+/** Fields of one log line (bounded values: no payloads, no secrets). */
+export type Fields = Record<string, unknown>;
+
 /** Levels, lowest first; `silent` logs nothing. */
 export const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"] as const;
 export type LogLevel = typeof LOG_LEVELS[number];
@@ -20,7 +23,7 @@ function textLine(line: string): string {
   return `${time} ${String(level).toUpperCase().padEnd(5)} ${msg ?? ""}${fields.length ? " " + fields.join(" ") : ""}\n`;
 }
 
-function make(level: LogLevel, format: LogFormat, write?: (line: string) => void): pino.Logger {
+function make(level: LogLevel, format: LogFormat, write?: (line: string) => void, base?: Fields): pino.Logger {
   const dest = write
     ? { write: (line: string) => write(format === "json" ? line : textLine(line)) }
     : format === "json"
@@ -28,7 +31,7 @@ function make(level: LogLevel, format: LogFormat, write?: (line: string) => void
     : { write: (line: string) => void process.stdout.write(textLine(line)) };
   return pino({
     level,
-    base: undefined,
+    base: base ?? undefined,
     timestamp: pino.stdTimeFunctions.isoTime,
     formatters: { level: (label) => ({ level: label }) },
     redact: { paths: REDACT, censor: "[redacted]" },
@@ -40,14 +43,17 @@ let logger = make("info", "json");
 let announcer = logger;
 
 /** Sets the level and format (from `--log-level`, `--log-format`); `write` replaces stdout
- * (tests capture lines with it). */
-export function configureLog(level: LogLevel, format: LogFormat, write?: (line: string) => void): void {
-  logger = make(level, format, write);
-  announcer = make("info", format, write);
+ * (tests capture lines with it); `base` fields go on every line (the cluster's node id). */
+export function configureLog(
+  level: LogLevel,
+  format: LogFormat,
+  write?: (line: string) => void,
+  base?: Fields,
+): void {
+  logger = make(level, format, write, base);
+  announcer = make("info", format, write, base);
 }
 
-/** Fields of one log line (bounded values: no payloads, no secrets). */
-export type Fields = Record<string, unknown>;
 
 /** The logger: `log.info("msg", { field })`. Errors are logged with their message and stack. */
 export const log = {

@@ -57,6 +57,7 @@ export class ObjectStore {
       hub,
       (position, entry) => [eventOf(position, entry)],
     );
+    this.streams.onRemotePurge(() => ["purge", { log_id: 0 }]);
     this.#records = env.db<ObjectRecord>("objects:state");
   }
 

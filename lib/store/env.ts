@@ -9,6 +9,16 @@ export function storePath(dataDir: string): string {
   return join(dataDir, "switchboard.mdb");
 }
 
+/** One replicated write: `[0, db, key, value]` puts, `[1, db, key]` removes. */
+export type Write = [0, string, Key, unknown] | [1, string, Key];
+
+/** Sees another node's writes: `before` just ahead of the local commit applying them (readers
+ * may see them from then on), `after` once that commit is durable (`committed`) or failed. */
+export interface RemoteApplyHook {
+  before(writes: Write[]): void;
+  after(writes: Write[], committed: boolean): void;
+}
+
 /** msgpackr options lmdb-js passes on but does not declare: a stored 64-bit integer reads as a
  * number, never a BigInt JSON cannot encode (data stored before the wire codec turned 64-bit
  * integers into numbers stays readable). */
@@ -81,6 +91,17 @@ export class StoreEnv {
     } finally {
       if (--this.#pending === 0) for (const wake of this.#idle.splice(0)) wake();
     }
+  }
+
+  /**
+   * Registers `hook` to see writes that another node made, around the local commit that applies
+   * them (clustered mode, see `ReplicatedEnv`); one node alone never calls it.
+   */
+  onRemoteApply(_hook: RemoteApplyHook): void {}
+
+  /** Why this store cannot take writes now (cluster unreachable), or undefined when it can. */
+  unavailable(): string | undefined {
+    return undefined;
   }
 
   /**

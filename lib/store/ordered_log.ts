@@ -1,6 +1,7 @@
 import type { Database, Key } from "lmdb";
 import type { StoreEnv } from "./env.ts";
-import type { LogRecord, Prepared, PublishFn, StreamLog } from "../streams/stream_log.ts";
+import type { LogFollower, LogRecord, Prepared, PublishFn, StreamLog } from "../streams/stream_log.ts";
+import type { Write } from "./env.ts";
 
 export type { LogRecord, Prepared, PublishFn } from "../streams/stream_log.ts";
 
@@ -44,12 +45,21 @@ export class OrderedLog implements StreamLog {
   #meta: Database<StreamMeta, Key>;
   #epochs: Database<string, Key>;
   #trackers = new Map<string, Tracker>();
+  #followers: LogFollower[] = [];
+  #names: { entries: string; meta: string; epochs: string };
 
   constructor(env: StoreEnv, name = "log") {
     this.#env = env;
-    this.#log = env.db(`${name}:entries`);
-    this.#meta = env.db(`${name}:meta`);
-    this.#epochs = env.db(`${name}:epochs`);
+    this.#names = { entries: `${name}:entries`, meta: `${name}:meta`, epochs: `${name}:epochs` };
+    this.#log = env.db(this.#names.entries);
+    this.#meta = env.db(this.#names.meta);
+    this.#epochs = env.db(this.#names.epochs);
+    env.onRemoteApply({ before: (w) => this.#remoteBefore(w), after: (w, ok) => this.#remoteAfter(w, ok) });
+  }
+
+  /** Registers `fn` for entries and purges other nodes made (see `StreamLog.follow`). */
+  follow(fn: LogFollower): void {
+    this.#followers.push(fn);
   }
 
   /** The stream's current epoch: `"0"` until its first purge, then a new random id per purge. */
@@ -225,6 +235,69 @@ export class OrderedLog implements StreamLog {
       const s = key as string;
       if (!s.startsWith(prefix)) break;
       out.push(s);
+    }
+    return out;
+  }
+
+  /** Another node's writes are about to be committed here: hold joins on the streams they
+   * touch until they are published. */
+  #remoteBefore(writes: Write[]): void {
+    for (const stream of this.#touched(writes)) this.#track(stream).inflight++;
+  }
+
+  /** Another node's writes are committed here: publish its entries in position order (after
+   * any earlier ones of this node's own appends), or its purge. */
+  #remoteAfter(writes: Write[], committed: boolean): void {
+    if (!committed) {
+      for (const stream of this.#touched(writes)) {
+        const t = this.#trackers.get(stream);
+        if (t) t.inflight--, this.#release(stream, t);
+      }
+      return;
+    }
+    const appended = new Map<string, LogRecord[]>();
+    const purged = new Map<string, string>();
+    for (const w of writes) {
+      if (w[1] === this.#names.entries && w[0] === 0) {
+        const [stream, position] = w[2] as [string, number];
+        const v = w[3] as { t: number; e: unknown };
+        let list = appended.get(stream);
+        if (!list) appended.set(stream, (list = []));
+        list.push({ position, time: v.t, entry: v.e });
+      } else if (w[1] === this.#names.epochs && w[0] === 0) {
+        purged.set(w[2] as string, w[3] as string);
+        appended.delete(w[2] as string);
+      }
+    }
+    for (const stream of this.#touched(writes)) {
+      const t = this.#trackers.get(stream);
+      if (!t) continue;
+      const epoch = purged.get(stream);
+      if (epoch !== undefined) {
+        t.published = 0;
+        t.ready.clear();
+        for (const f of this.#followers) f.purged(stream, epoch);
+      }
+      const records = (appended.get(stream) ?? []).sort((a, b) => a.position - b.position);
+      if (records.length > 0) {
+        const first = records[0].position;
+        const last = records[records.length - 1].position;
+        t.ready.set(first, () => {
+          for (const f of this.#followers) f.appended(stream, first, records.map((r) => r.entry));
+          return last;
+        });
+        this.#drain(t);
+      }
+      t.inflight--;
+      this.#release(stream, t);
+    }
+  }
+
+  /** Streams whose head or epoch a write set changes. */
+  #touched(writes: Write[]): Set<string> {
+    const out = new Set<string>();
+    for (const w of writes) {
+      if (w[1] === this.#names.meta || w[1] === this.#names.epochs) out.add(w[2] as string);
     }
     return out;
   }

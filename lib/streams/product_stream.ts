@@ -22,11 +22,33 @@ export class ProductStream<E> {
   readonly log: StreamLog;
   #hub: Hub;
   #events: EventsOf<E>;
+  /** Topics of the streams joined on this node, for other nodes' writes (clustered mode):
+   * kept while the topic has subscribers or a join is under way. */
+  #joined = new Map<string, { topic: string; joining: number }>();
+  #purgeNotice: (topic: string) => [string, Record<string, unknown>] = () => ["purge", {}];
 
   constructor(log: StreamLog, hub: Hub, events: EventsOf<E>) {
     this.log = log;
     this.#hub = hub;
     this.#events = events;
+    log.follow({
+      appended: (stream, first, entries) => {
+        const topic = this.#liveTopic(stream);
+        if (topic) this.#broadcast(topic, first, entries as E[]);
+      },
+      purged: (stream, epoch) => {
+        const topic = this.#liveTopic(stream);
+        if (!topic) return;
+        const [event, payload] = this.#purgeNotice(topic);
+        this.#hub.publish(topic, event, { ...payload, epoch });
+      },
+    });
+  }
+
+  /** The event (and payload) subscribers get when another node purges the stream of `topic`;
+   * the same the product passes to `purge`. */
+  onRemotePurge(notice: (topic: string) => [string, Record<string, unknown>]): void {
+    this.#purgeNotice = notice;
   }
 
   /**
@@ -42,14 +64,29 @@ export class ProductStream<E> {
     excludeSocketId?: string,
   ): Promise<{ position: number; count: number; result: R }> {
     return this.log.append(addr.stream, prepare, (first, entries, result) => {
-      record.append(addr.topic, entries.length);
-      entries.forEach((entry, i) => {
-        for (const [event, payload] of this.#events(first + i, entry)) {
-          this.#hub.publish(addr.topic, event, payload, excludeSocketId);
-        }
-      });
+      this.#broadcast(addr.topic, first, entries, excludeSocketId);
       after?.(first, entries, result);
     });
+  }
+
+  #broadcast(topic: string, first: number, entries: E[], excludeSocketId?: string): void {
+    record.append(topic, entries.length);
+    entries.forEach((entry, i) => {
+      for (const [event, payload] of this.#events(first + i, entry)) {
+        this.#hub.publish(topic, event, payload, excludeSocketId);
+      }
+    });
+  }
+
+  /** The topic of `stream` while it has subscribers here (joins register it). */
+  #liveTopic(stream: string): string | undefined {
+    const seen = this.#joined.get(stream);
+    if (!seen) return undefined;
+    if (seen.joining === 0 && this.#hub.count(seen.topic) === 0) {
+      this.#joined.delete(stream);
+      return undefined;
+    }
+    return seen.topic;
   }
 
   /**
@@ -68,12 +105,19 @@ export class ProductStream<E> {
   }
 
   /** The join sequence on this stream: replay, snapshot reply, live (see `joinStream`). */
-  join<S>(ctx: JoinContext, addr: StreamAddress, spec: ProductJoin<E, S>): Promise<boolean> {
-    return joinStream<E, S>(ctx, {
-      ...spec,
-      log: this.log,
-      stream: addr.stream,
-      events: (rec: LogRecord<E>) => this.#events(rec.position, rec.entry),
-    });
+  async join<S>(ctx: JoinContext, addr: StreamAddress, spec: ProductJoin<E, S>): Promise<boolean> {
+    let seen = this.#joined.get(addr.stream);
+    if (!seen) this.#joined.set(addr.stream, (seen = { topic: addr.topic, joining: 0 }));
+    seen.joining++;
+    try {
+      return await joinStream<E, S>(ctx, {
+        ...spec,
+        log: this.log,
+        stream: addr.stream,
+        events: (rec: LogRecord<E>) => this.#events(rec.position, rec.entry),
+      });
+    } finally {
+      seen.joining--;
+    }
   }
 }

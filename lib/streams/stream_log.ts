@@ -20,6 +20,13 @@ export interface Prepared<E, R> {
 /** Called once per append, strictly in position order per stream, after the commit is durable. */
 export type PublishFn<E, R> = (firstPosition: number, entries: E[], result: R) => void;
 
+/** Sees, on this node, the appends and purges another node made (clustered mode): `appended`
+ * in position order per stream, after they are stored here. */
+export interface LogFollower {
+  appended(stream: string, first: number, entries: unknown[]): void;
+  purged(stream: string, epoch: string): void;
+}
+
 /**
  * The ordered log behind every stream, as the stream layer and the products see it. The
  * embedded implementation is `OrderedLog` (LMDB); a clustered one can sit behind the same
@@ -53,4 +60,6 @@ export interface StreamLog {
   whenPublished(stream: string, position: number, fn: () => void): void;
   purge(stream: string, apply?: () => void, publish?: (epoch: string) => void): Promise<string>;
   trim(stream: string, opts: { maxCount?: number; maxAgeMs?: number }): Promise<number>;
+  /** Registers a follower of other nodes' writes (never called on one node alone). */
+  follow(fn: LogFollower): void;
 }

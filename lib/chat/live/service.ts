@@ -48,7 +48,7 @@ export class LiveService {
     this.#svc = svc;
     this.runs = runs;
     this.rollups = new RollupBuffers((topic, runId, text, offset) => {
-      hub.publish(topic, "stream", { runId, text, offset });
+      hub.broadcast(topic, "stream", { runId, text, offset });
     }, rollupMs);
     // A hard-deleted thread takes its runs and streaming buffers with it, so a thread
     // re-created with the same id starts clean.

@@ -1,0 +1,178 @@
+/**
+ * The node's connection to NATS: JetStream for the replicated write log (one stream, appended
+ * with a compare-and-set on its last sequence), core NATS for the traffic that is not stored
+ * (relayed events, presence). Knows nothing about what the bytes mean.
+ */
+import {
+  connect,
+  DeliverPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  type NatsConnection,
+  type PubAck,
+} from "nats";
+import { log } from "../log/mod.ts";
+
+/** The JetStream stream holding every replicated write, and its one subject. */
+export const LOG_STREAM = "SWITCHBOARD";
+const LOG_SUBJECT = "sb.log";
+
+/** How an append ended: stored at `seq` (or found already stored there), refused because the
+ * log has moved on, or unknown (timeout, no leader, connection lost). */
+export type AppendOutcome =
+  | { kind: "stored"; seq: number; duplicate: boolean }
+  | { kind: "conflict" }
+  | { kind: "unknown"; error: string };
+
+/** See the module comment. */
+export class ClusterLink {
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly jsm: JetStreamManager;
+  readonly nodeId: string;
+
+  private constructor(nc: NatsConnection, jsm: JetStreamManager, nodeId: string) {
+    this.nc = nc;
+    this.jsm = jsm;
+    this.js = nc.jetstream();
+    this.nodeId = nodeId;
+  }
+
+  /**
+   * Connects to `servers` (reconnecting for ever), waits up to `waitMs` for JetStream, and
+   * creates the log stream when missing: file storage, 3 replicas on a NATS cluster (1 on a
+   * single server), everything kept.
+   */
+  static async open(servers: string[], nodeId: string, waitMs = 30_000): Promise<ClusterLink> {
+    const deadline = Date.now() + waitMs;
+    const nc = await connect({
+      servers,
+      name: `switchboard-${nodeId}`,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      waitOnFirstConnect: true,
+      timeout: Math.max(1000, waitMs),
+    });
+    let lastError: unknown;
+    while (Date.now() < deadline) {
+      try {
+        const jsm = await nc.jetstreamManager({ timeout: 2000 });
+        const replicas = nc.info?.cluster ? 3 : 1;
+        try {
+          await jsm.streams.info(LOG_STREAM);
+        } catch {
+          await jsm.streams.add({
+            name: LOG_STREAM,
+            subjects: [LOG_SUBJECT],
+            num_replicas: replicas,
+            duplicate_window: 120_000_000_000,
+          });
+        }
+        return new ClusterLink(nc, jsm, nodeId);
+      } catch (err) {
+        lastError = err;
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    }
+    await nc.close();
+    throw new Error(`NATS JetStream not usable at ${servers.join(",")}: ${String(lastError)}`);
+  }
+
+  /**
+   * Appends `data` if the log's last sequence is still `after`. The message id
+   * `sb#{after + 1}` makes a retry of the same position idempotent and keeps two writers from
+   * both landing at one position (the compare-and-set alone does not on nats-server 2.9).
+   */
+  async append(data: Uint8Array, after: number, timeoutMs: number): Promise<AppendOutcome> {
+    let ack: PubAck;
+    try {
+      ack = await this.js.publish(LOG_SUBJECT, data, {
+        msgID: `sb#${after + 1}`,
+        expect: { lastSequence: after },
+        timeout: Math.max(100, timeoutMs),
+      });
+    } catch (err) {
+      const apiCode = (err as { api_error?: { err_code?: number } }).api_error?.err_code;
+      if (apiCode === 10071) return { kind: "conflict" };
+      return { kind: "unknown", error: err instanceof Error ? err.message : String(err) };
+    }
+    return { kind: "stored", seq: ack.seq, duplicate: ack.duplicate };
+  }
+
+  /** The stored message at `seq`, or null when there is none (yet). */
+  async read(seq: number): Promise<Uint8Array | null> {
+    try {
+      const m = await this.jsm.streams.getMessage(LOG_STREAM, { seq });
+      return m.data;
+    } catch (err) {
+      const code = (err as { api_error?: { err_code?: number } }).api_error?.err_code;
+      if (code === 10037) return null; // no message found
+      throw err;
+    }
+  }
+
+  /** The log's last sequence. */
+  async lastSeq(): Promise<number> {
+    const info = await this.jsm.streams.info(LOG_STREAM);
+    return info.state.last_seq;
+  }
+
+  /**
+   * Delivers every log message from `start` on, in order, to `fn` until `stop()`; the
+   * ordered consumer re-creates itself after gaps and reconnects.
+   */
+  follow(start: number, fn: (seq: number, data: Uint8Array) => void): { stop(): void } {
+    let stopped = false;
+    let messages: { stop(): void } | undefined;
+    const run = async () => {
+      while (!stopped) {
+        try {
+          const consumer = await this.js.consumers.get(LOG_STREAM, {
+            deliver_policy: DeliverPolicy.StartSequence,
+            opt_start_seq: start,
+          });
+          const iter = await consumer.consume({ max_messages: 512 });
+          messages = iter;
+          for await (const m of iter) {
+            if (stopped) break;
+            start = m.seq + 1;
+            fn(m.seq, m.data);
+          }
+        } catch (err) {
+          if (!stopped) log.warn("cluster log consumer restarting", { error: String(err) });
+        }
+        if (!stopped) await new Promise((r) => setTimeout(r, 250));
+      }
+    };
+    void run();
+    return {
+      stop() {
+        stopped = true;
+        messages?.stop();
+      },
+    };
+  }
+
+  /** Publishes on core NATS (no storage, at most once). */
+  publish(subject: string, data: Uint8Array): void {
+    if (!this.nc.isClosed()) this.nc.publish(subject, data);
+  }
+
+  /** Subscribes on core NATS; returns the unsubscribe. */
+  subscribe(subject: string, fn: (data: Uint8Array, subject: string) => void): () => void {
+    const sub = this.nc.subscribe(subject, { callback: (err, m) => !err && fn(m.data, m.subject) });
+    return () => sub.unsubscribe();
+  }
+
+  /** True while connected to a NATS server. */
+  connected(): boolean {
+    const protocol = (this.nc as unknown as { protocol?: { connected?: boolean } }).protocol;
+    return !this.nc.isClosed() && protocol?.connected === true;
+  }
+
+  /** Closes the connection after flushing. */
+  async close(): Promise<void> {
+    if (this.nc.isClosed()) return;
+    await this.nc.drain().catch(() => this.nc.close());
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * Clustered mode (`--nats`): several nodes share one NATS JetStream cluster. Writes are ordered
+ * through one replicated log and applied by every node (`ReplicatedEnv`), so any node serves
+ * every call and join; events kept in no log travel on core NATS (`startBus`), and presence is
+ * shared with heartbeats (`startPresence`). docs/cluster.md has the walkthrough.
+ */
+import process from "node:process";
+import type { Hub } from "../hub/hub.ts";
+import type { PresenceRegistry } from "../pubsub/presence.ts";
+import { log } from "../log/mod.ts";
+import { startBus } from "./bus.ts";
+import { ClusterLink } from "./link.ts";
+import { startPresence } from "./presence.ts";
+import { ReplicatedEnv } from "./replicated_env.ts";
+
+export { ClusterLink } from "./link.ts";
+export { ReplicatedEnv } from "./replicated_env.ts";
+
+/** Tunables read from the environment (tests shorten them). */
+function tunable(name: string, fallback: number): number {
+  const raw = Number(process.env[name]);
+  return Number.isFinite(raw) && raw >= 0 && process.env[name] !== "" && process.env[name] !== undefined
+    ? raw
+    : fallback;
+}
+
+/** A node's cluster parts, opened before the products and started after them. */
+export interface ClusterNode {
+  link: ClusterLink;
+  env: ReplicatedEnv;
+  /** Catches up with the log, then relays events and shares presence. */
+  start(hub: Hub, presence: PresenceRegistry): Promise<void>;
+  /** Says goodbye to the other nodes and closes the connection (after the store is closed). */
+  stop(): Promise<void>;
+}
+
+/** Connects to NATS and opens the replicated store at `storePath`. */
+export async function openCluster(urls: string, nodeId: string, storePath: string): Promise<ClusterNode> {
+  const link = await ClusterLink.open(urls.split(",").map((u) => u.trim()).filter(Boolean), nodeId);
+  const env = new ReplicatedEnv(storePath, link, {
+    writeDeadlineMs: tunable("SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS", 10_000),
+    dropRate: tunable("SWITCHBOARD_FAULT_DROP_LOG_DELIVERY", 0),
+  });
+  const stops: (() => void)[] = [];
+  return {
+    link,
+    env,
+    async start(hub, presence) {
+      await env.start();
+      log.info("cluster log caught up", { position: env.applied });
+      stops.push(startBus(link, hub));
+      const heartbeatMs = tunable("SWITCHBOARD_PRESENCE_HEARTBEAT_MS", 1000);
+      stops.push(startPresence(link, presence, hub, { heartbeatMs, timeoutMs: heartbeatMs * 3.5 }));
+    },
+    async stop() {
+      for (const stop of stops.splice(0)) stop();
+      await link.close();
+    },
+  };
+}

@@ -1,0 +1,85 @@
+/**
+ * Presence across nodes (the Phoenix.Tracker model): each node keeps its own members and tells
+ * the others on core NATS when a user's presence on it starts or ends, plus its whole local
+ * state every heartbeat. A node silent for `timeoutMs` (crashed, cut off) has its users removed;
+ * one that stops cleanly says so. A user on several nodes is one member everywhere.
+ */
+import { Packr } from "msgpackr";
+import type { Hub } from "../hub/hub.ts";
+import { memberOf, type PresenceRegistry } from "../pubsub/presence.ts";
+import type { ClusterLink } from "./link.ts";
+
+const SUBJECT = "sb.presence";
+const codec = new Packr({ useRecords: false });
+
+type Message =
+  | { n: string; k: "add"; t: string; u: string; i: unknown }
+  | { n: string; k: "remove"; t: string; u: string }
+  | { n: string; k: "full"; m: [string, string, unknown][] }
+  | { n: string; k: "hello" | "bye" };
+
+/** Heartbeat and node timeout. */
+export interface PresenceTiming {
+  heartbeatMs: number;
+  timeoutMs: number;
+}
+
+/** Starts sharing `registry` with the other nodes; returns the stop function (says bye). */
+export function startPresence(
+  link: ClusterLink,
+  registry: PresenceRegistry,
+  hub: Hub,
+  timing: PresenceTiming,
+): () => void {
+  const me = link.nodeId;
+  const seen = new Map<string, number>();
+  const send = (m: Message) => link.publish(SUBJECT, codec.pack(m));
+  const add = (node: string, topic: string, userId: string, info: unknown) => {
+    if (registry.addRemote(topic, userId, info, node)) {
+      hub.publish(topic, "presence:join", memberOf(userId, info));
+    }
+  };
+  const remove = (node: string, topic: string, userId: string) => {
+    const info = registry.info(topic, userId);
+    if (registry.removeRemote(topic, userId, node)) {
+      hub.publish(topic, "presence:leave", memberOf(userId, info));
+    }
+  };
+  const forget = (node: string) => {
+    seen.delete(node);
+    for (const [t, u] of registry.remoteMembers(node)) remove(node, t, u);
+  };
+
+  registry.observeLocal((t, u, i, present) => send(present ? { n: me, k: "add", t, u, i } : { n: me, k: "remove", t, u }));
+  const unsubscribe = link.subscribe(SUBJECT, (data) => {
+    const m = codec.unpack(data) as Message;
+    if (m.n === me) return;
+    seen.set(m.n, Date.now());
+    switch (m.k) {
+      case "add":
+        return add(m.n, m.t, m.u, m.i);
+      case "remove":
+        return remove(m.n, m.t, m.u);
+      case "hello":
+        return send({ n: me, k: "full", m: registry.localMembers() });
+      case "bye":
+        return forget(m.n);
+      case "full": {
+        const now = new Set(m.m.map(([t, u]) => `${t}\n${u}`));
+        for (const [t, u] of registry.remoteMembers(m.n)) if (!now.has(`${t}\n${u}`)) remove(m.n, t, u);
+        for (const [t, u, i] of m.m) add(m.n, t, u, i);
+      }
+    }
+  });
+  const beat = setInterval(() => {
+    send({ n: me, k: "full", m: registry.localMembers() });
+    const cutoff = Date.now() - timing.timeoutMs;
+    for (const [node, at] of seen) if (at < cutoff) forget(node);
+  }, timing.heartbeatMs);
+  send({ n: me, k: "hello" });
+  return () => {
+    clearInterval(beat);
+    send({ n: me, k: "bye" });
+    unsubscribe();
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * Test helper: a Switchboard cluster on loopback, N Switchboard nodes (each its own data dir)
+ * on a 3-node NATS JetStream cluster. Nodes can be SIGKILLed and restarted on their data dir;
+ * `stop()` ends every process, also after a failure.
+ */
+import { APPS, startServer, type TestServer } from "../helpers/server.ts";
+import { type NatsCluster, startNatsCluster } from "./nats_servers.ts";
+
+/** A running cluster. */
+export interface SwitchboardCluster {
+  nats: NatsCluster;
+  nodes: TestServer[];
+  /** SIGKILLs Switchboard node `i`. */
+  kill(i: number): Promise<void>;
+  /** Starts node `i` again on its data dir (a new port). */
+  restart(i: number): Promise<TestServer>;
+  stop(): Promise<void>;
+}
+
+/** Options: node count and extra environment for every node. */
+export interface ClusterOptions {
+  nodes?: number;
+  env?: Record<string, string>;
+  /** Environment for one node only. */
+  nodeEnv?: (i: number) => Record<string, string>;
+}
+
+/** Starts NATS (3 servers) and `nodes` Switchboard nodes on it (node i prefers NATS server i). */
+export async function startCluster(opts: ClusterOptions = {}): Promise<SwitchboardCluster> {
+  const nats = await startNatsCluster(3);
+  const nodes: TestServer[] = [];
+  const dataDirs: (string | undefined)[] = [];
+  const start = async (i: number) => {
+    const urls = [...nats.urls.slice(i % 3), ...nats.urls.slice(0, i % 3)].join(",");
+    const server = await startServer({
+      apps: APPS,
+      dataDir: dataDirs[i],
+      args: ["--nats", urls, "--node-id", `node-${i + 1}`],
+      env: { ...opts.env, ...opts.nodeEnv?.(i) },
+    });
+    dataDirs[i] = server.dataDir;
+    nodes[i] = server;
+    return server;
+  };
+  try {
+    for (let i = 0; i < (opts.nodes ?? 3); i++) await start(i);
+  } catch (err) {
+    await Promise.all(nodes.map((n) => n.kill()));
+    await nats.stop();
+    throw err;
+  }
+  return {
+    nats,
+    nodes,
+    kill: (i) => nodes[i].kill(),
+    restart: (i) => start(i),
+    async stop() {
+      await Promise.all(nodes.map((n) => n.kill()));
+      await nats.stop();
+    },
+  };
+}

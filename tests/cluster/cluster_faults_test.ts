@@ -1,0 +1,156 @@
+// Clustered mode under faults: SIGKILL of the JetStream stream leader and of a Switchboard
+// node during writes loses no acknowledged write (a write whose outcome is unknown fails with
+// 503 after the write deadline); a restarted node catches up; a user whose only node dies
+// leaves presence within the heartbeat timeout.
+import assert from "node:assert/strict";
+import { connect } from "nats";
+import { RawSocket } from "../helpers/raw_socket.ts";
+import type { TestServer } from "../helpers/server.ts";
+import { call, sdkFor } from "../pubsub/helpers.ts";
+import { startCluster } from "./cluster.ts";
+
+const path = (key: string) => `/api/v1/objects/app-1/ledger/${key}`;
+
+/** Writers appending distinct values to a list slot until stopped; every acknowledged value
+ * and log_id is recorded, every failure too (its outcome is unknown). */
+function writers(nodes: () => TestServer[], key: string, count: number) {
+  const acked = new Map<string, number>();
+  const unknown = new Set<string>();
+  let stop = false;
+  let seq = 0;
+  const done = Promise.all(Array.from({ length: count }, async (_, w) => {
+    while (!stop) {
+      const value = `w${w}-${seq++}`;
+      const node = nodes()[w % nodes().length];
+      try {
+        const r = await call(node, "POST", `${path(key)}/append`, { slot: "l", value });
+        if (r.status === 200) acked.set(value, r.body.log_id);
+        else {
+          assert.equal(r.status, 503, `only 503 while the cluster heals: ${JSON.stringify(r.body)}`);
+          unknown.add(value);
+        }
+      } catch {
+        unknown.add(value); // the node was killed under the request
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  }));
+  return {
+    acked,
+    unknown,
+    async stop() {
+      stop = true;
+      await done;
+    },
+  };
+}
+
+/** Asserts every acknowledged value is in the list at its log_id, nothing else is, and the
+ * list is contiguous. */
+async function assertNoLoss(node: TestServer, key: string, w: ReturnType<typeof writers>) {
+  const r = await call(node, "GET", path(key));
+  const list: string[] = r.body.state.l;
+  assert.equal(r.body.log_id, list.length, "one position per append, contiguous");
+  assert.equal(new Set(list).size, list.length, "no value stored twice");
+  for (const [value, logId] of w.acked) {
+    assert.equal(list[logId - 1], value, `acknowledged ${value} at log_id ${logId}`);
+  }
+  for (const value of list) assert.ok(w.acked.has(value) || w.unknown.has(value), `${value} was written`);
+}
+
+async function until(what: string, fn: () => Promise<boolean>, ms = 20_000) {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await fn().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`not within ${ms} ms: ${what}`);
+}
+
+Deno.test({
+  name: "cluster faults: leader and node SIGKILL lose no acknowledged write; presence timeout",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    const cluster = await startCluster({
+      env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000" },
+    });
+    const sockets: RawSocket[] = [];
+    try {
+      await t.step("SIGKILL of the JetStream stream leader during writes", async () => {
+        const nc = await connect({ servers: cluster.nats.urls });
+        const jsm = await nc.jetstreamManager();
+        const info = await jsm.streams.info("SWITCHBOARD");
+        await nc.close();
+        const leader = Number(info.cluster!.leader!.replace("n", "")) - 1;
+        const w = writers(() => cluster.nodes, "leader", 6);
+        await new Promise((r) => setTimeout(r, 500));
+        const before = w.acked.size;
+        await cluster.nats.kill(leader);
+        await new Promise((r) => setTimeout(r, 1500));
+        await cluster.nats.restart(leader);
+        const afterRestart = w.acked.size;
+        await until("writes go on after the election", async () => w.acked.size > afterRestart + 20);
+        await w.stop();
+        assert.ok(before > 0, "writes were acknowledged before the kill");
+        for (const node of cluster.nodes) {
+          await until("node converged", async () => {
+            const r = await call(node, "GET", path("leader"));
+            return r.body.log_id >= Math.max(...w.acked.values());
+          });
+          await assertNoLoss(node, "leader", w);
+        }
+      });
+
+      await t.step("SIGKILL of a Switchboard node during writes; it restarts and catches up", async () => {
+        let live = cluster.nodes;
+        const w = writers(() => live, "node", 6);
+        await new Promise((r) => setTimeout(r, 500));
+        await cluster.kill(1);
+        live = [cluster.nodes[0], cluster.nodes[2]];
+        await new Promise((r) => setTimeout(r, 500));
+        const restarted = await cluster.restart(1);
+        live = cluster.nodes;
+        await until("writes through the restarted node", async () => {
+          const r = await call(restarted, "POST", `${path("node")}/append`, { slot: "probe", value: 1 });
+          return r.status === 200;
+        });
+        await w.stop();
+        const head = (await call(cluster.nodes[0], "GET", path("node"))).body.log_id;
+        for (const node of cluster.nodes) {
+          await until("node converged", async () => (await call(node, "GET", path("node"))).body.log_id >= head);
+          const r = await call(node, "GET", path("node"));
+          assert.equal(r.body.log_id, head, "every node holds the same log");
+        }
+        const list: string[] = (await call(restarted, "GET", path("node"))).body.state.l;
+        for (const [value, logId] of w.acked) assert.ok(list.includes(value), `acknowledged ${value} (${logId}) kept`);
+        for (const value of list) assert.ok(w.acked.has(value) || w.unknown.has(value));
+      });
+
+      await t.step("a user whose only node dies leaves presence within the heartbeat timeout", async () => {
+        const topic = "pubsub:key1:presence-crash";
+        const sdk = sdkFor(cluster.nodes[0]);
+        const enter = async (node: TestServer, userId: string) => {
+          const s = await RawSocket.connect(node.wsUrl());
+          sockets.push(s);
+          const { auth, channel_data } = await sdk.authenticate(s.socketId, "presence-crash", { user_id: userId });
+          assert.equal((await s.join(topic, { auth, channel_data })).status, "ok");
+          return s;
+        };
+        const observer = await enter(cluster.nodes[0], "observer");
+        await enter(cluster.nodes[2], "doomed");
+        await observer.waitFor((f) => f[2] === topic && f[3] === "presence:join" && f[4].user_id === "doomed");
+        const killedAt = Date.now();
+        await cluster.kill(2);
+        const left = await observer.waitFor((f) => f[2] === topic && f[3] === "presence:leave", 5000);
+        assert.deepEqual(left[4], { user_id: "doomed" });
+        assert.ok(Date.now() - killedAt < 3000, "left within the heartbeat timeout (3.5 heartbeats)");
+        const users = await call(cluster.nodes[0], "GET", "/api/apps/app-1/channels/presence-crash/users");
+        assert.deepEqual(users.body, { users: [{ user_id: "observer" }], count: 1 });
+      });
+    } finally {
+      await Promise.all(sockets.map((s) => s.close().catch(() => {})));
+      await cluster.stop();
+    }
+  },
+});

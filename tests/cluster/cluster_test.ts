@@ -1,0 +1,205 @@
+// Clustered mode on a loopback NATS JetStream cluster (3 nats-server processes) with 3
+// Switchboard nodes: writes from every node land at contiguous positions, every node applies
+// and delivers them exactly, joins on one node during a storm on another are exact, node 3
+// drops log deliveries (fault hook) and repairs them from the stream, events kept in no log
+// and presence cross nodes, and chat REST state written on one node reads on the others.
+import assert from "node:assert/strict";
+import { RawSocket, type Frame } from "../helpers/raw_socket.ts";
+import type { TestServer } from "../helpers/server.ts";
+import { call, sdkFor } from "../pubsub/helpers.ts";
+import { api, doc } from "../chat_rest/helpers.ts";
+import { startCluster } from "./cluster.ts";
+
+const objectPath = (type: string, key: string) => `/api/v1/objects/app-1/${type}/${key}`;
+
+async function increment(node: TestServer, type: string, key: string): Promise<number | null> {
+  const r = await call(node, "POST", `${objectPath(type, key)}/increment`, { slot: "n" });
+  if (r.status !== 200) return null;
+  return r.body.log_id;
+}
+
+/** Polls `fn` until it returns true (or fails after `ms`). */
+async function eventually(what: string, fn: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await fn()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`not within ${ms} ms: ${what}`);
+}
+
+const logIds = (frames: Frame[], topic: string) =>
+  frames.filter((f) => f[2] === topic && f[3] === "change").map((f) => f[4].log_id as number);
+
+const range = (from: number, to: number) => Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i);
+
+Deno.test({
+  name: "cluster: ordering, exact joins, repair, relay, presence and chat across 3 nodes",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    const cluster = await startCluster({
+      env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300" },
+      // Node 3 loses 30% of the log deliveries it is sent and must fetch them from the stream.
+      nodeEnv: (i) => i === 2 ? { SWITCHBOARD_FAULT_DROP_LOG_DELIVERY: "0.3" } : {},
+    });
+    const sockets: RawSocket[] = [];
+    const connect = async (node: TestServer) => {
+      const s = await RawSocket.connect(node.wsUrl());
+      sockets.push(s);
+      return s;
+    };
+    try {
+      const nodes = cluster.nodes;
+
+      await t.step("8 writers across 3 nodes on one object: positions 1..N, counter = acknowledged", async () => {
+        const topic = "durable:key1:counter:one";
+        const watchers = await Promise.all(nodes.map(async (n) => {
+          const s = await connect(n);
+          assert.equal((await s.join(topic, { app_secret: "secret1" })).status, "ok");
+          return s;
+        }));
+        const acked: number[] = [];
+        await Promise.all(range(0, 7).map(async (w) => {
+          for (let i = 0; i < 30; i++) {
+            const id = await increment(nodes[w % 3], "counter", "one");
+            assert.ok(id !== null, "no write fails with every node up");
+            acked.push(id);
+          }
+        }));
+        const n = acked.length;
+        assert.deepEqual([...acked].sort((a, b) => a - b), range(1, n), "acknowledged positions are 1..N");
+        for (const node of nodes) {
+          await eventually(`node ${node.port} has log_id ${n}`, async () => {
+            const r = await call(node, "GET", objectPath("counter", "one"));
+            return r.body.log_id === n;
+          });
+          const r = await call(node, "GET", objectPath("counter", "one"));
+          assert.deepEqual(r.body, { state: { n }, log_id: n }, "counter = acknowledged increments, on every node");
+        }
+        for (const [i, s] of watchers.entries()) {
+          await s.waitFor((f) => f[2] === topic && f[4].log_id === n, 10_000);
+          assert.deepEqual(logIds(s.frames, topic), range(1, n), `subscriber on node ${i + 1} saw 1..N in order`);
+          const values = s.frames.filter((f) => f[2] === topic && f[3] === "change").map((f) => f[4].value);
+          assert.deepEqual(values, range(1, n));
+        }
+      });
+
+      await t.step("joins on node 2 and node 3 during a storm on node 1 are exact", async () => {
+        const topic = "durable:key1:storm:s";
+        let stop = false;
+        const storm = (async () => {
+          let count = 0;
+          while (!stop) {
+            await Promise.all(range(1, 4).map(() => increment(nodes[0], "storm", "s")));
+            count += 4;
+          }
+          return count;
+        })();
+        const joiners: { s: RawSocket; from: number; state: number }[] = [];
+        for (let k = 0; k < 8; k++) {
+          await new Promise((r) => setTimeout(r, 60));
+          const s = await connect(nodes[1 + (k % 2)]);
+          const j = await s.join(topic, { app_secret: "secret1" });
+          assert.equal(j.status, "ok");
+          joiners.push({ s, from: j.response.log_id as number, state: (j.response.state as { n?: number }).n ?? 0 });
+        }
+        stop = true;
+        const total = await storm;
+        for (const { s, from, state } of joiners) {
+          assert.equal(state, from, "the snapshot's counter equals its log_id");
+          await s.waitFor((f) => f[2] === topic && f[4].log_id === total, 10_000);
+          assert.deepEqual(logIds(s.frames, topic), range(from + 1, total), `joined at ${from}: then exactly ${from + 1}..${total}`);
+        }
+        assert.ok(joiners.some((j) => j.from > 0 && j.from < total), "some joins happened mid-storm");
+      });
+
+      await t.step("a rejoin with after_log_id on another node replays exactly the missed entries", async () => {
+        const topic = "durable:key1:storm:s";
+        const s = await connect(nodes[2]);
+        const j = await s.join(topic, { app_secret: "secret1", after_log_id: 5 });
+        const head = j.response.log_id as number;
+        const reply = s.frames.findIndex((f) => f[3] === "phx_reply");
+        assert.deepEqual(logIds(s.frames.slice(0, reply), topic), range(6, head));
+      });
+
+      await t.step("channel events triggered on every node reach every node in serial order", async () => {
+        const topic = "pubsub:key1:feed";
+        const subs = await Promise.all(nodes.map(async (n) => {
+          const s = await connect(n);
+          assert.equal((await s.join(topic, {})).status, "ok");
+          return s;
+        }));
+        for (let i = 0; i < 30; i++) {
+          const r = await call(nodes[i % 3], "POST", "/api/apps/app-1/trigger", { channel: "feed", event: "e", data: { i } });
+          assert.equal(r.status, 200);
+        }
+        for (const s of subs) {
+          await s.waitFor((f) => f[2] === topic && f[4].serial === 30, 10_000);
+          const got = s.frames.filter((f) => f[2] === topic && f[3] === "e");
+          assert.deepEqual(got.map((f) => f[4].serial), range(1, 30));
+          assert.deepEqual(got.map((f) => (f[4].data as { i: number }).i), range(0, 29));
+        }
+        const late = await connect(nodes[1]);
+        await late.join(topic, { after_serial: 25 });
+        const replayed = late.frames.filter((f) => f[2] === topic && f[3] === "e").map((f) => f[4].serial);
+        assert.deepEqual(replayed, range(26, 30), "history replays on any node");
+      });
+
+      await t.step("ephemeral events and user events are relayed to the other nodes", async () => {
+        const topic = "pubsub:key1:ephemeral-pings";
+        const s = await connect(nodes[2]);
+        await s.join(topic, {});
+        const r = await call(nodes[0], "POST", "/api/apps/app-1/trigger", { channel: "ephemeral-pings", event: "ping", data: 1 });
+        assert.equal(r.status, 200);
+        const f = await s.waitFor((f) => f[2] === topic && f[3] === "ping");
+        assert.deepEqual(f[4], { serial: null, data: 1 });
+      });
+
+      await t.step("the same user on two nodes is one presence member on every node", async () => {
+        const topic = "pubsub:key1:presence-lobby";
+        const sdk = sdkFor(nodes[0]);
+        const enter = async (node: TestServer, userId: string) => {
+          const s = await connect(node);
+          const { auth, channel_data } = await sdk.authenticate(s.socketId, "presence-lobby", { user_id: userId });
+          const r = await s.join(topic, { auth, channel_data });
+          assert.equal(r.status, "ok");
+          return s;
+        };
+        const observer = await enter(nodes[2], "observer");
+        await enter(nodes[0], "ana");
+        await observer.waitFor((f) => f[2] === topic && f[3] === "presence:join" && f[4].user_id === "ana");
+        await enter(nodes[1], "ana");
+        for (const node of nodes) {
+          await eventually("two members everywhere", async () => {
+            const users = await call(node, "GET", "/api/apps/app-1/channels/presence-lobby/users");
+            return users.body.count === 2;
+          });
+        }
+        const users = await call(nodes[1], "GET", "/api/apps/app-1/channels/presence-lobby/users");
+        assert.deepEqual(users.body.users.map((u: { user_id: string }) => u.user_id).sort(), ["ana", "observer"]);
+        await new Promise((r) => setTimeout(r, 700));
+        assert.equal(observer.events(topic, "presence:join").filter((f) => f[4].user_id === "ana").length, 1, "one join for ana");
+      });
+
+      await t.step("chat: a thread made on node 1, messages posted on node 2, read on node 3", async () => {
+        const created = await api(nodes[0], "POST", "/api/chat/threads", doc("threads", { title: "café" }, { id: "café" }));
+        assert.equal(created.status, 201);
+        await eventually("thread visible on node 2", async () => (await api(nodes[1], "GET", "/api/chat/threads/caf%C3%A9")).status === 200);
+        for (let i = 0; i < 5; i++) {
+          const m = await api(nodes[1], "POST", "/api/chat/threads/caf%C3%A9/messages", doc("messages", { role: "user", content: `m${i}` }, { id: `m${i}` }));
+          assert.equal(m.status, 201, JSON.stringify(m.body));
+        }
+        await eventually("messages on node 3", async () => {
+          const list = await api(nodes[2], "GET", "/api/chat/threads/caf%C3%A9/messages");
+          return list.body?.data?.length === 5;
+        });
+        const list = await api(nodes[2], "GET", "/api/chat/threads/caf%C3%A9/messages");
+        assert.deepEqual(list.body.data.map((m: { id: string }) => m.id).sort(), ["m0", "m1", "m2", "m3", "m4"]);
+      });
+    } finally {
+      await Promise.all(sockets.map((s) => s.close().catch(() => {})));
+      await cluster.stop();
+    }
+  },
+});
