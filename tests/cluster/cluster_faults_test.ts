@@ -90,7 +90,7 @@ Deno.test({
         await new Promise((r) => setTimeout(r, 1500));
         await cluster.nats.restart(leader);
         const afterRestart = w.acked.size;
-        await until("writes go on after the election", async () => w.acked.size > afterRestart + 20);
+        await until("writes go on after the election", () => Promise.resolve(w.acked.size > afterRestart + 20));
         await w.stop();
         assert.ok(before > 0, "writes were acknowledged before the kill");
         for (const node of cluster.nodes) {

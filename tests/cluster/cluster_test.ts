@@ -41,7 +41,7 @@ Deno.test({
     const cluster = await startCluster({
       env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300" },
       // Node 3 loses 30% of the log deliveries it is sent and must fetch them from the stream.
-      nodeEnv: (i) => i === 2 ? { SWITCHBOARD_FAULT_DROP_LOG_DELIVERY: "0.3" } : {},
+      nodeEnv: (i): Record<string, string> => i === 2 ? { SWITCHBOARD_FAULT_DROP_LOG_DELIVERY: "0.3" } : {},
     });
     const sockets: RawSocket[] = [];
     const connect = async (node: TestServer) => {
