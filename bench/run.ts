@@ -1,7 +1,7 @@
 // Benchmark runner: `deno task bench`. Runs each benchmark (servers and load generators in
 // their own processes, baselines in the same run), prints a table per benchmark and writes
 // bench/results/latest.json.
-//   BENCH_ONLY=fanout,writes   run only these (names: fanout writes replay tokens aichat chatjoin connections start)
+//   BENCH_ONLY=fanout,writes   run only these (names: fanout writes replay tokens aichat chatjoin connections start cluster)
 //   SWITCHBOARD_BIN=dist/switchboard   benchmark the compiled binary instead of `deno run main.ts`
 //   BENCH_QUICK=1              about 10x smaller sizes and short windows (smoke run)
 import { execSync } from "node:child_process";
@@ -19,6 +19,7 @@ import { connections } from "./benchmarks/connections.ts";
 import { start } from "./benchmarks/start.ts";
 import { aichat } from "./benchmarks/aichat.ts";
 import { chatjoin } from "./benchmarks/chatjoin.ts";
+import { cluster } from "./benchmarks/cluster.ts";
 
 const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchReport>> = {
   start,
@@ -29,6 +30,7 @@ const BENCHMARKS: Record<string, (ctx: BenchContext) => Promise<BenchReport>> = 
   aichat,
   chatjoin,
   connections,
+  cluster,
 };
 
 const quick = ["1", "true", "yes"].includes((Deno.env.get("BENCH_QUICK") ?? "").toLowerCase());

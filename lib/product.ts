@@ -6,6 +6,19 @@ import type { ChannelHandler } from "./socket/handler.ts";
 import type { SocketEndpoint } from "./socket/endpoint.ts";
 import type { StoreEnv } from "./store/env.ts";
 import type { StreamLog } from "./streams/mod.ts";
+import type { PresenceRegistry } from "./pubsub/presence.ts";
+
+/**
+ * A presence registry a product keeps, shared between the nodes of a cluster: `name` keeps
+ * registries apart on the wire; `joined`/`left` are the event (and payload) local subscribers
+ * get when a user is present through another node, or no longer.
+ */
+export interface SharedPresence {
+  name: string;
+  registry: PresenceRegistry;
+  joined(userId: string, info: unknown): [string, unknown];
+  left(userId: string, info: unknown): [string, unknown];
+}
 
 /** What every product module is built from. */
 export interface ProductDeps {
@@ -26,6 +39,8 @@ export interface ProductModule {
   channels?: Record<string, ChannelHandler>;
   /** Further WebSocket protocols this module serves (the Pusher protocol at `/app/{key}`). */
   endpoints?: SocketEndpoint[];
+  /** Presence shared between the nodes of a cluster. */
+  presence?: SharedPresence;
   /** Called on shutdown after sockets are closed, before the store closes. */
   close?(): Promise<void> | void;
 }

@@ -14,6 +14,6 @@ export function startBus(link: ClusterLink, hub: Hub): () => void {
   hub.useRelay((t, e, p, x) => link.publish(SUBJECT, codec.pack({ n: link.nodeId, t, e, p, x })));
   return link.subscribe(SUBJECT, (data) => {
     const m = codec.unpack(data) as { n: string; t: string; e: string; p: unknown; x?: string };
-    if (m.n !== link.nodeId) hub.publish(m.t, m.e, m.p, m.x ?? undefined);
+    if (m.n !== link.nodeId) hub.relayed(m.t, m.e, m.p, m.x ?? undefined);
   });
 }

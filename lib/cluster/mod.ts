@@ -6,7 +6,7 @@
  */
 import process from "node:process";
 import type { Hub } from "../hub/hub.ts";
-import type { PresenceRegistry } from "../pubsub/presence.ts";
+import type { SharedPresence } from "../product.ts";
 import { log } from "../log/mod.ts";
 import { startBus } from "./bus.ts";
 import { ClusterLink } from "./link.ts";
@@ -29,7 +29,7 @@ export interface ClusterNode {
   link: ClusterLink;
   env: ReplicatedEnv;
   /** Catches up with the log, then relays events and shares presence. */
-  start(hub: Hub, presence: PresenceRegistry): Promise<void>;
+  start(hub: Hub, presence: SharedPresence[]): Promise<void>;
   /** Says goodbye to the other nodes and closes the connection (after the store is closed). */
   stop(): Promise<void>;
 }
@@ -50,7 +50,9 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
       log.info("cluster log caught up", { position: env.applied });
       stops.push(startBus(link, hub));
       const heartbeatMs = tunable("SWITCHBOARD_PRESENCE_HEARTBEAT_MS", 1000);
-      stops.push(startPresence(link, presence, hub, { heartbeatMs, timeoutMs: heartbeatMs * 3.5 }));
+      for (const shared of presence) {
+        stops.push(startPresence(link, shared, hub, { heartbeatMs, timeoutMs: heartbeatMs * 3.5 }));
+      }
     },
     async stop() {
       for (const stop of stops.splice(0)) stop();

@@ -6,10 +6,9 @@
  */
 import { Packr } from "msgpackr";
 import type { Hub } from "../hub/hub.ts";
-import { memberOf, type PresenceRegistry } from "../pubsub/presence.ts";
+import type { SharedPresence } from "../product.ts";
 import type { ClusterLink } from "./link.ts";
 
-const SUBJECT = "sb.presence";
 const codec = new Packr({ useRecords: false });
 
 type Message =
@@ -24,26 +23,25 @@ export interface PresenceTiming {
   timeoutMs: number;
 }
 
-/** Starts sharing `registry` with the other nodes; returns the stop function (says bye). */
+/** Starts sharing `shared.registry` with the other nodes on `sb.presence.{name}`; returns the
+ * stop function (says bye). */
 export function startPresence(
   link: ClusterLink,
-  registry: PresenceRegistry,
+  shared: SharedPresence,
   hub: Hub,
   timing: PresenceTiming,
 ): () => void {
+  const SUBJECT = `sb.presence.${shared.name}`;
+  const registry = shared.registry;
   const me = link.nodeId;
   const seen = new Map<string, number>();
   const send = (m: Message) => link.publish(SUBJECT, codec.pack(m));
   const add = (node: string, topic: string, userId: string, info: unknown) => {
-    if (registry.addRemote(topic, userId, info, node)) {
-      hub.publish(topic, "presence:join", memberOf(userId, info));
-    }
+    if (registry.addRemote(topic, userId, info, node)) hub.publish(topic, ...shared.joined(userId, info));
   };
   const remove = (node: string, topic: string, userId: string) => {
     const info = registry.info(topic, userId);
-    if (registry.removeRemote(topic, userId, node)) {
-      hub.publish(topic, "presence:leave", memberOf(userId, info));
-    }
+    if (registry.removeRemote(topic, userId, node)) hub.publish(topic, ...shared.left(userId, info));
   };
   const forget = (node: string) => {
     seen.delete(node);

@@ -57,6 +57,7 @@ export class Hub {
   #sockets = new Map<string, Subscriber>();
   #occupancy: ((topic: string, occupied: boolean) => void)[] = [];
   #relay?: (topic: string, event: string, payload: unknown, excludeSocketId?: string) => void;
+  #relayedObservers: ((topic: string, event: string, payload: unknown) => void)[] = [];
 
   /** Switches fan-out to the runtime's native topics (set by the Bun adapter). */
   useNative(native: NativeTopics): void {
@@ -76,6 +77,17 @@ export class Hub {
   broadcast(topic: string, event: string, payload: unknown, excludeSocketId?: string): number {
     this.#relay?.(topic, event, payload, excludeSocketId);
     return this.publish(topic, event, payload, excludeSocketId);
+  }
+
+  /** An event another node `broadcast`: observers see it, then local subscribers get it. */
+  relayed(topic: string, event: string, payload: unknown, excludeSocketId?: string): void {
+    for (const fn of this.#relayedObservers) fn(topic, event, payload);
+    this.publish(topic, event, payload, excludeSocketId);
+  }
+
+  /** Calls `fn` for every event relayed from another node (see `relayed`). */
+  onRelayed(fn: (topic: string, event: string, payload: unknown) => void): void {
+    this.#relayedObservers.push(fn);
   }
 
   /** Registers the encoder of another wire format. */

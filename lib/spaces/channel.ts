@@ -6,6 +6,8 @@ import { verifyJoin } from "../auth/join.ts";
 import { jsonBytes, MAX_MEMBER_INFO_BYTES } from "../limits.ts";
 import type { ChannelHandler, ChannelInstance, JoinContext } from "../socket/handler.ts";
 import { errorReply } from "../socket/handler.ts";
+import type { Hub } from "../hub/hub.ts";
+import type { PresenceRegistry } from "../pubsub/presence.ts";
 
 /** Largest relayed payload, as JSON bytes. */
 export const MAX_SPACE_PAYLOAD_BYTES = 10 * 1024;
@@ -17,21 +19,20 @@ export interface SpaceMember {
   data: unknown;
 }
 
-interface Joined {
-  member: SpaceMember;
-  push: (event: string, payload: unknown) => void;
+/** What a member's registry entry holds besides its socket id. */
+type MemberInfo = Omit<SpaceMember, "socket_id">;
+
+/** The member as sent on the wire. */
+export function spaceMember(socketId: string, info: unknown): SpaceMember {
+  return { socket_id: socketId, ...(info as MemberInfo) };
 }
 
-/** Builds the `spaces` channel handler; members live in memory (per process). */
-export function spacesChannel(): ChannelHandler {
-  const spaces = new Map<string, Map<string, Joined>>();
-
-  function relay(topic: string, fromSocket: string, event: string, payload: unknown) {
-    for (const [socketId, j] of spaces.get(topic) ?? []) {
-      if (socketId !== fromSocket) j.push(event, payload);
-    }
-  }
-
+/**
+ * Builds the `spaces` channel handler. Members are kept in `members` (user id = socket id),
+ * which a cluster shares between nodes; pushes go out through the hub's `broadcast`, so
+ * members on other nodes get them too.
+ */
+export function spacesChannel(hub: Hub, members: PresenceRegistry): ChannelHandler {
   return {
     async join(ctx: JoinContext): Promise<ChannelInstance | { error: string }> {
       const cred = await verifyJoin(ctx);
@@ -52,16 +53,13 @@ export function spacesChannel(): ChannelHandler {
       if (jsonBytes(ctx.params.data) > MAX_MEMBER_INFO_BYTES) {
         return { error: `Validation failed: data larger than ${MAX_MEMBER_INFO_BYTES} bytes` };
       }
-      const member: SpaceMember = {
-        socket_id: ctx.socketId,
-        client_id: clientId ?? null,
-        data: ctx.params.data ?? null,
-      };
-      let members = spaces.get(ctx.topic);
-      if (!members) spaces.set(ctx.topic, (members = new Map()));
-      relay(ctx.topic, ctx.socketId, "member:enter", member);
-      members.set(ctx.socketId, { member, push: ctx.push });
-      ctx.accept({ members: [...members.values()].map((j) => j.member) });
+      const info: MemberInfo = { client_id: clientId ?? null, data: ctx.params.data ?? null };
+      // Announced here before subscribing (the joiner does not get its own enter); other
+      // nodes hear it through the shared registry.
+      members.add(ctx.topic, ctx.socketId, info, ctx.socketId);
+      hub.publish(ctx.topic, "member:enter", spaceMember(ctx.socketId, info));
+      ctx.accept({ members: members.members(ctx.topic).map((m) => spaceMember(m.user_id, m.user_info)) });
+      ctx.subscribe();
       return {
         handleIn(event, payload) {
           if (event.startsWith("phx_") || event.startsWith("member:")) {
@@ -71,14 +69,14 @@ export function spacesChannel(): ChannelHandler {
           if (size > MAX_SPACE_PAYLOAD_BYTES) {
             return errorReply(`Validation failed: payload larger than ${MAX_SPACE_PAYLOAD_BYTES} bytes`);
           }
-          relay(ctx.topic, ctx.socketId, event, payload);
+          hub.broadcast(ctx.topic, event, payload, ctx.socketId);
           return { status: "ok", response: {} };
         },
         terminate() {
-          const set = spaces.get(ctx.topic);
-          if (!set?.delete(ctx.socketId)) return;
-          if (set.size === 0) spaces.delete(ctx.topic);
-          relay(ctx.topic, ctx.socketId, "member:leave", member);
+          ctx.unsubscribe();
+          if (members.remove(ctx.topic, ctx.socketId, ctx.socketId)) {
+            hub.publish(ctx.topic, "member:leave", spaceMember(ctx.socketId, info));
+          }
         },
       };
     },

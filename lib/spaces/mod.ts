@@ -1,9 +1,20 @@
 import type { ProductDeps, ProductModule } from "../product.ts";
-import { spacesChannel } from "./channel.ts";
+import { PresenceRegistry } from "../pubsub/presence.ts";
+import { spaceMember, spacesChannel } from "./channel.ts";
 
 export type { SpaceMember } from "./channel.ts";
 
-/** Builds the spaces product: the `spaces` relay channel handler (no routes, no storage). */
-export function createSpaces(_deps: ProductDeps): ProductModule {
-  return { channels: { spaces: spacesChannel() } };
+/** Builds the spaces product: the `spaces` relay channel handler (no routes, no storage) and
+ * its members, shared between nodes in a cluster. */
+export function createSpaces(deps: ProductDeps): ProductModule {
+  const members = new PresenceRegistry();
+  return {
+    channels: { spaces: spacesChannel(deps.hub, members) },
+    presence: {
+      name: "spaces",
+      registry: members,
+      joined: (socketId, info) => ["member:enter", spaceMember(socketId, info)],
+      left: (socketId, info) => ["member:leave", spaceMember(socketId, info)],
+    },
+  };
 }

@@ -9,6 +9,7 @@ import type { TestServer } from "../helpers/server.ts";
 import { call, sdkFor } from "../pubsub/helpers.ts";
 import { api, doc } from "../chat_rest/helpers.ts";
 import { startCluster } from "./cluster.ts";
+import { client, until } from "../chat_live/helpers.ts";
 
 const objectPath = (type: string, key: string) => `/api/v1/objects/app-1/${type}/${key}`;
 
@@ -182,6 +183,28 @@ Deno.test({
         assert.equal(observer.events(topic, "presence:join").filter((f) => f[4].user_id === "ana").length, 1, "one join for ana");
       });
 
+      await t.step("spaces: members and pushes cross nodes", async () => {
+        const topic = "spaces:key1:board";
+        const a = await connect(nodes[0]);
+        await a.join(topic, { client_id: "a", data: { c: "red" } });
+        const b = await connect(nodes[1]);
+        await eventually("node 2 lists the member on node 1", async () => {
+          const probe = await connect(nodes[1]);
+          const j = await probe.join(topic, { client_id: "probe" });
+          await probe.close();
+          return (j.response.members as unknown[]).some((m) => (m as { client_id: string }).client_id === "a");
+        });
+        const jb = await b.join(topic, { client_id: "b" });
+        assert.ok((jb.response.members as { socket_id: string }[]).some((m) => m.socket_id === a.socketId));
+        await a.waitFor((f) => f[2] === topic && f[3] === "member:enter" && f[4].client_id === "b");
+        await b.push(topic, jb.joinRef, "cursor", { x: 1 });
+        const moved = await a.waitFor((f) => f[2] === topic && f[3] === "cursor");
+        assert.deepEqual(moved[4], { x: 1 });
+        await b.close();
+        const left = await a.waitFor((f) => f[2] === topic && f[3] === "member:leave" && f[4].client_id === "b");
+        assert.deepEqual(left[4], { socket_id: b.socketId, client_id: "b", data: null });
+      });
+
       await t.step("chat: a thread made on node 1, messages posted on node 2, read on node 3", async () => {
         const created = await api(nodes[0], "POST", "/api/chat/threads", doc("threads", { title: "café" }, { id: "café" }));
         assert.equal(created.status, 201);
@@ -196,6 +219,46 @@ Deno.test({
         });
         const list = await api(nodes[2], "GET", "/api/chat/threads/caf%C3%A9/messages");
         assert.deepEqual(list.body.data.map((m: { id: string }) => m.id).sort(), ["m0", "m1", "m2", "m3", "m4"]);
+      });
+
+      await t.step("chat live: agent on node 1, human on node 2, a viewer joining mid-run on node 3", async () => {
+        const bot = client(nodes[0]);
+        const human = client(nodes[1]);
+        const late = client(nodes[2]);
+        try {
+          const agent = await bot.connectAgent("live", { secret: "secret1", agentId: "echo" });
+          const session = await human.connect("live", { clientId: "alice" });
+          let release!: () => void;
+          const halfway = new Promise<void>((r) => (release = r));
+          let resume!: () => void;
+          const goOn = new Promise<void>((r) => (resume = r));
+          agent.on("run:pending", async (run) => {
+            await agent.startRun(run.runId);
+            for (let i = 0; i < 10; i++) agent.token(run.runId, `a${i} `);
+            await new Promise((r) => setTimeout(r, 150));
+            release();
+            await goOn;
+            for (let i = 0; i < 10; i++) agent.token(run.runId, `b${i} `);
+            await new Promise((r) => setTimeout(r, 100));
+            await agent.end(run.runId, "complete");
+          });
+          const active = await session.view.send("hello");
+          await halfway;
+          const viewer = await late.connect("live", { clientId: "bob" });
+          const first = Array.from({ length: 10 }, (_, i) => `a${i} `).join("");
+          assert.equal(viewer.view.getStream(active.runId), first, "the joiner gets the text streamed so far");
+          resume();
+          const full = first + Array.from({ length: 10 }, (_, i) => `b${i} `).join("");
+          for (const s of [session, viewer]) {
+            await until(() => s.view.run(active.runId)?.status === "complete", "run complete", 10_000);
+            const msgs = s.view.getMessages();
+            assert.deepEqual(msgs.map((m) => m.content), ["hello", full]);
+          }
+        } finally {
+          bot.disconnect();
+          human.disconnect();
+          late.disconnect();
+        }
       });
     } finally {
       await Promise.all(sockets.map((s) => s.close().catch(() => {})));

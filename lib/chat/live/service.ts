@@ -34,6 +34,13 @@ export interface RunCreated {
   status: "pending";
 }
 
+/** A `stream` delta as broadcast. */
+interface RemoteDelta {
+  runId: string;
+  text: string;
+  offset: number;
+}
+
 /** Members that receive agent-only signals (`run:cancel`). */
 export type AgentSink = (event: string, payload: unknown) => void;
 
@@ -43,6 +50,9 @@ export class LiveService {
   readonly rollups: RollupBuffers;
   #svc: ChatServices;
   #agents = new Map<string, Set<AgentSink>>();
+  /** Stream text of runs whose agent is on another node (clustered mode), from its roll-ups. */
+  #remote = new Map<string, { text: string; at: number }>();
+  #swept = Date.now();
 
   constructor(svc: ChatServices, runs: RunTable, hub: Hub, rollupMs = 40) {
     this.#svc = svc;
@@ -50,6 +60,9 @@ export class LiveService {
     this.rollups = new RollupBuffers((topic, runId, text, offset) => {
       hub.broadcast(topic, "stream", { runId, text, offset });
     }, rollupMs);
+    hub.onRelayed((topic, event, payload) => {
+      if (event === "stream" && topic.startsWith("chat:")) this.#mirror(topic, payload as RemoteDelta);
+    });
     // A hard-deleted thread takes its runs and streaming buffers with it, so a thread
     // re-created with the same id starts clean.
     svc.threadLog.onPurge({
@@ -62,6 +75,23 @@ export class LiveService {
         for (const runId of runIds as string[]) this.rollups.drop(this.streamKey(app, threadId, runId));
       },
     });
+  }
+
+  /** Text a run has streamed so far, whichever node its agent is on (for join snapshots). */
+  streamText(app: App, threadId: string, topic: string, runId: string): string {
+    const local = this.rollups.flushed(this.streamKey(app, threadId, runId));
+    return local !== "" ? local : this.#remote.get(`${topic}\n${runId}`)?.text ?? "";
+  }
+
+  /** Follows another node's roll-up; entries idle for 10 minutes are forgotten. */
+  #mirror(topic: string, d: RemoteDelta): void {
+    const key = `${topic}\n${d.runId}`;
+    const now = Date.now();
+    const known = this.#remote.get(key)?.text ?? "";
+    if (d.offset <= known.length) this.#remote.set(key, { text: known.slice(0, d.offset) + d.text, at: now });
+    if (now - this.#swept < 60_000) return;
+    this.#swept = now;
+    for (const [k, v] of this.#remote) if (now - v.at > 600_000) this.#remote.delete(k);
   }
 
   /** The roll-up buffer key of a run. */
