@@ -159,6 +159,10 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   });
   http.route("/", healthRoutes(env));
   gaugeFrom("switchboard_lmdb_size_bytes", "Size of the LMDB data file.", () => lmdbSize(config.dataDir));
+  if (cluster) {
+    const replicated = cluster.env;
+    gaugeFrom("switchboard_cluster_applied_position", "Position of the cluster's write log applied on this node.", () => replicated.applied);
+  }
   const metricsRoutes = new Hono().get("/metrics", async (c) =>
     c.body(await registry.metrics(), 200, { "content-type": registry.contentType })
   );

@@ -49,6 +49,8 @@ interface Task {
 }
 
 const ABORT = Symbol("speculation done");
+/** Core NATS subject on which writers announce the log's new last position. */
+const TAIL_SUBJECT = "sb.tail";
 
 /** Tunables, mostly for tests. */
 export interface ReplicationOptions {
@@ -77,8 +79,12 @@ export class ReplicatedEnv extends StoreEnv {
   #applying: Promise<void> | undefined;
   #appliedWaiters: { seq: number; wake: () => void }[] = [];
   #repairTimer: ReturnType<typeof setTimeout> | undefined;
+  #lastDelivery = 0;
+  /** Highest position known to exist that repair should reach. */
+  #repairTarget = 0;
   #tailTimer: ReturnType<typeof setInterval> | undefined;
   #consumer: { stop(): void } | undefined;
+  #unsubscribeTail: (() => void) | undefined;
   #failing: string | undefined;
   #closed = false;
 
@@ -101,10 +107,16 @@ export class ReplicatedEnv extends StoreEnv {
    */
   async start(waitMs = 60_000): Promise<void> {
     this.#consumer = this.#link.follow(this.#applied + 1, (seq, data) => {
+      this.#lastDelivery = Date.now();
       if (this.#opts.dropRate > 0 && Math.random() < this.#opts.dropRate) return;
       this.#feed(seq, data);
     });
-    // A dropped or delayed last message shows no gap; compare with the log's tail now and then.
+    // A dropped or delayed last message shows no gap: writers announce each new position, and
+    // the log's tail is compared now and then in case an announcement was lost too.
+    this.#unsubscribeTail = this.#link.subscribe(TAIL_SUBJECT, (data) => {
+      const seq = Number(new TextDecoder().decode(data));
+      if (seq > this.#applied) this.#scheduleRepair(seq);
+    });
     this.#tailTimer = setInterval(() => void this.#checkTail(), 1000);
     const target = await this.#link.lastSeq();
     if (!(await this.#waitApplied(target, Date.now() + waitMs))) {
@@ -143,6 +155,7 @@ export class ReplicatedEnv extends StoreEnv {
     this.#closed = true;
     while (this.#pumping || this.#applying) await new Promise((r) => setTimeout(r, 5));
     this.#consumer?.stop();
+    this.#unsubscribeTail?.();
     clearInterval(this.#tailTimer);
     clearTimeout(this.#repairTimer);
     await super.close();
@@ -256,7 +269,11 @@ export class ReplicatedEnv extends StoreEnv {
       this.#awaiting.set(batch, flag);
       const target = spec.base + 1;
       const outcome = await this.#link.append(data, spec.base, deadline - Date.now());
-      if (outcome.kind === "stored" && !outcome.duplicate) this.#feed(outcome.seq, data);
+      if (outcome.kind === "stored" && !outcome.duplicate) {
+        this.#feed(outcome.seq, data);
+        // Tell the other nodes the log grew, so one whose delivery was lost repairs at once.
+        this.#link.publish(TAIL_SUBJECT, new TextEncoder().encode(String(outcome.seq)));
+      }
       if (outcome.kind !== "unknown") await this.#waitApplied(target, deadline);
       else await new Promise((r) => setTimeout(r, 100));
       // From here on an apply treats the batch as another node's (its hooks publish it); one
@@ -374,12 +391,21 @@ export class ReplicatedEnv extends StoreEnv {
   /** After a short grace (the consumer is usually faster), reads missing positions from the
    * stream: the first gap in the buffer, or up to `upTo`. */
   #scheduleRepair(upTo = 0): void {
+    this.#repairTarget = Math.max(this.#repairTarget, upTo);
     if (this.#repairTimer || this.#closed) return;
     this.#repairTimer = setTimeout(async () => {
       this.#repairTimer = undefined;
-      let want = upTo;
+      let want = this.#repairTarget;
+      let lowestBuffered = Infinity;
       for (const w of this.#appliedWaiters) want = Math.max(want, w.seq);
-      for (const s of this.#buffer.keys()) want = Math.max(want, s);
+      for (const s of this.#buffer.keys()) {
+        want = Math.max(want, s);
+        lowestBuffered = Math.min(lowestBuffered, s);
+      }
+      // While the consumer keeps delivering in order (a catch-up), let it: read only a real gap.
+      const flowing = Date.now() - this.#lastDelivery < 50;
+      if (flowing && lowestBuffered === Infinity) want = 0;
+      else if (flowing) want = Math.min(want, lowestBuffered - 1);
       try {
         for (let s = this.#applied + 1; s <= want && !this.#closed; s++) {
           if (this.#buffer.has(s) || s <= this.#applied) continue;
@@ -390,7 +416,10 @@ export class ReplicatedEnv extends StoreEnv {
       } catch (err) {
         log.warn("cluster repair read failed", { error: String(err) });
       }
-      if (this.#appliedWaiters.length > 0 || this.#buffer.size > 0) this.#scheduleRepair();
+      if (this.#applied >= this.#repairTarget) this.#repairTarget = 0;
+      if (this.#appliedWaiters.length > 0 || this.#buffer.size > 0 || this.#repairTarget > 0) {
+        this.#scheduleRepair();
+      }
     }, 50);
   }
 

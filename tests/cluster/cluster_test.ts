@@ -86,6 +86,16 @@ Deno.test({
         }
       });
 
+      await t.step("readiness and metrics name the node and its applied log position", async () => {
+        for (const [i, node] of nodes.entries()) {
+          const ready = await fetch(`${node.baseUrl}/readyz`);
+          assert.deepEqual(await ready.json(), { status: "ready" });
+          const metrics = await (await fetch(`${node.baseUrl}/metrics`)).text();
+          const m = metrics.match(new RegExp(`switchboard_cluster_applied_position\\{node="node-${i + 1}"\\} (\\d+)`));
+          assert.ok(m && Number(m[1]) > 0, `node-${i + 1} reports its applied position`);
+        }
+      });
+
       await t.step("joins on node 2 and node 3 during a storm on node 1 are exact", async () => {
         const topic = "durable:key1:storm:s";
         let stop = false;
@@ -244,6 +254,13 @@ Deno.test({
           });
           const active = await session.view.send("hello");
           await halfway;
+          // Node 3 (which loses log deliveries) has applied the run's start: join there.
+          const position = async (n: TestServer) => {
+            const text = await (await fetch(`${n.baseUrl}/metrics`)).text();
+            return Number(text.match(/switchboard_cluster_applied_position\{[^}]*\} (\d+)/)![1]);
+          };
+          const target = await position(nodes[0]);
+          await eventually("node 3 caught up", async () => (await position(nodes[2])) >= target);
           const viewer = await late.connect("live", { clientId: "bob" });
           const first = Array.from({ length: 10 }, (_, i) => `a${i} `).join("");
           assert.equal(viewer.view.getStream(active.runId), first, "the joiner gets the text streamed so far");
