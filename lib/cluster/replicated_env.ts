@@ -18,7 +18,7 @@
  */
 import type { Database, Key } from "lmdb";
 import { Packr } from "msgpackr";
-import { StorageUnavailableError } from "../store/errors.ts";
+import { asStorageError, StorageUnavailableError } from "../store/errors.ts";
 import { type RemoteApplyHook, StoreEnv, type Write } from "../store/env.ts";
 import { log } from "../log/mod.ts";
 import type { ClusterLink } from "./link.ts";
@@ -49,8 +49,21 @@ interface Task {
 }
 
 const ABORT = Symbol("speculation done");
-/** Core NATS subject on which writers announce the log's new last position. */
+/** Core NATS subject on which writers hand each stored message to the other nodes. */
 const TAIL_SUBJECT = "sb.tail";
+
+/** `data` prefixed with its log position (8 bytes, big-endian). */
+function withSeq(seq: number, data: Uint8Array): Uint8Array {
+  const out = new Uint8Array(8 + data.byteLength);
+  new DataView(out.buffer).setFloat64(0, seq);
+  out.set(data, 8);
+  return out;
+}
+
+/** The inverse of `withSeq`. */
+function splitSeq(framed: Uint8Array): [number, Uint8Array] {
+  return [new DataView(framed.buffer, framed.byteOffset).getFloat64(0), framed.subarray(8)];
+}
 
 /** Tunables, mostly for tests. */
 export interface ReplicationOptions {
@@ -89,7 +102,9 @@ export class ReplicatedEnv extends StoreEnv {
   #closed = false;
 
   constructor(path: string, link: ClusterLink, opts: ReplicationOptions) {
-    super(path);
+    // The log (a JetStream quorum) is the durable copy; the local commit need not wait for the
+    // disk: a node that crashes resumes from the position its last commit recorded.
+    super(path, false);
     this.#link = link;
     this.#opts = opts;
     this.#state = this.#rawDb<number>("cluster:state");
@@ -113,9 +128,10 @@ export class ReplicatedEnv extends StoreEnv {
     });
     // A dropped or delayed last message shows no gap: writers announce each new position, and
     // the log's tail is compared now and then in case an announcement was lost too.
-    this.#unsubscribeTail = this.#link.subscribe(TAIL_SUBJECT, (data) => {
-      const seq = Number(new TextDecoder().decode(data));
-      if (seq > this.#applied) this.#scheduleRepair(seq);
+    this.#unsubscribeTail = this.#link.subscribe(TAIL_SUBJECT, (framed) => {
+      const [seq, data] = splitSeq(framed);
+      if (this.#opts.dropRate > 0 && Math.random() < this.#opts.dropRate) return this.#scheduleRepair(seq);
+      this.#feed(seq, data);
     });
     this.#tailTimer = setInterval(() => void this.#checkTail(), 1000);
     const target = await this.#link.lastSeq();
@@ -271,8 +287,9 @@ export class ReplicatedEnv extends StoreEnv {
       const outcome = await this.#link.append(data, spec.base, deadline - Date.now());
       if (outcome.kind === "stored" && !outcome.duplicate) {
         this.#feed(outcome.seq, data);
-        // Tell the other nodes the log grew, so one whose delivery was lost repairs at once.
-        this.#link.publish(TAIL_SUBJECT, new TextEncoder().encode(String(outcome.seq)));
+        // Hand the message to the other nodes at once (faster than their consumers), which
+        // also tells one whose delivery was lost that the log grew.
+        this.#link.publish(TAIL_SUBJECT, withSeq(outcome.seq, data));
       }
       if (outcome.kind !== "unknown") await this.#waitApplied(target, deadline);
       else await new Promise((r) => setTimeout(r, 100));
@@ -351,11 +368,14 @@ export class ReplicatedEnv extends StoreEnv {
     for (const h of this.#hooks) h.before(remote);
     const last = run[run.length - 1].seq;
     try {
-      await super.transaction(() => {
+      // Synchronous: no hand-off to LMDB's write thread; with overlapping sync the commit is
+      // visible at once and reaches the disk in the background.
+      this.root.transactionSync(() => {
         for (const { msg } of run) this.#write(msg.w, msg.o === this.#link.nodeId);
         this.#state.put("applied", last);
       });
-    } catch (err) {
+    } catch (caught) {
+      const err = await asStorageError(caught);
       for (const h of this.#hooks) h.after(remote, false);
       throw err;
     }

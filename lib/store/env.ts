@@ -40,10 +40,12 @@ export class StoreEnv {
   #idle: (() => void)[] = [];
   #closing = false;
 
-  constructor(path: string) {
+  /** `syncEachCommit: false` (clustered mode, where the replicated log is the durable copy)
+   * makes commits visible before they reach the disk, keeping LMDB's crash consistency. */
+  constructor(path: string, syncEachCommit = true) {
     this.root = open({
       path,
-      overlappingSync: false,
+      overlappingSync: !syncEachCommit,
       maxDbs: 64,
       // Values are JSON-shaped; msgpack is lmdb-js's default structured encoding.
       encoding: "msgpack",

@@ -254,6 +254,9 @@ Deno.test({
           });
           const active = await session.view.send("hello");
           await halfway;
+          const first = Array.from({ length: 10 }, (_, i) => `a${i} `).join("");
+          // The roll-ups went out (node 2 shows them; node 3 got the same relay).
+          await until(() => session.view.getStream(active.runId) === first, "first half on node 2", 10_000);
           // Node 3 (which loses log deliveries) has applied the run's start: join there.
           const position = async (n: TestServer) => {
             const text = await (await fetch(`${n.baseUrl}/metrics`)).text();
@@ -262,7 +265,6 @@ Deno.test({
           const target = await position(nodes[0]);
           await eventually("node 3 caught up", async () => (await position(nodes[2])) >= target);
           const viewer = await late.connect("live", { clientId: "bob" });
-          const first = Array.from({ length: 10 }, (_, i) => `a${i} `).join("");
           assert.equal(viewer.view.getStream(active.runId), first, "the joiner gets the text streamed so far");
           resume();
           const full = first + Array.from({ length: 10 }, (_, i) => `b${i} `).join("");
