@@ -17,11 +17,10 @@ import { log } from "../log/mod.ts";
 export const LOG_STREAM = "SWITCHBOARD";
 const LOG_SUBJECT = "sb.log";
 
-/** How an append ended: stored at `seq` (or found already stored there), refused because the
- * log has moved on, or unknown (timeout, no leader, connection lost). */
+/** How an append ended: stored at `seq` (or found already stored there under its message id),
+ * or unknown (timeout, no leader, connection lost). */
 export type AppendOutcome =
   | { kind: "stored"; seq: number; duplicate: boolean }
-  | { kind: "conflict" }
   | { kind: "unknown"; error: string };
 
 /** See the module comment. */
@@ -79,21 +78,14 @@ export class ClusterLink {
   }
 
   /**
-   * Appends `data` if the log's last sequence is still `after`. The message id
-   * `sb#{after + 1}` makes a retry of the same position idempotent and keeps two writers from
-   * both landing at one position (the compare-and-set alone does not on nats-server 2.9).
+   * Appends `data` to the log. Its message id makes a retry idempotent: within the stream's
+   * duplicate window (2 minutes) JetStream stores it once and answers a retry with its position.
    */
-  async append(data: Uint8Array, after: number, timeoutMs: number): Promise<AppendOutcome> {
+  async append(data: Uint8Array, msgId: string, timeoutMs: number): Promise<AppendOutcome> {
     let ack: PubAck;
     try {
-      ack = await this.js.publish(LOG_SUBJECT, data, {
-        msgID: `sb#${after + 1}`,
-        expect: { lastSequence: after },
-        timeout: Math.max(100, timeoutMs),
-      });
+      ack = await this.js.publish(LOG_SUBJECT, data, { msgID: msgId, timeout: Math.max(100, timeoutMs) });
     } catch (err) {
-      const apiCode = (err as { api_error?: { err_code?: number } }).api_error?.err_code;
-      if (apiCode === 10071) return { kind: "conflict" };
       return { kind: "unknown", error: err instanceof Error ? err.message : String(err) };
     }
     return { kind: "stored", seq: ack.seq, duplicate: ack.duplicate };

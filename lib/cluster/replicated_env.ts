@@ -4,14 +4,15 @@
  * data after the same sequence of writes.
  *
  * A write transaction runs speculatively: inside an LMDB write transaction that is aborted
- * afterwards, recording each `put`/`remove` it makes (its write set) against the local state
- * at log position `base`. The write set is appended to the log only if the log is still at
- * `base` (compare-and-set), else the node catches up and runs it again. Every node, the
- * writer included, then applies write sets strictly in log order, each in one local commit,
- * and the writer's transaction resolves once its own write set is applied: acknowledged after
- * the JetStream ack (replicated) and the local commit. Products keep their code: their
- * transactions are re-run on conflict, so they must be plain functions of the stored state,
- * which they already are (one node re-runs nothing but reads the same way).
+ * afterwards, recording each key it reads and each `put`/`remove` it makes (its write set),
+ * against the local state at log position `base`. The write set is appended to the log; every
+ * node, the writer included, applies the log strictly in order, each run of messages in one
+ * local commit, and skips a write set that read a key written after its `base`
+ * (`conflicts.ts`: optimistic concurrency, decided alike on every node). The writer's
+ * transaction resolves once its write set is applied here (acknowledged after the JetStream
+ * ack, a replicated quorum, and the local commit); a skipped one runs again on fresh state.
+ * Products keep their code: a transaction may run more than once, so it must be a plain
+ * function of the stored state, which it already is.
  *
  * Node-local databases (webhook outboxes, the system table) are recorded too but applied only
  * by the node that wrote them; a transaction that writes only those commits locally.
@@ -19,12 +20,17 @@
 import type { Database, Key } from "lmdb";
 import { Packr } from "msgpackr";
 import { asStorageError, StorageUnavailableError } from "../store/errors.ts";
+import { emptyReads, rangeBounds, type ReadSet, RecentWrites } from "./conflicts.ts";
 import { type RemoteApplyHook, StoreEnv, type Write } from "../store/env.ts";
 import { log } from "../log/mod.ts";
 import type { ClusterLink } from "./link.ts";
 
 /** Databases applied only on the node that wrote them. */
-const LOCAL_DBS = new Set(["system", "chat:outbox", "pusher:outbox", "cluster:state"]);
+const LOCAL_DBS = new Set(["system", "chat:outbox", "pusher:outbox", "cluster:state", "cluster:recent"]);
+
+/** Positions a write set's `base` may lag behind the position it lands at before it counts as
+ * stale whatever it read (the window of written keys every node keeps). */
+const CONFLICT_WINDOW = 4096;
 
 /** Write sets per log message, at most (more transactions wait for the next message). */
 const MAX_BATCH = 256;
@@ -33,11 +39,19 @@ const MAX_APPLY = 512;
 
 const codec = new Packr({ useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0]);
 
-/** One log message: the writing node, its batch id and the write set. */
+/** One log message: the writing node, its batch id, the position its reads saw, what it read
+ * and its write set. */
 interface LogMessage {
   o: string;
   b: string;
+  base: number;
+  r: ReadSet;
   w: Write[];
+}
+
+/** How a batch written here ended when the log reached it. */
+interface Outcome {
+  done: "applied" | "stale" | null;
 }
 
 interface Task {
@@ -46,6 +60,8 @@ interface Task {
   reject: (e: unknown) => void;
   result?: unknown;
   writes?: Write[];
+  /** Set once the task ran against the log's tail as it was after a failure. */
+  checked?: boolean;
 }
 
 const ABORT = Symbol("speculation done");
@@ -82,11 +98,14 @@ export class ReplicatedEnv extends StoreEnv {
   #wrapped = new Map<string, Database>();
   #state: Database<number, Key>;
   #recording: Write[] | null = null;
+  #reading: ReadSet | null = null;
+  #recent: RecentWrites;
+  #recentDb: Database<[string, Key][], Key>;
   #hooks: RemoteApplyHook[] = [];
   #queue: Task[] = [];
   #pumping = false;
-  /** Batches written here and not yet applied: id -> applied flag. */
-  #awaiting = new Map<string, { applied: boolean }>();
+  /** Batches written here and not yet reached by the log. */
+  #awaiting = new Map<string, Outcome>();
   #applied: number;
   #buffer = new Map<number, Uint8Array>();
   #applying: Promise<void> | undefined;
@@ -96,6 +115,7 @@ export class ReplicatedEnv extends StoreEnv {
   /** Highest position known to exist that repair should reach. */
   #repairTarget = 0;
   #tailTimer: ReturnType<typeof setInterval> | undefined;
+  #tailRequest: Promise<number> | undefined;
   #consumer: { stop(): void } | undefined;
   #unsubscribeTail: (() => void) | undefined;
   #failing: string | undefined;
@@ -109,6 +129,12 @@ export class ReplicatedEnv extends StoreEnv {
     this.#opts = opts;
     this.#state = this.#rawDb<number>("cluster:state");
     this.#applied = this.#state.get("applied") ?? 0;
+    this.#recentDb = this.#rawDb<[string, Key][]>("cluster:recent");
+    const stored: [number, [string, Key][]][] = [];
+    for (const { key, value } of this.#recentDb.getRange({ start: this.#applied - CONFLICT_WINDOW + 1 })) {
+      stored.push([key as number, value]);
+    }
+    this.#recent = new RecentWrites(CONFLICT_WINDOW, stored);
   }
 
   /** Log position applied here. */
@@ -186,25 +212,51 @@ export class ReplicatedEnv extends StoreEnv {
     return db as Database<V, Key>;
   }
 
-  /** The database as products see it: writes inside a transaction are recorded. */
+  /** The database as products see it: inside a transaction, reads and writes are recorded. */
   #recorder(name: string, raw: Database): Database {
+    const wholeRead = () => this.#reading?.a.push(name);
     const bound = new Map<PropertyKey, unknown>();
-    const put = (key: Key, value: unknown) => {
-      this.#recording?.push([0, name, key, value]);
-      return raw.put(key, value);
-    };
-    const remove = (key: Key) => {
-      this.#recording?.push([1, name, key]);
-      return raw.remove(key);
+    const own: Record<string, unknown> = {
+      put: (key: Key, value: unknown) => {
+        this.#recording?.push([0, name, key, value]);
+        return raw.put(key, value);
+      },
+      remove: (key: Key) => {
+        this.#recording?.push([1, name, key]);
+        return raw.remove(key);
+      },
+      get: (key: Key, ...rest: unknown[]) => {
+        this.#reading?.p.push([name, key]);
+        return (raw.get as (...a: unknown[]) => unknown)(key, ...rest);
+      },
+      doesExist: (key: Key, ...rest: unknown[]) => {
+        this.#reading?.p.push([name, key]);
+        return (raw.doesExist as (...a: unknown[]) => boolean)(key, ...rest);
+      },
+      getRange: (opts?: { start?: Key; end?: Key; reverse?: boolean }) => {
+        this.#reading?.g.push([name, ...rangeBounds(opts)]);
+        return raw.getRange(opts);
+      },
+      getKeys: (opts?: { start?: Key; end?: Key; reverse?: boolean }) => {
+        this.#reading?.g.push([name, ...rangeBounds(opts)]);
+        return raw.getKeys(opts);
+      },
     };
     return new Proxy(raw, {
       get(target, prop) {
-        if (prop === "put") return put;
-        if (prop === "remove") return remove;
+        if (typeof prop === "string" && prop in own) return own[prop];
         const v = Reflect.get(target, prop, target);
         if (typeof v !== "function") return v;
         let b = bound.get(prop);
-        if (!b) bound.set(prop, (b = v.bind(target)));
+        if (!b) {
+          // Any other method may read in ways not described above: count it as reading the
+          // whole database (safe: at worst a needless retry).
+          const fn = v.bind(target);
+          bound.set(prop, (b = (...args: unknown[]) => {
+            wholeRead();
+            return fn(...args);
+          }));
+        }
         return b;
       },
     });
@@ -220,11 +272,14 @@ export class ReplicatedEnv extends StoreEnv {
     }
   }
 
-  /** Runs `tasks` speculatively; drops (rejects) a task that throws and runs the rest again. */
-  #speculate(tasks: Task[]): { base: number; tasks: Task[] } {
+  /** Runs `tasks` speculatively; drops a task that throws (see `#fail`) and runs the rest
+   * again. */
+  #speculate(tasks: Task[]): { base: number; tasks: Task[]; reads: ReadSet } {
     for (;;) {
       let failed: { task: Task; error: unknown } | undefined;
       let base = 0;
+      const reads = emptyReads();
+      this.#reading = reads;
       try {
         this.root.transactionSync(() => {
           base = this.#state.get("applied") ?? 0;
@@ -244,18 +299,20 @@ export class ReplicatedEnv extends StoreEnv {
         if (err !== ABORT) throw err;
       } finally {
         this.#recording = null;
+        this.#reading = null;
       }
-      if (!failed) return { base, tasks };
-      failed.task.reject(failed.error);
+      if (!failed) return { base, tasks, reads };
+      this.#fail(failed.task, failed.error, base);
       tasks = tasks.filter((t) => t !== failed!.task);
     }
   }
 
   async #commit(tasks: Task[]): Promise<void> {
     const deadline = Date.now() + this.#opts.writeDeadlineMs;
+    let lastError = "log did not settle";
     for (;;) {
       if (this.#applying) await this.#applying;
-      let spec: { base: number; tasks: Task[] };
+      let spec: { base: number; tasks: Task[]; reads: ReadSet };
       try {
         spec = this.#speculate(tasks);
       } catch (err) {
@@ -275,43 +332,79 @@ export class ReplicatedEnv extends StoreEnv {
         return;
       }
       const batch = crypto.randomUUID();
-      const data = codec.pack({ o: this.#link.nodeId, b: batch, w: writes } satisfies LogMessage);
+      const message: LogMessage = { o: this.#link.nodeId, b: batch, base: spec.base, r: spec.reads, w: writes };
+      const data = codec.pack(message);
       if (data.byteLength > this.#link.nc.info!.max_payload && tasks.length > 1) {
         const half = Math.ceil(tasks.length / 2);
         await this.#commit(tasks.slice(0, half));
         return this.#commit(tasks.slice(half));
       }
-      const flag = { applied: false };
-      this.#awaiting.set(batch, flag);
-      const target = spec.base + 1;
-      const outcome = await this.#link.append(data, spec.base, deadline - Date.now());
-      if (outcome.kind === "stored" && !outcome.duplicate) {
-        this.#feed(outcome.seq, data);
+      const outcome: Outcome = { done: null };
+      this.#awaiting.set(batch, outcome);
+      // The same message id on a retry: JetStream stores it once and answers with its position.
+      let seq = 0;
+      while (seq === 0 && Date.now() < deadline && !this.#closed) {
+        const r = await this.#link.append(data, batch, deadline - Date.now());
+        if (r.kind === "stored") seq = r.seq;
+        else {
+          lastError = r.error;
+          await new Promise((res) => setTimeout(res, 100));
+        }
+      }
+      if (seq > 0) {
+        this.#feed(seq, data);
         // Hand the message to the other nodes at once (faster than their consumers), which
         // also tells one whose delivery was lost that the log grew.
-        this.#link.publish(TAIL_SUBJECT, withSeq(outcome.seq, data));
+        this.#link.publish(TAIL_SUBJECT, withSeq(seq, data));
+        await this.#waitApplied(seq, deadline);
       }
-      if (outcome.kind !== "unknown") await this.#waitApplied(target, deadline);
-      else await new Promise((r) => setTimeout(r, 100));
       // From here on an apply treats the batch as another node's (its hooks publish it); one
-      // already running counts it as ours and sets the flag: let that one finish.
+      // already running counts it as ours and sets the outcome: let that one finish.
       this.#awaiting.delete(batch);
       if (this.#applying) await this.#applying;
-      if (flag.applied) {
+      if (outcome.done === "applied") {
         this.#failing = undefined;
         for (const t of tasks) t.resolve(t.result);
         return;
       }
-      if (Date.now() >= deadline || this.#closed) {
-        const why = outcome.kind === "unknown" ? outcome.error : "log did not settle";
-        this.#failing = `cluster unavailable: ${why}`;
-        log.warn("cluster write deadline passed", { reason: why });
-        const err = new StorageUnavailableError(`cluster write deadline passed (${why})`);
+      if (outcome.done === null && (Date.now() >= deadline || this.#closed)) {
+        this.#failing = `cluster unavailable: ${lastError}`;
+        log.warn("cluster write deadline passed", { reason: lastError });
+        const err = new StorageUnavailableError(`cluster write deadline passed (${lastError})`);
         for (const t of tasks) t.reject(err);
         return;
       }
-      // Another node took position `target` (or the append's fate was unknown): catch up, retry.
+      // Stale (it read a key another write changed first): run it again on fresh state.
     }
+  }
+
+  /**
+   * A transaction that threw (a 404, a 409) may have read state this node has not caught up
+   * with (another node's write on its way): before the error stands, this node catches up
+   * with the log's tail and runs the task once more, so a failure is as current as a success
+   * (which the conflict check keeps current).
+   */
+  #fail(task: Task, error: unknown, base: number): void {
+    if (task.checked) return task.reject(error);
+    task.checked = true;
+    void (async () => {
+      try {
+        const tail = await this.#tail();
+        if (tail <= base) return task.reject(error);
+        if (!(await this.#waitApplied(tail, Date.now() + this.#opts.writeDeadlineMs))) return task.reject(error);
+      } catch {
+        return task.reject(error);
+      }
+      if (this.#closed) return task.reject(error);
+      this.#queue.push(task);
+      void this.#pump();
+    })();
+  }
+
+  /** The log's last position; concurrent callers share one request. */
+  #tail(): Promise<number> {
+    this.#tailRequest ??= this.#link.lastSeq().finally(() => (this.#tailRequest = undefined));
+    return this.#tailRequest;
   }
 
   /** Writes a write set to the raw databases (inside a transaction). */
@@ -357,30 +450,48 @@ export class ReplicatedEnv extends StoreEnv {
     if (this.#buffer.size > 0) this.#scheduleRepair();
   }
 
-  /** Applies consecutive log messages in one local commit, then tells the hooks. */
+  /** Applies consecutive log messages in one local commit (skipping stale write sets), then
+   * tells the hooks. */
   async #apply(run: { seq: number; msg: LogMessage }[]): Promise<void> {
-    const own = new Map<LogMessage, { applied: boolean }>();
-    for (const { msg } of run) {
-      const flag = msg.o === this.#link.nodeId ? this.#awaiting.get(msg.b) : undefined;
-      if (flag) own.set(msg, flag);
+    const me = this.#link.nodeId;
+    const own = new Map<LogMessage, Outcome>();
+    const fresh: { seq: number; msg: LogMessage }[] = [];
+    const written: [number, [string, Key][]][] = [];
+    const before = this.#applied;
+    for (const item of run) {
+      const { seq, msg } = item;
+      const outcome = msg.o === me ? this.#awaiting.get(msg.b) : undefined;
+      if (outcome) own.set(msg, outcome);
+      const stale = this.#recent.stale(msg.base, seq, msg.r);
+      const keys: [string, Key][] = stale ? [] : msg.w.filter((w) => !LOCAL_DBS.has(w[1])).map((w) => [w[1], w[2]]);
+      this.#recent.record(seq, keys);
+      written.push([seq, keys]);
+      if (!stale) fresh.push(item);
+      if (outcome) outcome.done = stale ? "stale" : null;
     }
-    const remote = run.filter(({ msg }) => !own.has(msg)).flatMap(({ msg }) => msg.w);
+    const remote = fresh.filter(({ msg }) => !own.has(msg)).flatMap(({ msg }) => msg.w);
     for (const h of this.#hooks) h.before(remote);
     const last = run[run.length - 1].seq;
     try {
-      // Synchronous: no hand-off to LMDB's write thread; with overlapping sync the commit is
-      // visible at once and reaches the disk in the background.
+      // LMDB's write thread commits (and syncs, overlapping the next commit) while this thread
+      // goes on receiving the log and serving requests.
       this.root.transactionSync(() => {
-        for (const { msg } of run) this.#write(msg.w, msg.o === this.#link.nodeId);
+        for (const { msg } of fresh) this.#write(msg.w, msg.o === me);
+        for (const [seq, keys] of written) {
+          this.#recentDb.put(seq, keys);
+          if (seq - CONFLICT_WINDOW > 0) this.#recentDb.remove(seq - CONFLICT_WINDOW);
+        }
         this.#state.put("applied", last);
       });
     } catch (caught) {
       const err = await asStorageError(caught);
+      this.#recent.rollback(before);
+      for (const o of own.values()) o.done = null;
       for (const h of this.#hooks) h.after(remote, false);
       throw err;
     }
     this.#applied = last;
-    for (const flag of own.values()) flag.applied = true;
+    for (const [msg, o] of own) if (o.done === null && fresh.some((f) => f.msg === msg)) o.done = "applied";
     for (const h of this.#hooks) h.after(remote, true);
     const due = this.#appliedWaiters.filter((w) => w.seq <= last);
     this.#appliedWaiters = this.#appliedWaiters.filter((w) => w.seq > last);
@@ -446,7 +557,7 @@ export class ReplicatedEnv extends StoreEnv {
   async #checkTail(): Promise<void> {
     if (this.#closed || !this.#link.connected()) return;
     try {
-      const last = await this.#link.lastSeq();
+      const last = await this.#tail();
       if (last > this.#applied) this.#scheduleRepair(last);
     } catch { /* the next check tries again */ }
   }
