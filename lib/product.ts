@@ -7,6 +7,7 @@ import type { SocketEndpoint } from "./socket/endpoint.ts";
 import type { StoreEnv } from "./store/env.ts";
 import type { StreamLog } from "./streams/mod.ts";
 import type { PresenceRegistry } from "./pubsub/presence.ts";
+import type { Occupancy } from "./hub/occupancy.ts";
 
 /**
  * A presence registry a product keeps, shared between the nodes of a cluster: `name` keeps
@@ -41,6 +42,8 @@ export interface ProductModule {
   endpoints?: SocketEndpoint[];
   /** Presence shared between the nodes of a cluster. */
   presence?: SharedPresence;
+  /** Subscription counts shared between the nodes of a cluster. */
+  occupancy?: Occupancy;
   /** Called on shutdown after sockets are closed, before the store closes. */
   close?(): Promise<void> | void;
 }

@@ -103,7 +103,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     createShipping(deps),
   ];
   // Products are built (their logs follow other nodes' writes): catch up, then serve.
-  await cluster?.start(hub, modules.flatMap((m) => m.presence ? [m.presence] : [])).catch(async (err) => {
+  await cluster?.start(hub, modules).catch(async (err) => {
     await cluster!.stop();
     await env.close();
     unlock();

@@ -1,15 +1,18 @@
 /**
  * Clustered mode (`--nats`): several nodes share one NATS JetStream cluster. Writes are ordered
  * through one replicated log and applied by every node (`ReplicatedEnv`), so any node serves
- * every call and join; events kept in no log travel on core NATS (`startBus`), and presence is
- * shared with heartbeats (`startPresence`). docs/cluster.md has the walkthrough.
+ * every call and join; events kept in no log travel on core NATS (`startBus`); node liveness
+ * (`NodeWatch`), presence (`startPresence`) and channel occupancy (`startOccupancy`) are shared
+ * with heartbeats. docs/cluster.md has the walkthrough.
  */
 import process from "node:process";
 import type { Hub } from "../hub/hub.ts";
-import type { SharedPresence } from "../product.ts";
+import type { ProductModule } from "../product.ts";
 import { log } from "../log/mod.ts";
 import { startBus } from "./bus.ts";
 import { ClusterLink } from "./link.ts";
+import { NodeWatch } from "./nodes.ts";
+import { startOccupancy } from "./occupancy.ts";
 import { startPresence } from "./presence.ts";
 import { ReplicatedEnv } from "./replicated_env.ts";
 
@@ -28,8 +31,9 @@ function tunable(name: string, fallback: number): number {
 export interface ClusterNode {
   link: ClusterLink;
   env: ReplicatedEnv;
-  /** Catches up with the log, then relays events and shares presence. */
-  start(hub: Hub, presence: SharedPresence[]): Promise<void>;
+  /** Catches up with the log, then relays events and shares liveness, the modules' presence
+   * and occupancy. */
+  start(hub: Hub, modules: ProductModule[]): Promise<void>;
   /** Says goodbye to the other nodes and closes the connection (after the store is closed). */
   stop(): Promise<void>;
 }
@@ -45,14 +49,19 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
   return {
     link,
     env,
-    async start(hub, presence) {
+    async start(hub, modules) {
       await env.start();
       log.info("cluster log caught up", { position: env.applied });
       stops.push(startBus(link, hub));
       const heartbeatMs = tunable("SWITCHBOARD_PRESENCE_HEARTBEAT_MS", 1000);
-      for (const shared of presence) {
-        stops.push(startPresence(link, shared, hub, { heartbeatMs, timeoutMs: heartbeatMs * 3.5 }));
+      const nodes = new NodeWatch(link, { heartbeatMs, timeoutMs: heartbeatMs * 3.5 });
+      // Stopped last (stops run in order): the goodbye follows the final presence and counts.
+      hub.useOwner((topic) => nodes.owns(topic));
+      for (const m of modules) {
+        if (m.presence) stops.push(startPresence(link, m.presence, hub, nodes, heartbeatMs));
+        if (m.occupancy) stops.push(startOccupancy(link, m.occupancy, nodes, heartbeatMs));
       }
+      stops.push(() => nodes.stop());
     },
     async stop() {
       for (const stop of stops.splice(0)) stop();

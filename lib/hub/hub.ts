@@ -55,7 +55,8 @@ export class Hub {
     ["msgpack", (frame) => encodeFrame(frame, "msgpack")],
   ]);
   #sockets = new Map<string, Subscriber>();
-  #occupancy: ((topic: string, occupied: boolean) => void)[] = [];
+  #subscriptions: ((topic: string, count: number, delta: 1 | -1) => void)[] = [];
+  #owns: (topic: string) => boolean = () => true;
   #relay?: (topic: string, event: string, payload: unknown, excludeSocketId?: string) => void;
   #relayedObservers: ((topic: string, event: string, payload: unknown) => void)[] = [];
 
@@ -95,9 +96,21 @@ export class Hub {
     this.#encoders.set(name, encode);
   }
 
-  /** Calls `fn` when a topic gets its first subscriber (`true`) or loses its last (`false`). */
-  onOccupancy(fn: (topic: string, occupied: boolean) => void): void {
-    this.#occupancy.push(fn);
+  /** Calls `fn` with a topic's new subscriber count whenever a subscriber joins (`delta` 1)
+   * or leaves (-1). */
+  onSubscriptions(fn: (topic: string, count: number, delta: 1 | -1) => void): void {
+    this.#subscriptions.push(fn);
+  }
+
+  /** Sets who reports a topic's cluster-wide changes (set by the cluster: one node each). */
+  useOwner(fn: (topic: string) => boolean): void {
+    this.#owns = fn;
+  }
+
+  /** Whether this node is the one that reports cluster-wide changes of `topic` (webhooks);
+   * alone, always. */
+  owns(topic: string): boolean {
+    return this.#owns(topic);
   }
 
   /** Makes a live socket findable by its socket id (for `exclude`). */
@@ -121,7 +134,7 @@ export class Hub {
     members.subs.add(sub);
     members.formats.set(sub.format, (members.formats.get(sub.format) ?? 0) + 1);
     sub.nativeSubscribe?.(nativeName(topic, sub.format));
-    if (members.subs.size === 1) for (const fn of this.#occupancy) fn(topic, true);
+    for (const fn of this.#subscriptions) fn(topic, members.subs.size, 1);
   }
 
   /** Removes `sub` from `topic`. */
@@ -130,10 +143,8 @@ export class Hub {
     if (!members || !members.subs.delete(sub)) return;
     members.formats.set(sub.format, members.formats.get(sub.format)! - 1);
     sub.nativeUnsubscribe?.(nativeName(topic, sub.format));
-    if (members.subs.size === 0) {
-      this.#topics.delete(topic);
-      for (const fn of this.#occupancy) fn(topic, false);
-    }
+    if (members.subs.size === 0) this.#topics.delete(topic);
+    for (const fn of this.#subscriptions) fn(topic, members.subs.size, -1);
   }
 
   /** Number of subscribers on `topic`. */

@@ -23,6 +23,7 @@ export function createPubsub(deps: ProductDeps): ProductModule & { service: Chan
       joined: (userId, info) => ["presence:join", memberOf(userId, info)],
       left: (userId, info) => ["presence:leave", memberOf(userId, info)],
     },
+    occupancy: svc.occupancy,
     service: svc,
   };
 }

@@ -72,10 +72,10 @@ export function pubsubRoutes(apps: AppRegistry, svc: ChannelService): Hono {
     const info = new Set((c.req.query("info") ?? "").split(",").filter(Boolean));
     const base = `pubsub:${app.key}:`;
     const channels: Record<string, Record<string, number>> = {};
-    for (const topic of svc.hub.topics(base + prefix).sort()) {
+    for (const topic of svc.occupancy.topics(base + prefix).sort()) {
       const name = topic.slice(base.length);
       const entry: Record<string, number> = {};
-      if (info.has("subscription_count")) entry.subscription_count = svc.hub.count(topic);
+      if (info.has("subscription_count")) entry.subscription_count = svc.occupancy.count(topic);
       if (info.has("user_count") && channelKind(name) === "presence") {
         entry.user_count = svc.presence.count(topic);
       }
@@ -89,7 +89,7 @@ export function pubsubRoutes(apps: AppRegistry, svc: ChannelService): Hono {
     const name = c.req.param("channel");
     if (!validChannelName(name)) return badName(c);
     const topic = svc.topic(app, name);
-    const count = svc.hub.count(topic);
+    const count = svc.occupancy.count(topic);
     const out: Record<string, unknown> = {
       occupied: count > 0,
       subscription_count: count,

@@ -5,6 +5,7 @@
 import type { App } from "../config/apps.ts";
 import type { Config } from "../config/config.ts";
 import type { Hub } from "../hub/hub.ts";
+import { Occupancy } from "../hub/occupancy.ts";
 import {
   channelAddress,
   type LogRecord,
@@ -53,6 +54,8 @@ export class ChannelService {
   readonly streams: ProductStream<StoredEvent>;
   readonly hub: Hub;
   readonly presence = new PresenceRegistry();
+  /** Subscriptions per channel topic, across the nodes of a cluster. */
+  readonly occupancy: Occupancy;
   readonly backendLimiter = new RateLimiter();
   readonly clientLimiter = new RateLimiter();
   #maxCount: number;
@@ -64,6 +67,7 @@ export class ChannelService {
     this.log = log;
     this.streams = new ProductStream<StoredEvent>(log, hub, (serial, e) => [[e.event, deliveryPayload(serial, e)]]);
     this.hub = hub;
+    this.occupancy = new Occupancy(hub, "pubsub:");
     this.#maxCount = config.historyMaxCount;
     this.#maxAgeMs = config.historyMaxAgeSeconds * 1000;
   }

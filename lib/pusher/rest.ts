@@ -93,7 +93,7 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
     }
     const base = `pubsub:${app.key}:`;
     const channels: Record<string, Record<string, number>> = {};
-    for (const topic of svc.hub.topics(base + prefix).sort()) {
+    for (const topic of svc.occupancy.topics(base + prefix).sort()) {
       const name = topic.slice(base.length);
       channels[name] = info.has("user_count") ? { user_count: svc.presence.count(topic) } : {};
     }
@@ -108,7 +108,7 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
       throw new Refused(400, "info=user_count is only for presence channels");
     }
     const topic = svc.topic(app, name);
-    const count = svc.hub.count(topic);
+    const count = svc.occupancy.count(topic);
     const out: Record<string, unknown> = { occupied: count > 0 };
     if (info.has("subscription_count")) out.subscription_count = count;
     if (info.has("user_count")) out.user_count = svc.presence.count(topic);
@@ -179,7 +179,7 @@ async function publish(c: Ctx, svc: ChannelService, users: PusherUsers, out: Out
   return out.map((o) => {
     const topic = svc.topic(app, o.channel);
     const info: Record<string, number> = {};
-    if (o.info.has("subscription_count")) info.subscription_count = svc.hub.count(topic);
+    if (o.info.has("subscription_count")) info.subscription_count = svc.occupancy.count(topic);
     if (o.info.has("user_count") && channelKind(o.channel) === "presence") info.user_count = svc.presence.count(topic);
     return info;
   });

@@ -5,7 +5,8 @@
  * (client events of either protocol). Events are batched per app for `BATCH_MS`, POSTed as
  * `{ time_ms, events }` to each of the app's webhooks that asked for them, signed like
  * Pusher (`X-Pusher-Key`, `X-Pusher-Signature` = HMAC-SHA256 hex of the body with the app
- * secret), and retried through the durable outbox (db `pusher:outbox`).
+ * secret), and retried through the durable outbox (db `pusher:outbox`). In a cluster,
+ * occupancy and presence are cluster-wide and only a channel's owner node reports its changes.
  */
 import type { App, AppRegistry, WebhookEventType } from "../config/apps.ts";
 import type { Hub } from "../hub/hub.ts";
@@ -43,11 +44,12 @@ export class PusherWebhooks {
     this.#apps = apps;
     this.#outbox = new WebhookOutbox<Delivery>(env, "pusher:outbox");
     this.#sender = new OutboxSender(this.#outbox, (d, signal) => this.#deliver(d, signal));
-    hub.onOccupancy((topic, occupied) => {
-      this.#add(topic, { name: occupied ? "channel_occupied" : "channel_vacated" });
+    // In a cluster every node sees a channel's changes; the topic's owner reports them.
+    svc.occupancy.observe((topic, occupied) => {
+      if (hub.owns(topic)) this.#add(topic, { name: occupied ? "channel_occupied" : "channel_vacated" });
     });
     svc.presence.observe((topic, userId, joined) => {
-      this.#add(topic, { name: joined ? "member_added" : "member_removed", user_id: userId });
+      if (hub.owns(topic)) this.#add(topic, { name: joined ? "member_added" : "member_removed", user_id: userId });
     });
     svc.onClientEvent((app, channel, e: StoredEvent) => {
       const event: WebhookEvent = { name: "client_event", channel, event: e.event, data: pusherData(e.data) };

@@ -3,7 +3,7 @@
  * on a 3-node NATS JetStream cluster. Nodes can be SIGKILLed and restarted on their data dir;
  * `stop()` ends every process, also after a failure.
  */
-import { APPS, startServer, type TestServer } from "../helpers/server.ts";
+import { APPS, startServer, type TestApp, type TestServer } from "../helpers/server.ts";
 import { type NatsCluster, startNatsCluster } from "./nats_servers.ts";
 
 /** A running cluster. */
@@ -23,6 +23,8 @@ export interface ClusterOptions {
   env?: Record<string, string>;
   /** Environment for one node only. */
   nodeEnv?: (i: number) => Record<string, string>;
+  /** The apps file of every node (default: the test apps). */
+  apps?: TestApp[];
 }
 
 /** Starts NATS (3 servers) and `nodes` Switchboard nodes on it (node i prefers NATS server i). */
@@ -33,7 +35,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Switchboa
   const start = async (i: number) => {
     const urls = [...nats.urls.slice(i % 3), ...nats.urls.slice(0, i % 3)].join(",");
     const server = await startServer({
-      apps: APPS,
+      apps: opts.apps ?? APPS,
       dataDir: dataDirs[i],
       args: ["--nats", urls, "--node-id", `node-${i + 1}`],
       env: { ...opts.env, ...opts.nodeEnv?.(i) },

@@ -5,7 +5,8 @@
 // and presence cross nodes, and chat REST state written on one node reads on the others.
 import assert from "node:assert/strict";
 import { RawSocket, type Frame } from "../helpers/raw_socket.ts";
-import type { TestServer } from "../helpers/server.ts";
+import { APPS, type TestServer } from "../helpers/server.ts";
+import { receiver } from "../helpers/webhook_receiver.ts";
 import { call, sdkFor } from "../pubsub/helpers.ts";
 import { api, doc } from "../chat_rest/helpers.ts";
 import { startCluster } from "./cluster.ts";
@@ -39,7 +40,12 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn(t) {
+    const hook = receiver();
     const cluster = await startCluster({
+      apps: [
+        { ...APPS[0], webhooks: [{ url: hook.url, event_types: ["channel_occupied", "channel_vacated", "member_added", "member_removed"] }] },
+        ...APPS.slice(1),
+      ],
       env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300" },
       // Node 3 loses 30% of the log deliveries it is sent and must fetch them from the stream.
       nodeEnv: (i): Record<string, string> => i === 2 ? { SWITCHBOARD_FAULT_DROP_LOG_DELIVERY: "0.3" } : {},
@@ -193,6 +199,45 @@ Deno.test({
         assert.equal(observer.events(topic, "presence:join").filter((f) => f[4].user_id === "ana").length, 1, "one join for ana");
       });
 
+      await t.step("occupancy is cluster-wide: listings, counts, and each webhook sent once", async () => {
+        const webhookEvents = () =>
+          hook.got.flatMap((d) => JSON.parse(d.body).events as { name: string; channel: string; user_id?: string }[])
+            .filter((e) => e.channel.endsWith("-hooked") || e.channel === "hooked")
+            .map((e) => `${e.name}${e.user_id ? `:${e.user_id}` : ""}`);
+        const sdk = sdkFor(nodes[0]);
+        const [s1, s2, s3] = await Promise.all(nodes.map(connect));
+        assert.equal((await s1.join("pubsub:key1:hooked", {})).status, "ok");
+        assert.equal((await s2.join("pubsub:key1:hooked", {})).status, "ok");
+        const enter = async (s: RawSocket) => {
+          const { auth, channel_data } = await sdk.authenticate(s.socketId, "presence-hooked", { user_id: "una" });
+          assert.equal((await s.join("pubsub:key1:presence-hooked", { auth, channel_data })).status, "ok");
+        };
+        await enter(s1);
+        await enter(s2);
+        await eventually("node 3 lists both channels, with 2 subscriptions on hooked", async () => {
+          const r = await call(nodes[2], "GET", "/api/apps/app-1/channels?info=subscription_count");
+          return r.body.channels?.hooked?.subscription_count === 2 && r.body.channels["presence-hooked"] !== undefined;
+        });
+        const one = await call(nodes[2], "GET", "/api/apps/app-1/channels/hooked");
+        assert.equal(one.body.occupied, true);
+        assert.equal(one.body.subscription_count, 2);
+        // The first node leaves: still occupied (the second holds it); then the second leaves.
+        await s1.close();
+        await new Promise((r) => setTimeout(r, 400));
+        assert.equal((await call(nodes[2], "GET", "/api/apps/app-1/channels/hooked")).body.subscription_count, 1);
+        await s2.close();
+        await eventually("vacated everywhere", async () => {
+          const r = await call(nodes[2], "GET", "/api/apps/app-1/channels");
+          return r.body.channels?.hooked === undefined && r.body.channels?.["presence-hooked"] === undefined;
+        });
+        await eventually("webhooks", () => Promise.resolve(webhookEvents().length >= 6));
+        await new Promise((r) => setTimeout(r, 700)); // a duplicate from another node would be here by now
+        assert.deepEqual(webhookEvents().sort(), [
+          "channel_occupied", "channel_occupied", "channel_vacated", "channel_vacated", "member_added:una", "member_removed:una",
+        ]);
+        await s3.close();
+      });
+
       await t.step("spaces: members and pushes cross nodes", async () => {
         const topic = "spaces:key1:board";
         const a = await connect(nodes[0]);
@@ -305,6 +350,7 @@ Deno.test({
     } finally {
       await Promise.all(sockets.map((s) => s.close().catch(() => {})));
       await cluster.stop();
+      await hook.close();
     }
   },
 });

@@ -76,10 +76,10 @@ Deno.test("Hub + OrderedLog: concurrent publishers and joins with replay see eac
   await env.close();
 });
 
-Deno.test("Hub: an added format gets its own encoding (null skips), and occupancy is reported at 0 <-> 1", () => {
+Deno.test("Hub: an added format gets its own encoding (null skips), and every subscription change is reported", () => {
   const hub = new Hub();
-  const seen: [string, boolean][] = [];
-  hub.onOccupancy((topic, occupied) => seen.push([topic, occupied]));
+  const seen: [string, number, number][] = [];
+  hub.onSubscriptions((topic, count, delta) => seen.push([topic, count, delta]));
   hub.addFormat("upper", (frame) => frame[3] === "skip" ? null : String(frame[3]).toUpperCase());
   const [a, u1, u2] = [new Recorder(), new Recorder("upper"), new Recorder("upper")];
   u1.sendEncoded = (d) => u1.raw.push(d);
@@ -91,5 +91,5 @@ Deno.test("Hub: an added format gets its own encoding (null skips), and occupanc
   assert.equal(u1.raw[0], u2.raw[0]);
   assert.equal(a.frames.length, 2);
   for (const s of [a, u1, u2]) hub.unsubscribe("t", s);
-  assert.deepEqual(seen, [["t", true], ["t", false]]);
+  assert.deepEqual(seen, [["t", 1, 1], ["t", 2, 1], ["t", 3, 1], ["t", 2, -1], ["t", 1, -1], ["t", 0, -1]]);
 });

@@ -1,0 +1,103 @@
+/**
+ * Which nodes are alive, from heartbeats on core NATS (`sb.nodes`): a node silent for
+ * `timeoutMs` (crashed, cut off) is gone, one that stops cleanly says so at once. Each topic has
+ * one owner among the live nodes (rendezvous hashing), the node that reports its cluster-wide
+ * changes (webhooks), so they are sent once, not once per node.
+ */
+import { Packr } from "msgpackr";
+import type { ClusterLink } from "./link.ts";
+
+const SUBJECT = "sb.nodes";
+const codec = new Packr({ useRecords: false });
+
+type Message = { n: string; k: "hello" | "alive" | "bye" };
+
+/** Heartbeat and node timeout. */
+export interface NodeTiming {
+  heartbeatMs: number;
+  timeoutMs: number;
+}
+
+/** 32-bit FNV-1a of a string's UTF-16 code units. */
+function hash(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
+  return h >>> 0;
+}
+
+/** The owner of `topic` among `nodes` (the highest hash of node and topic wins). */
+export function ownerOf(topic: string, nodes: Iterable<string>): string | undefined {
+  let best: string | undefined;
+  let bestScore = -1;
+  for (const node of nodes) {
+    const score = hash(`${node}\n${topic}`);
+    if (score > bestScore || (score === bestScore && node < best!)) [best, bestScore] = [node, score];
+  }
+  return best;
+}
+
+/** See the module comment. */
+export class NodeWatch {
+  readonly me: string;
+  #link: ClusterLink;
+  #seen = new Map<string, number>();
+  #gone: ((node: string) => void)[] = [];
+  #beat: ReturnType<typeof setInterval>;
+  #unsubscribe: () => void;
+
+  /** Starts sending heartbeats and watching the other nodes'. */
+  constructor(link: ClusterLink, timing: NodeTiming) {
+    this.me = link.nodeId;
+    this.#link = link;
+    this.#unsubscribe = link.subscribe(SUBJECT, (data) => {
+      const m = codec.unpack(data) as Message;
+      if (m.n === this.me) return;
+      if (m.k === "bye") return this.#forget(m.n);
+      this.heard(m.n);
+      if (m.k === "hello") this.#send("alive");
+    });
+    this.#beat = setInterval(() => {
+      this.#send("alive");
+      const cutoff = Date.now() - timing.timeoutMs;
+      for (const [node, at] of this.#seen) if (at < cutoff) this.#forget(node);
+    }, timing.heartbeatMs);
+    this.#send("hello");
+  }
+
+  /** Any message from `node` shows it alive (a late one after its goodbye too: it is then
+   * gone again after the timeout, taking what the message added with it). */
+  heard(node: string): void {
+    if (node !== this.me) this.#seen.set(node, Date.now());
+  }
+
+  /** Calls `fn` when a node is gone (after it left the live set). */
+  onGone(fn: (node: string) => void): void {
+    this.#gone.push(fn);
+  }
+
+  /** The live nodes, this one included. */
+  live(): string[] {
+    return [this.me, ...this.#seen.keys()];
+  }
+
+  /** Whether this node owns `topic` (see the module comment). */
+  owns(topic: string): boolean {
+    return ownerOf(topic, this.live()) === this.me;
+  }
+
+  /** Says goodbye and stops. */
+  stop(): void {
+    clearInterval(this.#beat);
+    this.#send("bye");
+    this.#unsubscribe();
+  }
+
+  #send(k: Message["k"]): void {
+    this.#link.publish(SUBJECT, codec.pack({ n: this.me, k }));
+  }
+
+  #forget(node: string): void {
+    if (!this.#seen.delete(node)) return;
+    for (const fn of this.#gone) fn(node);
+  }
+}
