@@ -29,9 +29,11 @@ export class ClusterLink {
   readonly js: JetStreamClient;
   readonly jsm: JetStreamManager;
   readonly nodeId: string;
+  #maxPayload: number;
 
   private constructor(nc: NatsConnection, jsm: JetStreamManager, nodeId: string) {
     this.nc = nc;
+    this.#maxPayload = nc.info?.max_payload ?? 1024 * 1024;
     this.jsm = jsm;
     this.js = nc.jetstream();
     this.nodeId = nodeId;
@@ -75,6 +77,14 @@ export class ClusterLink {
     }
     await nc.close();
     throw new Error(`NATS JetStream not usable at ${servers.join(",")}: ${String(lastError)}`);
+  }
+
+  /** The largest message the servers take (as of the last connection: while reconnecting
+   * the connection has no server info). */
+  get maxPayload(): number {
+    const now = this.nc.info?.max_payload;
+    if (now) this.#maxPayload = now;
+    return this.#maxPayload;
   }
 
   /**

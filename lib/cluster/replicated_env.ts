@@ -266,7 +266,16 @@ export class ReplicatedEnv extends StoreEnv {
     if (this.#pumping) return;
     this.#pumping = true;
     try {
-      while (this.#queue.length > 0) await this.#commit(this.#queue.splice(0, MAX_BATCH));
+      while (this.#queue.length > 0) {
+        const tasks = this.#queue.splice(0, MAX_BATCH);
+        // A task must never be left unsettled (its request would hang): an unexpected error
+        // fails the batch's unsettled tasks (settled ones ignore it) with 503.
+        await this.#commit(tasks).catch((err) => {
+          log.error("cluster write failed", { error: String(err) });
+          const failure = new StorageUnavailableError(`cluster write failed (${String(err)})`);
+          for (const t of tasks) t.reject(failure);
+        });
+      }
     } finally {
       this.#pumping = false;
     }
@@ -334,7 +343,7 @@ export class ReplicatedEnv extends StoreEnv {
       const batch = crypto.randomUUID();
       const message: LogMessage = { o: this.#link.nodeId, b: batch, base: spec.base, r: spec.reads, w: writes };
       const data = codec.pack(message);
-      if (data.byteLength > this.#link.nc.info!.max_payload && tasks.length > 1) {
+      if (data.byteLength > this.#link.maxPayload && tasks.length > 1) {
         const half = Math.ceil(tasks.length / 2);
         await this.#commit(tasks.slice(0, half));
         return this.#commit(tasks.slice(half));

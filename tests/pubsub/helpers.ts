@@ -24,6 +24,8 @@ export async function call(
     method,
     headers: server.headers(app),
     body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+    // A request the server never answers fails the test instead of hanging it.
+    signal: AbortSignal.timeout(30_000),
   });
   const text = await res.text();
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
