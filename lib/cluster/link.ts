@@ -1,6 +1,6 @@
 /**
- * The node's connection to NATS: JetStream for the replicated write log (one stream, appended
- * with a compare-and-set on its last sequence), core NATS for the traffic that is not stored
+ * The node's connection to NATS: JetStream for the replicated write log (one stream) and its
+ * snapshots (an object store), core NATS for the traffic that is not stored
  * (relayed events, presence). Knows nothing about what the bytes mean.
  */
 import {
@@ -9,7 +9,9 @@ import {
   type JetStreamClient,
   type JetStreamManager,
   type NatsConnection,
+  type ObjectStore,
   type PubAck,
+  StorageType,
 } from "nats";
 import { log } from "../log/mod.ts";
 
@@ -30,9 +32,11 @@ export class ClusterLink {
   readonly jsm: JetStreamManager;
   readonly nodeId: string;
   #maxPayload: number;
+  #replicas: number;
 
-  private constructor(nc: NatsConnection, jsm: JetStreamManager, nodeId: string) {
+  private constructor(nc: NatsConnection, jsm: JetStreamManager, nodeId: string, replicas: number) {
     this.nc = nc;
+    this.#replicas = replicas;
     this.#maxPayload = nc.info?.max_payload ?? 1024 * 1024;
     this.jsm = jsm;
     this.js = nc.jetstream();
@@ -69,7 +73,7 @@ export class ClusterLink {
             duplicate_window: 120_000_000_000,
           });
         }
-        return new ClusterLink(nc, jsm, nodeId);
+        return new ClusterLink(nc, jsm, nodeId, replicas);
       } catch (err) {
         lastError = err;
         await new Promise((r) => setTimeout(r, 250));
@@ -113,10 +117,25 @@ export class ClusterLink {
     }
   }
 
-  /** The log's last sequence. */
+  /** The log's first position still stored (later than 1 once compacted) and its last. */
+  async bounds(): Promise<{ first: number; last: number }> {
+    const { state } = await this.jsm.streams.info(LOG_STREAM);
+    return { first: state.first_seq, last: state.last_seq };
+  }
+
+  /** The log's last position. */
   async lastSeq(): Promise<number> {
-    const info = await this.jsm.streams.info(LOG_STREAM);
-    return info.state.last_seq;
+    return (await this.bounds()).last;
+  }
+
+  /** Removes the log's messages before position `below` (compaction). */
+  async purge(below: number): Promise<void> {
+    await this.jsm.streams.purge(LOG_STREAM, { seq: below });
+  }
+
+  /** The JetStream object store `bucket`, created when missing with the log's replicas. */
+  objectStore(bucket: string): Promise<ObjectStore> {
+    return this.js.views.os(bucket, { replicas: this.#replicas, storage: StorageType.File });
   }
 
   /**

@@ -3,7 +3,8 @@
  * through one replicated log and applied by every node (`ReplicatedEnv`), so any node serves
  * every call and join; events kept in no log travel on core NATS (`startBus`); node liveness
  * (`NodeWatch`), presence (`startPresence`) and channel occupancy (`startOccupancy`) are shared
- * with heartbeats. docs/cluster.md has the walkthrough.
+ * with heartbeats; snapshots bound the log (`snapshots.ts`). docs/cluster.md has the
+ * walkthrough.
  */
 import process from "node:process";
 import type { Hub } from "../hub/hub.ts";
@@ -14,6 +15,7 @@ import { ClusterLink } from "./link.ts";
 import { NodeWatch } from "./nodes.ts";
 import { startOccupancy } from "./occupancy.ts";
 import { startPresence } from "./presence.ts";
+import { restoreIfBehind, startSnapshots } from "./snapshots.ts";
 import { ReplicatedEnv } from "./replicated_env.ts";
 
 export { ClusterLink } from "./link.ts";
@@ -41,6 +43,10 @@ export interface ClusterNode {
 /** Connects to NATS and opens the replicated store at `storePath`. */
 export async function openCluster(urls: string, nodeId: string, storePath: string): Promise<ClusterNode> {
   const link = await ClusterLink.open(urls.split(",").map((u) => u.trim()).filter(Boolean), nodeId);
+  await restoreIfBehind(link, storePath).catch(async (err) => {
+    await link.close();
+    throw err;
+  });
   const env = new ReplicatedEnv(storePath, link, {
     writeDeadlineMs: tunable("SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS", 10_000),
     dropRate: tunable("SWITCHBOARD_FAULT_DROP_LOG_DELIVERY", 0),
@@ -54,13 +60,15 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
       log.info("cluster log caught up", { position: env.applied });
       stops.push(startBus(link, hub));
       const heartbeatMs = tunable("SWITCHBOARD_PRESENCE_HEARTBEAT_MS", 1000);
-      const nodes = new NodeWatch(link, { heartbeatMs, timeoutMs: heartbeatMs * 3.5 });
+      const nodes = new NodeWatch(link, { heartbeatMs, timeoutMs: heartbeatMs * 3.5 }, () => env.applied);
       // Stopped last (stops run in order): the goodbye follows the final presence and counts.
       hub.useOwner((topic) => nodes.owns(topic));
       for (const m of modules) {
         if (m.presence) stops.push(startPresence(link, m.presence, hub, nodes, heartbeatMs));
         if (m.occupancy) stops.push(startOccupancy(link, m.occupancy, nodes, heartbeatMs));
       }
+      const every = tunable("SWITCHBOARD_CLUSTER_SNAPSHOT_EVERY", 100_000);
+      stops.push(startSnapshots(link, env, nodes, { every, checkMs: heartbeatMs }));
       stops.push(() => nodes.stop());
     },
     async stop() {

@@ -10,7 +10,8 @@ import type { ClusterLink } from "./link.ts";
 const SUBJECT = "sb.nodes";
 const codec = new Packr({ useRecords: false });
 
-type Message = { n: string; k: "hello" | "alive" | "bye" };
+/** `a`: the sender's applied log position. */
+type Message = { n: string; k: "hello" | "alive" | "bye"; a: number };
 
 /** Heartbeat and node timeout. */
 export interface NodeTiming {
@@ -40,26 +41,31 @@ export function ownerOf(topic: string, nodes: Iterable<string>): string | undefi
 export class NodeWatch {
   readonly me: string;
   #link: ClusterLink;
-  #seen = new Map<string, number>();
+  /** Other live nodes: when last heard, and the log position each last reported. */
+  #seen = new Map<string, { at: number; applied: number }>();
+  #applied: () => number;
   #gone: ((node: string) => void)[] = [];
   #beat: ReturnType<typeof setInterval>;
   #unsubscribe: () => void;
 
-  /** Starts sending heartbeats and watching the other nodes'. */
-  constructor(link: ClusterLink, timing: NodeTiming) {
+  /** Starts sending heartbeats (with this node's applied log position) and watching the
+   * other nodes'. */
+  constructor(link: ClusterLink, timing: NodeTiming, applied: () => number) {
     this.me = link.nodeId;
     this.#link = link;
+    this.#applied = applied;
     this.#unsubscribe = link.subscribe(SUBJECT, (data) => {
       const m = codec.unpack(data) as Message;
       if (m.n === this.me) return;
       if (m.k === "bye") return this.#forget(m.n);
       this.heard(m.n);
+      this.#seen.get(m.n)!.applied = m.a;
       if (m.k === "hello") this.#send("alive");
     });
     this.#beat = setInterval(() => {
       this.#send("alive");
       const cutoff = Date.now() - timing.timeoutMs;
-      for (const [node, at] of this.#seen) if (at < cutoff) this.#forget(node);
+      for (const [node, { at }] of this.#seen) if (at < cutoff) this.#forget(node);
     }, timing.heartbeatMs);
     this.#send("hello");
   }
@@ -67,7 +73,10 @@ export class NodeWatch {
   /** Any message from `node` shows it alive (a late one after its goodbye too: it is then
    * gone again after the timeout, taking what the message added with it). */
   heard(node: string): void {
-    if (node !== this.me) this.#seen.set(node, Date.now());
+    if (node === this.me) return;
+    const seen = this.#seen.get(node);
+    if (seen) seen.at = Date.now();
+    else this.#seen.set(node, { at: Date.now(), applied: 0 });
   }
 
   /** Calls `fn` when a node is gone (after it left the live set). */
@@ -78,6 +87,13 @@ export class NodeWatch {
   /** The live nodes, this one included. */
   live(): string[] {
     return [this.me, ...this.#seen.keys()];
+  }
+
+  /** The lowest log position applied by a live node (0 for one not heard from yet). */
+  lowestApplied(): number {
+    let low = this.#applied();
+    for (const { applied } of this.#seen.values()) low = Math.min(low, applied);
+    return low;
   }
 
   /** Whether this node owns `topic` (see the module comment). */
@@ -93,7 +109,7 @@ export class NodeWatch {
   }
 
   #send(k: Message["k"]): void {
-    this.#link.publish(SUBJECT, codec.pack({ n: this.me, k }));
+    this.#link.publish(SUBJECT, codec.pack({ n: this.me, k, a: this.#applied() }));
   }
 
   #forget(node: string): void {

@@ -25,8 +25,13 @@ import { type RemoteApplyHook, StoreEnv, type Write } from "../store/env.ts";
 import { log } from "../log/mod.ts";
 import type { ClusterLink } from "./link.ts";
 
-/** Databases applied only on the node that wrote them. */
-const LOCAL_DBS = new Set(["system", "chat:outbox", "pusher:outbox", "cluster:state", "cluster:recent"]);
+/** Databases that belong to one node: applied only there, and left out of snapshots. */
+export const NODE_ONLY_DBS = ["system", "chat:outbox", "pusher:outbox"];
+/** The database recording the log position applied (key `applied`). */
+export const POSITION_DB = "cluster:state";
+/** Databases applied only on the node that wrote them (the last two are kept alike on every
+ * node by the apply itself). */
+const LOCAL_DBS = new Set([...NODE_ONLY_DBS, POSITION_DB, "cluster:recent"]);
 
 /** Positions a write set's `base` may lag behind the position it lands at before it counts as
  * stale whatever it read (the window of written keys every node keeps). */
@@ -65,6 +70,8 @@ interface Task {
 }
 
 const ABORT = Symbol("speculation done");
+/** Why a node cannot go on (see `snapshots.ts`: a restart restores the newest snapshot). */
+const BEHIND = "cluster unavailable: the log was compacted past this node's position; restart the node";
 /** Core NATS subject on which writers hand each stored message to the other nodes. */
 const TAIL_SUBJECT = "sb.tail";
 
@@ -127,7 +134,7 @@ export class ReplicatedEnv extends StoreEnv {
     super(path, false);
     this.#link = link;
     this.#opts = opts;
-    this.#state = this.#rawDb<number>("cluster:state");
+    this.#state = this.#rawDb<number>(POSITION_DB);
     this.#applied = this.#state.get("applied") ?? 0;
     this.#recentDb = this.#rawDb<[string, Key][]>("cluster:recent");
     const stored: [number, [string, Key][]][] = [];
@@ -160,7 +167,8 @@ export class ReplicatedEnv extends StoreEnv {
       this.#feed(seq, data);
     });
     this.#tailTimer = setInterval(() => void this.#checkTail(), 1000);
-    const target = await this.#link.lastSeq();
+    const { first, last: target } = await this.#link.bounds();
+    if (first > this.#applied + 1) throw new Error(BEHIND);
     if (!(await this.#waitApplied(target, Date.now() + waitMs))) {
       throw new Error(`cluster catch-up to log position ${target} did not finish in ${waitMs} ms`);
     }
@@ -566,7 +574,11 @@ export class ReplicatedEnv extends StoreEnv {
   async #checkTail(): Promise<void> {
     if (this.#closed || !this.#link.connected()) return;
     try {
-      const last = await this.#tail();
+      const { first, last } = await this.#link.bounds();
+      if (first > this.#applied + 1 && this.#failing !== BEHIND) {
+        this.#failing = BEHIND;
+        log.error(BEHIND, { applied: this.#applied, log_first: first });
+      }
       if (last > this.#applied) this.#scheduleRepair(last);
     } catch { /* the next check tries again */ }
   }

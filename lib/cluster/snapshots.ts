@@ -1,0 +1,133 @@
+/**
+ * Snapshots and compaction of the replicated log, so it does not grow for ever and a new node
+ * does not replay the cluster's whole history.
+ *
+ * Every node's LMDB holds the whole data set at the log position it records. Once the log has
+ * grown `every` positions past the newest snapshot, one node (the owner of `SNAPSHOT_TOPIC`
+ * among the live nodes) writes a compacted copy of its LMDB, without its node-local databases,
+ * to the JetStream object store `sb-snapshots` (replicated like the log), then purges the log
+ * up to the previous snapshot's position, never past a position a live node has not applied.
+ * The stream thus keeps between `every` and 2 × `every` positions.
+ *
+ * A node whose position the log no longer reaches (a new node after a compaction, or one back
+ * after a long absence) replaces its store with the newest snapshot before it opens it
+ * (`restoreIfBehind`), then follows the log from the snapshot's position.
+ */
+import { createReadStream, createWriteStream, renameSync, rmSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable, Writable } from "node:stream";
+import { log } from "../log/mod.ts";
+import { StoreEnv } from "../store/env.ts";
+import type { ClusterLink } from "./link.ts";
+import type { NodeWatch } from "./nodes.ts";
+import { NODE_ONLY_DBS, POSITION_DB, type ReplicatedEnv } from "./replicated_env.ts";
+
+const BUCKET = "sb-snapshots";
+const OBJECT = "lmdb";
+/** The topic whose owner node takes the snapshots. */
+const SNAPSHOT_TOPIC = "cluster:snapshot";
+
+/** The log position recorded in the LMDB store at `path` (0 for a new store). */
+async function positionOf(path: string, clearNodeOnly = false): Promise<number> {
+  const store = new StoreEnv(path, false);
+  try {
+    if (clearNodeOnly) for (const name of NODE_ONLY_DBS) store.db(name).clearSync();
+    return store.db<number>(POSITION_DB).get("applied") ?? 0;
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * Before the store at `path` opens: when the log was compacted past this node's position,
+ * replaces the store with the newest snapshot (a few attempts: a snapshot replaced while it
+ * downloads fails its digest check). Throws when no snapshot covers the gap.
+ */
+export async function restoreIfBehind(link: ClusterLink, path: string): Promise<void> {
+  const { first } = await link.bounds();
+  if (first <= 1) return;
+  const applied = await positionOf(path);
+  if (applied + 1 >= first) return;
+  for (let attempt = 1;; attempt++) {
+    try {
+      const position = await download(link, path, first);
+      log.info("cluster store restored from a snapshot", { position, was: applied });
+      return;
+    } catch (err) {
+      if (attempt === 3) throw err;
+      log.warn("cluster snapshot download failed; retrying", { error: String(err) });
+    }
+  }
+}
+
+/** Downloads the newest snapshot over the store at `path`; returns its position. */
+async function download(link: ClusterLink, path: string, first: number): Promise<number> {
+  const store = await link.objectStore(BUCKET);
+  const got = await store.get(OBJECT);
+  const position = Number(got?.info.description);
+  if (!got || !(position + 1 >= first)) {
+    throw new Error(`the cluster log starts at ${first} and no snapshot reaches it`);
+  }
+  const partial = `${path}.restore`;
+  try {
+    await got.data.pipeTo(Writable.toWeb(createWriteStream(partial)));
+    const error = await got.error;
+    if (error) throw error;
+    const stored = await positionOf(partial);
+    if (stored !== position) throw new Error(`snapshot holds position ${stored}, not ${position}`);
+    rmSync(`${path}-lock`, { force: true });
+    renameSync(partial, path);
+  } finally {
+    rmSync(partial, { force: true });
+    rmSync(`${partial}-lock`, { force: true });
+  }
+  return position;
+}
+
+/** Snapshot settings. */
+export interface SnapshotOptions {
+  /** Positions between snapshots. */
+  every: number;
+  /** How often the owner checks whether one is due. */
+  checkMs: number;
+}
+
+/** Starts taking snapshots on this node while it owns them (see the module comment); returns
+ * the stop function. */
+export function startSnapshots(link: ClusterLink, env: ReplicatedEnv, nodes: NodeWatch, opts: SnapshotOptions): () => void {
+  let newest = 0;
+  let busy = false;
+  const timer = setInterval(() => {
+    if (busy || env.applied - newest < opts.every || !nodes.owns(SNAPSHOT_TOPIC)) return;
+    busy = true;
+    snapshot(link, env, nodes, opts.every)
+      .then((position) => (newest = position))
+      .catch((err) => log.warn("cluster snapshot failed", { error: String(err) }))
+      .finally(() => (busy = false));
+  }, opts.checkMs);
+  return () => clearInterval(timer);
+}
+
+/** Stores a snapshot when one is due, then compacts the log; returns the newest snapshot's
+ * position. */
+async function snapshot(link: ClusterLink, env: ReplicatedEnv, nodes: NodeWatch, every: number): Promise<number> {
+  const store = await link.objectStore(BUCKET);
+  const previous = Number((await store.info(OBJECT))?.description ?? 0);
+  if (env.applied - previous < every) return previous;
+  const dir = await mkdtemp(join(tmpdir(), "sb-snapshot-"));
+  try {
+    const file = join(dir, "snapshot.mdb");
+    await env.backup(file);
+    const position = await positionOf(file, true);
+    const body = Readable.toWeb(createReadStream(file)) as unknown as ReadableStream<Uint8Array>;
+    await store.put({ name: OBJECT, description: String(position) }, body);
+    const below = Math.min(previous, nodes.lowestApplied()) + 1;
+    if (below > 1) await link.purge(below);
+    log.info("cluster snapshot stored", { position, log_purged_below: below });
+    return position;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
