@@ -25,6 +25,9 @@ export interface StoredEvent {
   /** Set for client publishes: who sent it. */
   client_id?: string;
   socket_id?: string;
+  /** A socket that does not get it live (kept so every node of a cluster excludes it; never
+   * delivered nor listed). */
+  exclude?: string;
 }
 
 /** One event of the history route. */
@@ -65,7 +68,12 @@ export class ChannelService {
 
   constructor(log: StreamLog, hub: Hub, config: Pick<Config, "historyMaxCount" | "historyMaxAgeSeconds">) {
     this.log = log;
-    this.streams = new ProductStream<StoredEvent>(log, hub, (serial, e) => [[e.event, deliveryPayload(serial, e)]]);
+    this.streams = new ProductStream<StoredEvent>(
+      log,
+      hub,
+      (serial, e) => [[e.event, deliveryPayload(serial, e)]],
+      (e) => e.exclude,
+    );
     this.hub = hub;
     this.occupancy = new Occupancy(hub, "pubsub:");
     this.#maxCount = config.historyMaxCount;
@@ -106,12 +114,8 @@ export class ChannelService {
       return events.map(() => null);
     }
     const addr = this.address(app, channel);
-    const { position } = await this.streams.append(
-      addr,
-      () => ({ entries: events, result: null }),
-      undefined,
-      excludeSocketId,
-    );
+    const entries = excludeSocketId ? events.map((e) => ({ ...e, exclude: excludeSocketId })) : events;
+    const { position } = await this.streams.append(addr, () => ({ entries, result: null }));
     this.#maybeTrim(addr.stream, events.length);
     return events.map((_, i) => position + i);
   }
@@ -177,10 +181,10 @@ export class ChannelService {
     const stream = this.stream(app, channel);
     const head = this.log.head(stream);
     const { records, first } = this.records(stream, after, head, limit);
-    const items: HistoryItem[] = records.map((r) => ({
-      serial: r.position,
-      published_at: r.time,
-      ...r.entry,
+    const items: HistoryItem[] = records.map(({ position, time, entry: { exclude: _, ...entry } }) => ({
+      serial: position,
+      published_at: time,
+      ...entry,
     }));
     const last = items.length ? items[items.length - 1].serial : Math.max(after, first - 1);
     return { items, serial: head, first_serial: first, next: last < head ? last : null };

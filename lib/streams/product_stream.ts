@@ -14,6 +14,10 @@ import type { StreamAddress } from "./names.ts";
 /** Maps one stored entry at `position` to the wire events it is delivered (and replayed) as. */
 export type EventsOf<E> = (position: number, entry: E) => [string, unknown][];
 
+/** The socket that does not get `entry` live, if any (kept in the entry so that other nodes of
+ * a cluster, which apply it from the log, exclude that socket too). */
+export type ExcludedBy<E> = (entry: E) => string | undefined;
+
 /** The join options a product gives; log, stream and the event mapping come from the stream. */
 export type ProductJoin<E, S> = Omit<StreamJoinSpec<E, S>, "log" | "stream" | "events">;
 
@@ -22,15 +26,17 @@ export class ProductStream<E> {
   readonly log: StreamLog;
   #hub: Hub;
   #events: EventsOf<E>;
+  #excludedBy: ExcludedBy<E>;
   /** Topics of the streams joined on this node, for other nodes' writes (clustered mode):
    * kept while the topic has subscribers or a join is under way. */
   #joined = new Map<string, { topic: string; joining: number }>();
   #purgeNotice: (topic: string) => [string, Record<string, unknown>] = () => ["purge", {}];
 
-  constructor(log: StreamLog, hub: Hub, events: EventsOf<E>) {
+  constructor(log: StreamLog, hub: Hub, events: EventsOf<E>, excludedBy: ExcludedBy<E> = () => undefined) {
     this.log = log;
     this.#hub = hub;
     this.#events = events;
+    this.#excludedBy = excludedBy;
     log.follow({
       appended: (stream, first, entries) => {
         const topic = this.#liveTopic(stream);
@@ -54,26 +60,26 @@ export class ProductStream<E> {
   /**
    * Appends atomically (see `StreamLog.append`), then broadcasts every entry's events on the
    * address's topic in position order; `after` runs once the batch is broadcast (webhooks).
-   * `excludeSocketId` names a socket that does not get this batch live (Pusher's `socket_id`
-   * exclusion); it still gets the entries on replay.
+   * An entry's excluded socket (see `ExcludedBy`: Pusher's `socket_id`) does not get it live;
+   * it still gets it on replay.
    */
   append<R>(
     addr: StreamAddress,
     prepare: (head: number) => Prepared<E, R>,
     after?: (first: number, entries: E[], result: R) => void,
-    excludeSocketId?: string,
   ): Promise<{ position: number; count: number; result: R }> {
     return this.log.append(addr.stream, prepare, (first, entries, result) => {
-      this.#broadcast(addr.topic, first, entries, excludeSocketId);
+      this.#broadcast(addr.topic, first, entries);
       after?.(first, entries, result);
     });
   }
 
-  #broadcast(topic: string, first: number, entries: E[], excludeSocketId?: string): void {
+  #broadcast(topic: string, first: number, entries: E[]): void {
     record.append(topic, entries.length);
     entries.forEach((entry, i) => {
+      const exclude = this.#excludedBy(entry);
       for (const [event, payload] of this.#events(first + i, entry)) {
-        this.#hub.publish(topic, event, payload, excludeSocketId);
+        this.#hub.publish(topic, event, payload, exclude);
       }
     });
   }

@@ -10,6 +10,7 @@ import { receiver } from "../helpers/webhook_receiver.ts";
 import { call, sdkFor } from "../pubsub/helpers.ts";
 import { api, doc } from "../chat_rest/helpers.ts";
 import { startCluster } from "./cluster.ts";
+import { client as pusherClient, collect, type Pusher, serverLib, subscribed, until as pusherUntil } from "../pusher/helpers.ts";
 import { client, until } from "../chat_live/helpers.ts";
 
 const objectPath = (type: string, key: string) => `/api/v1/objects/app-1/${type}/${key}`;
@@ -51,6 +52,12 @@ Deno.test({
       nodeEnv: (i): Record<string, string> => i === 2 ? { SWITCHBOARD_FAULT_DROP_LOG_DELIVERY: "0.3" } : {},
     });
     const sockets: RawSocket[] = [];
+    const pushers: Pusher[] = [];
+    const pusher = (node: TestServer) => {
+      const p = pusherClient(node);
+      pushers.push(p);
+      return p;
+    };
     const connect = async (node: TestServer) => {
       const s = await RawSocket.connect(node.wsUrl());
       sockets.push(s);
@@ -161,6 +168,23 @@ Deno.test({
         await late.join(topic, { after_serial: 25 });
         const replayed = late.frames.filter((f) => f[2] === topic && f[3] === "e").map((f) => f[4].serial);
         assert.deepEqual(replayed, range(26, 30), "history replays on any node");
+      });
+
+      await t.step("a Pusher trigger's socket_id excludes that socket whichever node it is on", async () => {
+        const [a, b] = [pusher(nodes[1]), pusher(nodes[2])];
+        const [gotA, gotB] = [collect(await subscribed(a, "excluding"), "ev"), collect(await subscribed(b, "excluding"), "ev")];
+        const lib = serverLib(nodes[0]);
+        assert.equal((await lib.trigger("excluding", "ev", 1, { socket_id: a.connection.socket_id })).status, 200);
+        assert.equal((await lib.trigger("excluding", "ev", 2, { socket_id: b.connection.socket_id })).status, 200);
+        assert.equal((await lib.trigger("excluding", "ev", 3)).status, 200);
+        await pusherUntil(() => gotA.length === 2 && gotB.length === 2, 10_000, "both sockets got the events not excluding them");
+        assert.deepEqual([gotA, gotB], [[2, 3], [1, 3]]);
+        const history = await call(nodes[2], "GET", "/api/apps/app-1/channels/excluding/history");
+        assert.deepEqual(history.body.items.map((i: Record<string, unknown>) => Object.keys(i).sort()), [
+          ["data", "event", "published_at", "serial"],
+          ["data", "event", "published_at", "serial"],
+          ["data", "event", "published_at", "serial"],
+        ], "the exclusion is not listed");
       });
 
       await t.step("ephemeral events and user events are relayed to the other nodes", async () => {
@@ -348,6 +372,7 @@ Deno.test({
         }
       });
     } finally {
+      for (const p of pushers) p.disconnect();
       await Promise.all(sockets.map((s) => s.close().catch(() => {})));
       await cluster.stop();
       await hook.close();
