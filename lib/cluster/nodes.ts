@@ -1,5 +1,6 @@
 /**
- * Which nodes are alive, from heartbeats on core NATS (`sb.nodes`): a node silent for
+ * Which nodes are alive, and the log position each has applied (compaction never purges past
+ * the lowest), from heartbeats on core NATS (`sb.nodes`): a node silent for
  * `timeoutMs` (crashed, cut off) is gone, one that stops cleanly says so at once. Each topic has
  * one owner among the live nodes (rendezvous hashing), the node that reports its cluster-wide
  * changes (webhooks), so they are sent once, not once per node.

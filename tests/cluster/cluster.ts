@@ -62,3 +62,13 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Switchboa
     },
   };
 }
+
+/** Polls `fn` (an error counts as false) until it holds; fails after `ms`. */
+export async function until(what: string, fn: () => Promise<boolean>, ms = 20_000) {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await fn().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`not within ${ms} ms: ${what}`);
+}

@@ -7,7 +7,7 @@ import { connect } from "nats";
 import { RawSocket } from "../helpers/raw_socket.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { call, sdkFor } from "../pubsub/helpers.ts";
-import { startCluster } from "./cluster.ts";
+import { startCluster, until } from "./cluster.ts";
 
 const path = (key: string) => `/api/v1/objects/app-1/ledger/${key}`;
 
@@ -61,15 +61,6 @@ async function assertNoLoss(node: TestServer, key: string, w: ReturnType<typeof 
     assert.equal(list[logId - 1], value, `acknowledged ${value} at log_id ${logId}`);
   }
   for (const value of list) assert.ok(w.acked.has(value) || w.unknown.has(value), `${value} was written`);
-}
-
-async function until(what: string, fn: () => Promise<boolean>, ms = 20_000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await fn().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`not within ${ms} ms: ${what}`);
 }
 
 Deno.test({

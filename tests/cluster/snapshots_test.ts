@@ -7,19 +7,10 @@ import { connect } from "nats";
 import { RawSocket } from "../helpers/raw_socket.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { call } from "../pubsub/helpers.ts";
-import { startCluster } from "./cluster.ts";
+import { startCluster, until } from "./cluster.ts";
 
 const path = "/api/v1/objects/app-1/counter/snap";
 const EVERY = 100;
-
-async function until(what: string, fn: () => Promise<boolean>, ms = 20_000) {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await fn().catch(() => false)) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`not within ${ms} ms: ${what}`);
-}
 
 async function increments(node: TestServer, count: number): Promise<void> {
   for (let i = 0; i < count; i++) {
