@@ -32,10 +32,24 @@ export interface ProductDeps {
   openLog(name: string): StreamLog;
 }
 
+/**
+ * A hot route a product answers before the router, for speed: for `req` at `path`, undefined
+ * when it is not that route or is out of the ordinary (the router then answers it), else the
+ * route template (metrics), the caller's app key and `respond`, whose thrown errors the
+ * server answers as the router would (`errorResponse`). It must behave as the router does.
+ */
+export type DirectRoute = (req: Request, path: string) => {
+  route: string;
+  app: string;
+  respond(): Promise<Response>;
+} | undefined;
+
 /** A product's two faces: HTTP routes and channel handlers (DESIGN.md "Layers"). */
 export interface ProductModule {
   /** Mounted at `/`; the module owns its paths (e.g. `/api/v1/objects/...`). */
   routes?: Hono;
+  /** Hot routes answered before `routes` (see `DirectRoute`). */
+  direct?: DirectRoute[];
   /** Handlers for the topic prefixes this product owns. */
   channels?: Record<string, ChannelHandler>;
   /** Further WebSocket protocols this module serves (the Pusher protocol at `/app/{key}`). */

@@ -3,12 +3,12 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { HTTPException } from "hono/http-exception";
 import { MAX_BODY_BYTES } from "./limits.ts";
-import { hasProtoKey, PROTO_KEY, PROTO_PROBLEM } from "./wire/codec.ts";
+import { PROTO_PROBLEM, protoProblem } from "./wire/codec.ts";
 import { type App, AppRegistry } from "./config/apps.ts";
 import { loadAppsFile, newDevelopmentApp } from "./config/apps_file.ts";
 import type { Config } from "./config/config.ts";
 import { Hub } from "./hub/hub.ts";
-import type { ProductDeps, ProductModule } from "./product.ts";
+import type { DirectRoute, ProductDeps, ProductModule } from "./product.ts";
 import { StoreEnv, storePath } from "./store/env.ts";
 import { errorResponse } from "./http/errors.ts";
 import { lockDataDir } from "./store/lock.ts";
@@ -42,6 +42,41 @@ export interface Switchboard {
   devAppCreated: boolean;
   /** Graceful stop: stop accepting, close sockets, finish writes, close LMDB. */
   shutdown(): Promise<void>;
+}
+
+/**
+ * Request metrics by route template (bounded labels); every 4xx/5xx is logged (the app key is
+ * public; credentials and bodies are never logged); the playground's tap sees API calls.
+ */
+function observe(method: string, route: string, path: string, status: number, ms: number, appKey: string | undefined) {
+  record.http(method, route, status, ms / 1000);
+  if (tapActive && appKey && !path.startsWith("/playground/")) {
+    tap(appKey, "api", { method, path, status, ms: Math.round(ms) });
+  }
+  if (status >= 400) {
+    const fields = { method, route, status, ms: Math.round(ms * 10) / 10, app: appKey ?? null };
+    if (status >= 500) log.warn("request failed", fields);
+    else log.info("request refused", fields);
+  }
+}
+
+/** Answers `req` through the products' direct routes when one takes it (measured and logged
+ * like the router's), else through `router`. */
+function dispatch(req: Request, direct: DirectRoute[], router: Hono): Response | Promise<Response> {
+  const url = req.url;
+  const start = url.indexOf("/", url.indexOf("//") + 2);
+  const query = url.indexOf("?", start);
+  const path = query < 0 ? url.slice(start) : url.slice(start, query);
+  for (const route of direct) {
+    const call = route(req, path);
+    if (!call) continue;
+    const started = performance.now();
+    return call.respond().catch((err) => errorResponse(err, path)).then((res) => {
+      observe(req.method, call.route, path, res.status, performance.now() - started, call.app);
+      return res;
+    });
+  }
+  return router.fetch(req);
 }
 
 /** Longest a shutdown waits for in-flight HTTP requests before closing storage anyway. */
@@ -116,24 +151,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   http.use("*", async (c, next) => {
     const started = performance.now();
     await next();
-    const ms = performance.now() - started;
-    const status = c.res.status;
-    record.http(c.req.method, c.req.routePath, status, ms / 1000);
-    const appKey = c.req.header("x-app-key");
-    if (tapActive && appKey && !c.req.path.startsWith("/playground/")) {
-      tap(appKey, "api", { method: c.req.method, path: c.req.path, status, ms: Math.round(ms) });
-    }
-    if (status >= 400) {
-      const fields = {
-        method: c.req.method,
-        route: c.req.routePath,
-        status,
-        ms: Math.round(ms * 10) / 10,
-        app: c.req.header("x-app-key") ?? null,
-      };
-      if (status >= 500) log.warn("request failed", fields);
-      else log.info("request refused", fields);
-    }
+    observe(c.req.method, c.req.routePath, c.req.path, c.res.status, performance.now() - started, c.req.header("x-app-key"));
   });
   // Bodies are capped while they are read: an oversized request is refused (413) after
   // MAX_BODY_BYTES, never held whole in memory first.
@@ -144,17 +162,8 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   // Storage (MessagePack) cannot keep an object key named __proto__: refuse it up front rather
   // than store a renamed key. Free for bodies that do not contain the text at all.
   http.use("*", async (c, next) => {
-    const type = c.req.header("content-type") ?? "";
-    if (c.req.method === "GET" || !type.includes("json")) return next();
-    const text = await c.req.text();
-    if (!text.includes(PROTO_KEY)) return next();
-    let body: unknown;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      return next(); // the route answers malformed JSON itself
-    }
-    if (!hasProtoKey(body)) return next();
+    const type = c.req.header("content-type");
+    if (c.req.method === "GET" || !type?.includes("json") || !protoProblem(await c.req.text(), type)) return next();
     return errorResponse(new HTTPException(422, { message: PROTO_PROBLEM }), c.req.path);
   });
   http.route("/", healthRoutes(env));
@@ -180,11 +189,12 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   }, config.idleTimeoutSeconds * 1000);
   for (const m of modules) for (const endpoint of m.endpoints ?? []) sockets.addEndpoint(endpoint);
   const inflight = new InflightRequests();
+  const direct = modules.flatMap((m) => m.direct ?? []);
   let metricsServer: RunningServer | undefined;
   const server = await serve({
     port: config.port,
     hostname: config.host,
-    fetch: (req) => inflight.track(() => http.fetch(req)),
+    fetch: (req) => inflight.track(() => dispatch(req, direct, http)),
     sockets,
   }).then(async (main) => {
     metricsServer = config.metricsPort === undefined ? undefined : await serve({

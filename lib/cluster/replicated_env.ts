@@ -187,6 +187,10 @@ export class ReplicatedEnv extends StoreEnv {
     this.#hooks.push(hook);
   }
 
+  override get replicated(): boolean {
+    return true;
+  }
+
   override unavailable(): string | undefined {
     if (!this.#link.connected()) return "cluster unavailable: not connected to NATS";
     return this.#failing;

@@ -1,6 +1,6 @@
 import type { ProductDeps, ProductModule } from "../product.ts";
 import { objectChannel } from "./channel.ts";
-import { objectRoutes } from "./routes.ts";
+import { objectDirect, objectRoutes } from "./routes.ts";
 import { ObjectStore } from "./store.ts";
 
 export { addressOf, ObjectStore } from "./store.ts";
@@ -13,6 +13,7 @@ export function createObjects(deps: ProductDeps): ProductModule {
   const store = new ObjectStore(deps.env, deps.hub, deps.openLog("objects"));
   return {
     routes: objectRoutes(deps.apps, store),
+    direct: [objectDirect(deps.apps, store)],
     channels: { durable: objectChannel(store) },
   };
 }

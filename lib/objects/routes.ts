@@ -1,11 +1,14 @@
 /** Durable Object HTTP API under `/api/v1/objects/{app_id}/{type}/{key}` (docs/objects.md). */
 import { type Context, Hono } from "hono";
-import type { AppRegistry } from "../config/apps.ts";
-import { appCredentials, type AppEnv } from "../auth/credentials.ts";
+import type { App, AppRegistry } from "../config/apps.ts";
+import { appCredentials, type AppEnv, appFromCredentials } from "../auth/credentials.ts";
+import type { DirectRoute } from "../product.ts";
+import { PROTO_PROBLEM, protoProblem } from "../wire/codec.ts";
 import { MAX_BODY_BYTES, MAX_NAME_BYTES, objectTypeProblem } from "./limits.ts";
 import {
   byteLength,
   checkSlotName,
+  type MaterialOp,
   ObjectError,
   type Op,
   parseAppend,
@@ -24,9 +27,11 @@ type C = Context<AppEnv>;
 
 /** The object the path names; throws 422 for an over-long type or key. */
 function refOf(c: C): ObjectRef {
-  const app = c.get("app");
-  const type = c.req.param("type")!;
-  const key = c.req.param("key")!;
+  return refFrom(c.get("app"), c.req.param("type")!, c.req.param("key")!);
+}
+
+/** The object `type`/`key` of `app` names; throws 422 for an over-long type or key. */
+function refFrom(app: App, type: string, key: string): ObjectRef {
   for (const [what, v] of [["type", type], ["key", key]]) {
     if (byteLength(v) > MAX_NAME_BYTES) {
       throw new ObjectError(422, `object ${what} is longer than ${MAX_NAME_BYTES} bytes`);
@@ -45,13 +50,56 @@ function slotOf(c: C): string {
 async function body(c: C): Promise<unknown> {
   const declared = Number(c.req.header("content-length") ?? 0);
   if (declared > MAX_BODY_BYTES) throw new ObjectError(413, "request body too large");
-  const text = await c.req.text();
+  return parseBody(await c.req.text());
+}
+
+/** The body text as JSON: 413 when too large, 400 when not JSON. */
+function parseBody(text: string): unknown {
   if (byteLength(text) > MAX_BODY_BYTES) throw new ObjectError(413, "request body too large");
   try {
     return JSON.parse(text);
   } catch {
     throw new ObjectError(400, "request body is not valid JSON");
   }
+}
+
+/** A route that writes: its method and path, how its body becomes operations, whether they
+ * are one batch entry, and the reply. */
+interface WriteRoute {
+  method: "PUT" | "PATCH" | "POST";
+  path: string;
+  parse(body: unknown, slot: string): Op[];
+  batch: boolean;
+  reply(done: { log_id: number; ops: MaterialOp[] }): unknown;
+}
+
+const logId = ({ log_id }: { log_id: number }) => ({ log_id });
+
+/** Every write route but the deletes (which have no body). */
+const WRITES: WriteRoute[] = [
+  { method: "PUT", path: SLOT, parse: (b, slot) => parseSet(slot, b), batch: false, reply: logId },
+  { method: "PATCH", path: OBJECT, parse: parsePatch, batch: true, reply: logId },
+  {
+    method: "POST",
+    path: `${OBJECT}/increment`,
+    parse: parseIncrement,
+    batch: false,
+    reply: ({ log_id, ops }) => ({ log_id, value: ops[0].value }),
+  },
+  { method: "POST", path: `${OBJECT}/append`, parse: parseAppend, batch: false, reply: logId },
+  { method: "POST", path: `${OBJECT}/transaction`, parse: parseTransaction, batch: true, reply: logId },
+];
+
+/** Runs one write route: parse (400/413/422 before anything is written), write, reply. */
+async function runWrite(
+  store: ObjectStore,
+  route: WriteRoute,
+  ref: () => ObjectRef,
+  slot: string,
+  body: unknown,
+): Promise<unknown> {
+  const ops = route.parse(body, slot);
+  return route.reply(await store.write(ref(), ops, route.batch));
 }
 
 function afterParam(value: string | undefined, name: string): number | undefined {
@@ -69,8 +117,6 @@ export function objectRoutes(apps: AppRegistry, store: ObjectStore): Hono {
   r.use(`${BASE}/:app_id/*`, appCredentials(apps));
   r.use(`${BASE}/:app_id`, appCredentials(apps));
 
-  const write = (c: C, ops: Op[], batch: boolean) => store.write(refOf(c), ops, batch);
-
   r.get(OBJECT, (c) => c.json(store.snapshot(refOf(c))));
   r.get(`${OBJECT}/log`, (c) => {
     const after = afterParam(c.req.query("after"), "after") ?? 0;
@@ -78,28 +124,13 @@ export function objectRoutes(apps: AppRegistry, store: ObjectStore): Hono {
     return c.json({ items: store.items(refOf(c), after, limit || undefined) });
   });
   r.get(SLOT, (c) => c.json({ value: store.slot(refOf(c), checkSlotName(slotOf(c))) }));
-  r.put(SLOT, async (c) => {
-    const { log_id } = await write(c, parseSet(slotOf(c), await body(c)), false);
-    return c.json({ log_id });
-  });
-  r.patch(OBJECT, async (c) => {
-    const { log_id } = await write(c, parsePatch(await body(c)), true);
-    return c.json({ log_id });
-  });
-  r.post(`${OBJECT}/increment`, async (c) => {
-    const { log_id, ops } = await write(c, parseIncrement(await body(c)), false);
-    return c.json({ log_id, value: ops[0].value });
-  });
-  r.post(`${OBJECT}/append`, async (c) => {
-    const { log_id } = await write(c, parseAppend(await body(c)), false);
-    return c.json({ log_id });
-  });
-  r.post(`${OBJECT}/transaction`, async (c) => {
-    const { log_id } = await write(c, parseTransaction(await body(c)), true);
-    return c.json({ log_id });
-  });
+  for (const route of WRITES) {
+    r.on(route.method, route.path, async (c) => {
+      return c.json(await runWrite(store, route, () => refOf(c), slotOf(c), await body(c)));
+    });
+  }
   r.delete(SLOT, async (c) => {
-    const { log_id } = await write(c, [{ op: "delete", key: checkSlotName(slotOf(c)) }], false);
+    const { log_id } = await store.write(refOf(c), [{ op: "delete", key: checkSlotName(slotOf(c)) }], false);
     return c.json({ log_id });
   });
   r.delete(OBJECT, async (c) => {
@@ -114,4 +145,46 @@ export function objectRoutes(apps: AppRegistry, store: ObjectStore): Hono {
   r.all(`${BASE}/*`, notFound);
   // Mounted as a plain Hono (ProductModule.routes); the app variable stays internal.
   return new Hono().route("/", r);
+}
+
+/**
+ * The write routes served before the router (`ProductModule.direct`), for speed: the same
+ * parsing, limits, errors and replies as the routes above. A request out of the ordinary (bad
+ * or missing credentials, a percent-encoded or empty path segment, no Content-Length) is left
+ * to the routes.
+ */
+export function objectDirect(apps: AppRegistry, store: ObjectStore): DirectRoute {
+  const [set, patch, ...posts] = WRITES;
+  const byAction = new Map(posts.map((w) => [w.path.slice(OBJECT.length + 1), w]));
+  return (req, path) => {
+    if (!path.startsWith(`${BASE}/`) || path.includes("%")) return undefined;
+    // ["", "api", "v1", "objects", app_id, type, key, slot or action?]
+    const parts = path.split("/");
+    const route = parts.length === 7
+      ? (req.method === "PATCH" ? patch : undefined)
+      : parts.length !== 8
+      ? undefined
+      : req.method === "PUT"
+      ? set
+      : req.method === "POST"
+      ? byAction.get(parts[7])
+      : undefined;
+    if (!route || parts.indexOf("", 1) > 0) return undefined;
+    const h = req.headers;
+    const app = appFromCredentials(apps, h.get("x-app-key") ?? undefined, h.get("x-app-secret") ?? undefined);
+    const declared = h.get("content-length");
+    if (!app || apps.byIdOrKey(parts[4]) !== app || declared === null) return undefined;
+    return {
+      route: route.path,
+      app: app.key,
+      respond: async () => {
+        if (Number(declared) > MAX_BODY_BYTES) throw new ObjectError(413, "request body too large");
+        const text = await req.text();
+        if (protoProblem(text, h.get("content-type"))) throw new ObjectError(422, PROTO_PROBLEM);
+        const ref = () => refFrom(app, parts[5], parts[6]);
+        const reply = await runWrite(store, route, ref, parts[7] ?? "", parseBody(text));
+        return new Response(JSON.stringify(reply), { headers: { "content-type": "application/json" } });
+      },
+    };
+  };
 }

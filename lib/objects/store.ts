@@ -6,6 +6,7 @@
 import type { Database, Key } from "lmdb";
 import type { Hub } from "../hub/hub.ts";
 import type { StoreEnv } from "../store/env.ts";
+import type { CommitQueue } from "../store/commit_queue.ts";
 import { objectAddress, ProductStream, type StreamAddress, type StreamLog } from "../streams/mod.ts";
 import { applyOps, emptyRecord, type MaterialOp, type ObjectRecord, type Op } from "./ops.ts";
 
@@ -50,6 +51,8 @@ export function eventOf(logId: number, entry: ObjectEntry): [string, unknown] {
 export class ObjectStore {
   readonly streams: ProductStream<ObjectEntry>;
   #records: Database<ObjectRecord, Key>;
+  /** Records are written and read through the log's commit queue (cached while hot). */
+  #commits: CommitQueue;
 
   constructor(env: StoreEnv, hub: Hub, log: StreamLog) {
     this.streams = new ProductStream<ObjectEntry>(
@@ -59,18 +62,19 @@ export class ObjectStore {
     );
     this.streams.onRemotePurge(() => ["purge", { log_id: 0 }]);
     this.#records = env.db<ObjectRecord>("objects:state");
+    this.#commits = env.commits;
   }
 
   /** State and log_id read in one synchronous turn (one consistent LMDB snapshot). */
   snapshot(ref: ObjectRef): Snapshot {
     const { stream } = addressOf(ref);
-    const record = this.#records.get(stream);
+    const record = this.#commits.read(this.#records, stream);
     return { state: record?.state ?? {}, log_id: this.streams.log.head(stream) };
   }
 
   /** One slot's value; null when unset. */
   slot(ref: ObjectRef, slot: string): unknown {
-    const state = this.#records.get(addressOf(ref).stream)?.state;
+    const state = this.#commits.read(this.#records, addressOf(ref).stream)?.state;
     return state && Object.hasOwn(state, slot) ? state[slot] : null;
   }
 
@@ -81,10 +85,11 @@ export class ObjectStore {
   async write(ref: ObjectRef, ops: Op[], batch: boolean): Promise<{ log_id: number; ops: MaterialOp[] }> {
     const addr = addressOf(ref);
     const done = await this.streams.append<MaterialOp[]>(addr, () => {
-      const { record, material } = applyOps(this.#records.get(addr.stream) ?? emptyRecord(), ops);
+      const current = this.#commits.read(this.#records, addr.stream) ?? emptyRecord();
+      const { record, material } = applyOps(current, ops);
       return {
         entries: [{ batch, ops: material }],
-        apply: () => this.#records.put(addr.stream, record),
+        apply: () => this.#commits.write(this.#records, addr.stream, record, record.total + 256),
         result: material,
       };
     });
@@ -103,6 +108,6 @@ export class ObjectStore {
   /** Back to never-written, in a new epoch; subscribers get `purge` `{ log_id: 0, epoch }`. */
   async purge(ref: ObjectRef): Promise<void> {
     const addr = addressOf(ref);
-    await this.streams.purge(addr, "purge", { log_id: 0 }, () => void this.#records.remove(addr.stream));
+    await this.streams.purge(addr, "purge", { log_id: 0 }, () => this.#commits.write(this.#records, addr.stream, undefined));
   }
 }

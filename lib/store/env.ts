@@ -3,6 +3,7 @@ import { open, type Database, type Key, type RootDatabase } from "lmdb";
 import { asStorageError, StorageUnavailableError } from "./errors.ts";
 import { record } from "../metrics/mod.ts";
 import { log } from "../log/mod.ts";
+import { CommitQueue } from "./commit_queue.ts";
 
 /** The LMDB environment's path inside the data dir. */
 export function storePath(dataDir: string): string {
@@ -39,6 +40,7 @@ export class StoreEnv {
   #pending = 0;
   #idle: (() => void)[] = [];
   #closing = false;
+  #commits: CommitQueue | undefined;
 
   /** `syncEachCommit: false` (clustered mode, where the replicated log is the durable copy)
    * makes commits visible before they reach the disk, keeping LMDB's crash consistency. */
@@ -93,6 +95,16 @@ export class StoreEnv {
     } finally {
       if (--this.#pending === 0) for (const wake of this.#idle.splice(0)) wake();
     }
+  }
+
+  /** The group-commit queue every ordered log and product of this store writes through. */
+  get commits(): CommitQueue {
+    return (this.#commits ??= new CommitQueue(this));
+  }
+
+  /** True when other nodes write this store too (clustered mode, `ReplicatedEnv`). */
+  get replicated(): boolean {
+    return false;
   }
 
   /**

@@ -2,6 +2,7 @@ import type { Database, Key } from "lmdb";
 import type { StoreEnv } from "./env.ts";
 import type { LogFollower, LogRecord, Prepared, PublishFn, StreamLog } from "../streams/stream_log.ts";
 import type { Write } from "./env.ts";
+import type { CommitQueue } from "./commit_queue.ts";
 
 export type { LogRecord, Prepared, PublishFn } from "../streams/stream_log.ts";
 
@@ -31,7 +32,9 @@ function newEpoch(): string {
  *
  * Contract:
  * - `append` allocates positions inside one write transaction together with any derived
- *   state (`apply`), and resolves only after that transaction is durable.
+ *   state (`apply`), and resolves only after that transaction is durable. Appends go through
+ *   the store's `CommitQueue`: concurrent appends share one commit, and a stream's head is
+ *   kept in memory between them.
  * - `publish` callbacks run after durability, strictly in position order per stream, so a
  *   subscriber never sees a write a crash could lose and never sees writes out of order.
  * - All or nothing: `prepare` runs inside the transaction and may read; if `prepare` or
@@ -40,7 +43,7 @@ function newEpoch(): string {
  *   the same LMDB batch are unaffected.
  */
 export class OrderedLog implements StreamLog {
-  #env: StoreEnv;
+  #commits: CommitQueue;
   #log: Database<{ t: number; e: unknown }, Key>;
   #meta: Database<StreamMeta, Key>;
   #epochs: Database<string, Key>;
@@ -49,7 +52,7 @@ export class OrderedLog implements StreamLog {
   #names: { entries: string; meta: string; epochs: string };
 
   constructor(env: StoreEnv, name = "log") {
-    this.#env = env;
+    this.#commits = env.commits;
     this.#names = { entries: `${name}:entries`, meta: `${name}:meta`, epochs: `${name}:epochs` };
     this.#log = env.db(this.#names.entries);
     this.#meta = env.db(this.#names.meta);
@@ -69,12 +72,12 @@ export class OrderedLog implements StreamLog {
 
   /** Position of the latest entry, 0 for a never-written stream. */
   head(stream: string): number {
-    return this.#meta.get(stream)?.head ?? 0;
+    return this.#commits.read(this.#meta, stream)?.head ?? 0;
   }
 
   /** Oldest retained position (head + 1 when every entry was trimmed or none exists). */
   first(stream: string): number {
-    const m = this.#meta.get(stream);
+    const m = this.#commits.read(this.#meta, stream);
     return m ? m.first : 1;
   }
 
@@ -123,14 +126,14 @@ export class OrderedLog implements StreamLog {
     let prepared: Prepared<E, R> | undefined;
     let first = 0;
     try {
-      await this.#env.transaction(() => {
-        const meta = this.#meta.get(stream) ?? { head: 0, first: 1 };
+      await this.#commits.run(() => {
+        const meta = this.#commits.read(this.#meta, stream) ?? { head: 0, first: 1 };
         prepared = prepare(meta.head);
         first = meta.head + 1;
         const now = Date.now();
         prepared.entries.forEach((e, i) => this.#log.put([stream, first + i], { t: now, e }));
         const head = meta.head + prepared.entries.length;
-        this.#meta.put(stream, { head, first: meta.head === 0 ? 1 : meta.first });
+        this.#commits.write(this.#meta, stream, { head, first: meta.head === 0 ? 1 : meta.first });
         prepared.apply?.(first);
       });
     } catch (err) {
@@ -181,11 +184,11 @@ export class OrderedLog implements StreamLog {
         await new Promise((r) => setTimeout(r, 1));
       }
       const epoch = newEpoch();
-      await this.#env.transaction(() => {
+      await this.#commits.run(() => {
         for (const key of this.#log.getKeys({ start: [stream, 0], end: [stream, MAX_POS] })) {
           this.#log.remove(key);
         }
-        this.#meta.remove(stream);
+        this.#commits.write(this.#meta, stream, undefined);
         this.#epochs.put(stream, epoch);
         apply?.();
       });
@@ -204,8 +207,8 @@ export class OrderedLog implements StreamLog {
    * Resolves with the number removed. The head never moves.
    */
   async trim(stream: string, opts: { maxCount?: number; maxAgeMs?: number }): Promise<number> {
-    return await this.#env.transaction(() => {
-      const meta = this.#meta.get(stream);
+    return await this.#commits.run(() => {
+      const meta = this.#commits.read(this.#meta, stream);
       if (!meta) return 0;
       let keepFrom = meta.first;
       if (opts.maxCount !== undefined) keepFrom = Math.max(keepFrom, meta.head - opts.maxCount + 1);
@@ -223,7 +226,7 @@ export class OrderedLog implements StreamLog {
       for (const key of this.#log.getKeys({ start: [stream, meta.first], end: [stream, keepFrom] })) {
         this.#log.remove(key);
       }
-      this.#meta.put(stream, { head: meta.head, first: keepFrom });
+      this.#commits.write(this.#meta, stream, { head: meta.head, first: keepFrom });
       return keepFrom - meta.first;
     });
   }

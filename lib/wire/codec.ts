@@ -96,6 +96,17 @@ export function hasProtoKey(value: unknown): boolean {
   return false;
 }
 
+/** Whether a request body of `contentType` must be refused for `PROTO_KEY`: a JSON body that
+ * holds such a key (free for a body that does not contain the text at all). */
+export function protoProblem(text: string, contentType: string | null | undefined): boolean {
+  if (!text.includes(PROTO_KEY) || !(contentType ?? "").includes("json")) return false;
+  try {
+    return hasProtoKey(JSON.parse(text));
+  } catch {
+    return false; // the route answers malformed JSON itself
+  }
+}
+
 /**
  * Why `value` is not plain JSON (null, boolean, finite number, string, array, plain object),
  * or null when it is. MessagePack can carry binary, extension types (dates), NaN and the

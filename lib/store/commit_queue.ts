@@ -1,0 +1,176 @@
+import type { Database, Key } from "lmdb";
+import { setImmediate } from "node:timers";
+import type { StoreEnv } from "./env.ts";
+
+interface Job {
+  fn: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+/** A staged or cached row: its value (`undefined`: removed) and roughly its size in bytes. */
+interface Row {
+  db: Database;
+  key: string;
+  value: unknown;
+  weight: number;
+}
+
+/** Bytes of cached rows kept across commits, at most (oldest dropped first). */
+const CACHE_BYTES = 64 * 1024 * 1024;
+
+/** Rough bytes a cached row costs when its writer does not say. */
+const DEFAULT_WEIGHT = 128;
+
+/**
+ * Group commit with a write-behind cache, for the ordered log and the products' derived rows.
+ *
+ * `run(job)` queues a synchronous job; every job queued while a commit is on disk runs in the
+ * next one, each inside its own child transaction, so one job that throws (or that LMDB
+ * refuses) leaves nothing behind and does not disturb the others. One batch is in flight at a
+ * time, so every batch sees the one before it committed.
+ *
+ * Rows written with `write` are staged in memory and put once per batch (the last value of a
+ * key wins), then kept in a bounded cache once the commit is durable, so the next write of a hot
+ * stream neither reads nor decodes them. `read` sees, in order: the running job's own staged
+ * rows, the batch's, the cache, then the store. The cache is only sound while every write of
+ * those rows goes through this queue; a failed commit empties it.
+ *
+ * Clustered mode (`env.replicated`): a transaction may run more than once and other nodes'
+ * writes land beside it, so each job is its own transaction and `read`/`write` go straight to
+ * the store.
+ */
+export class CommitQueue {
+  #env: StoreEnv;
+  #queue: Job[] = [];
+  #scheduled = false;
+  /** Rows written by batches whose commit has not settled: how many such batches per slot. */
+  #unsettled = new Map<string, number>();
+  /** Rows staged by the running batch, and by its running job; keyed by `#slot`. */
+  #batch: Map<string, Row> | null = null;
+  #job: Map<string, Row> | null = null;
+  /** Committed rows, oldest first. */
+  #cache = new Map<string, Row>();
+  #cachedBytes = 0;
+  #ids = new Map<Database, number>();
+  #direct: boolean;
+
+  /** A queue committing into `env`. */
+  constructor(env: StoreEnv) {
+    this.#env = env;
+    this.#direct = env.replicated;
+  }
+
+  /** Runs `fn` in the next batch (see the class comment); resolves with its result once the
+   * batch is durable, rejects with its error (nothing of it written) or the commit's. */
+  run<T>(fn: () => T): Promise<T> {
+    if (this.#direct) return this.#env.transaction(fn);
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        setImmediate(() => void this.#flush());
+      }
+    });
+  }
+
+  /** The row's current value as the running job sees it (see the class comment). */
+  read<V>(db: Database<V, Key>, key: string): V | undefined {
+    if (this.#direct) return db.get(key);
+    const slot = this.#slot(db, key);
+    const row = this.#job?.get(slot) ?? this.#batch?.get(slot) ??
+      (this.#unsettled.has(slot) ? undefined : this.#cache.get(slot));
+    return row ? row.value as V | undefined : db.get(key);
+  }
+
+  /**
+   * Stages a row write (`undefined` removes it) in the running job; `weight` is roughly its
+   * size in bytes, for the cache's bound. Outside a job (or in clustered mode) it is written at
+   * once, in the caller's transaction.
+   */
+  write<V>(db: Database<V, Key>, key: string, value: V | undefined, weight = DEFAULT_WEIGHT): void {
+    if (!this.#job) {
+      if (value === undefined) db.remove(key);
+      else db.put(key, value);
+      return;
+    }
+    this.#job.set(this.#slot(db, key), { db: db as Database, key, value, weight });
+  }
+
+  /** Commits every queued job as one batch; batches overlap (see the class comment). */
+  async #flush(): Promise<void> {
+    this.#scheduled = false;
+    const jobs = this.#queue.splice(0);
+    const batch = new Map<string, Row>();
+    const outcomes: { ok: boolean; value: unknown }[] = [];
+    const root = this.#env.root;
+    const committing = this.#env.transaction(() => {
+      this.#batch = batch;
+      try {
+        for (const job of jobs) {
+          const own = (this.#job = new Map());
+          try {
+            const value = root.childTransaction(job.fn);
+            for (const [slot, row] of own) batch.set(slot, row);
+            outcomes.push({ ok: true, value });
+          } catch (err) {
+            outcomes.push({ ok: false, value: err });
+          }
+        }
+        this.#job = null;
+        for (const slot of batch.keys()) this.#unsettled.set(slot, (this.#unsettled.get(slot) ?? 0) + 1);
+        for (const { db, key, value } of batch.values()) {
+          if (value === undefined) db.remove(key);
+          else db.put(key, value);
+        }
+      } finally {
+        this.#job = null;
+        this.#batch = null;
+      }
+    });
+    let failed = false;
+    try {
+      await committing;
+    } catch (err) {
+      failed = true;
+      this.#cache.clear();
+      this.#cachedBytes = 0;
+      for (const job of jobs) job.reject(err);
+    }
+    for (const [slot, row] of batch) {
+      const left = this.#unsettled.get(slot)! - 1;
+      if (left > 0) {
+        this.#unsettled.set(slot, left);
+        continue;
+      }
+      this.#unsettled.delete(slot);
+      if (!failed) this.#remember(slot, row);
+    }
+    if (!failed) {
+      jobs.forEach((job, i) => outcomes[i].ok ? job.resolve(outcomes[i].value) : job.reject(outcomes[i].value));
+    }
+  }
+
+  /** Caches a committed row as the newest, dropping the oldest past `CACHE_BYTES`. */
+  #remember(slot: string, row: Row): void {
+    const old = this.#cache.get(slot);
+    if (old) {
+      this.#cache.delete(slot);
+      this.#cachedBytes -= old.weight;
+    }
+    this.#cache.set(slot, row);
+    this.#cachedBytes += row.weight;
+    for (const [oldest, r] of this.#cache) {
+      if (this.#cachedBytes <= CACHE_BYTES) break;
+      this.#cache.delete(oldest);
+      this.#cachedBytes -= r.weight;
+    }
+  }
+
+  /** The key of a row across databases. */
+  #slot(db: Database, key: string): string {
+    let id = this.#ids.get(db);
+    if (id === undefined) this.#ids.set(db, (id = this.#ids.size));
+    return `${id}\u0000${key}`;
+  }
+}
