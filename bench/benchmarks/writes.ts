@@ -1,7 +1,8 @@
-// Durable writes: set and increment on one hot object and on many objects, 1, 64 and 256
-// concurrent writers, each acknowledged only when durable; baselines: raw awaited lmdb-js puts
-// of the same bytes with the same durability settings, in the server's runtime, and the Redis
-// peer (INCR with appendfsync always, when redis-server is installed) for increments.
+// Durable writes: set and increment on one hot object and on many objects, 1, 8, 64 and 256
+// concurrent writers, each acknowledged only when durable. Baselines and peers run interleaved
+// with the server, cell by cell (same objects and writers), and the 64-writer cells three times
+// (medians): raw awaited lmdb-js puts, the same-shape floor, Redis INCR with appendfsync
+// always, and JetStream publishes (not durable on Debian's nats-server 2.9).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,7 +10,7 @@ import { APP, CpuMeter, matchingRuntime, runGenerator, startSwitchboard } from "
 import { type BenchContext, type BenchReport, bottleneck, pct, pending } from "../lib/report.ts";
 import { round } from "../lib/stats.ts";
 import { routeExists } from "./probe.ts";
-import { startRedis } from "../lib/peers.ts";
+import { type Peer, startJetStream, startRedis } from "../lib/peers.ts";
 
 interface WriteResult {
   perSecond: number;
@@ -20,93 +21,98 @@ interface WriteResult {
   openP99?: number;
   errors?: number;
   genCpu?: number;
+  serverCpu?: number;
+  machineCpu?: number;
 }
 
-/** Runs the durable-write matrix and its raw LMDB baseline. */
+/** The run with the median rate of `runs` (the one run itself when there is one). */
+function median(runs: WriteResult[]): WriteResult {
+  return [...runs].sort((a, b) => a.perSecond - b.perSecond)[Math.floor(runs.length / 2)];
+}
+
+/** Runs the durable-write matrix with its baselines and peers interleaved. */
 export async function writes(ctx: BenchContext): Promise<BenchReport> {
-  const seconds = ctx.seconds(4, 1);
+  const seconds = ctx.seconds(3, 1);
   const warmup = ctx.seconds(0.5, 0.3);
   const valueBytes = 100;
   const many = ctx.size(10000);
   // Growth curve in writers: 1, 8, 64, 256.
   const concurrencies = ctx.quick ? [1, 64, 256] : [1, 8, 64, 256];
-
-  // Raw baselines first, in the runtime the server runs in: one put per write, and the
-  // same-shape floor (the server's increment transaction without the server).
-  const raw: Record<string, WriteResult> = {};
-  const floor: Record<string, WriteResult> = {};
   const rt = matchingRuntime();
-  for (const objects of [1, many]) {
-    for (const concurrency of concurrencies) {
-      for (const mode of ["writes", "shape"] as const) {
-        const dir = mkdtempSync(join(tmpdir(), "sb-bench-raw-"));
-        try {
-          ctx.log(`raw lmdb ${mode === "writes" ? "puts" : "same-shape transactions"} (${rt.name}) objects=${objects} c=${concurrency}`);
-          const r = await runGenerator<WriteResult>(rt.name, "baselines/lmdb_raw.ts", { mode, dir, concurrency, seconds, warmup, objects, valueBytes });
-          (mode === "writes" ? raw : floor)[`${objects}/${concurrency}`] = r;
-        } finally {
-          rmSync(dir, { recursive: true, force: true });
-        }
-      }
-    }
-  }
-
-  // The Redis peer: INCR acknowledged after fsync, same writers and keys.
-  const redis: Record<string, WriteResult> = {};
   const notes: string[] = [];
-  const peer = await startRedis().catch((e) => {
-    notes.push(`redis-server did not start: ${String(e).slice(0, 200)}`);
-    return null;
-  });
-  if (!peer) notes.push("Redis peer missing: install redis-server (Debian: apt-get install redis-server) for its rows.");
-  try {
-    for (const objects of peer ? [1, many] : []) {
-      for (const concurrency of concurrencies) {
-        ctx.log(`redis INCR objects=${objects} writers=${concurrency}`);
-        const meter = new CpuMeter(peer!.pid);
-        const r = await runGenerator<WriteResult & { genCpu: number }>("bun", "gen/redis_writes_gen.ts", { port: peer!.port, objects, concurrency, seconds, warmup }, meter.mark);
-        redis[`${objects}/${concurrency}`] = { ...r, serverCpu: meter.share } as WriteResult;
-      }
-    }
-  } finally {
-    await peer?.stop();
-  }
 
-  const columns = ["op", "objects", "writers", "writes/s", "p50 ms", "p99 ms", "raw writes/s", "raw p99 ms", "ratio", "vs floor", "vs redis", "open-loop p50/p99 ms @ rate", "server cpu", "machine", "limit"];
+  const server = await startSwitchboard();
+  if (!(await routeExists(server.baseUrl, "PUT", `/api/v1/objects/${APP.id}/probe/probe/v`, { value: 1 }))) {
+    await server.stop();
+    return pending("writes", "Durable Objects HTTP API is not available yet");
+  }
+  const startPeer = async (name: string, start: () => Promise<Peer | null>, install: string) => {
+    const peer = await start().catch((e) => {
+      notes.push(`${name} did not start: ${String(e).slice(0, 200)}`);
+      return null;
+    });
+    if (!peer) notes.push(`${name} peer missing: install it (Debian: apt-get install ${install}) for its rows.`);
+    return peer;
+  };
+  const redis = await startPeer("redis-server", startRedis, "redis-server");
+  const jetstream = await startPeer("nats-server", startJetStream, "nats-server");
+
+  /** One run of a generator against a process whose CPU is sampled. */
+  const measured = async (pid: number, gen: string, cfg: Record<string, unknown>): Promise<WriteResult> => {
+    const meter = new CpuMeter(pid);
+    const r = await runGenerator<WriteResult>("bun", gen, cfg, meter.mark);
+    return { ...r, serverCpu: meter.share, machineCpu: meter.machine };
+  };
+  /** One run of the raw lmdb-js baseline in `mode`, on a fresh data dir. */
+  const rawRun = async (mode: "writes" | "shape", objects: number, concurrency: number) => {
+    const dir = mkdtempSync(join(tmpdir(), "sb-bench-raw-"));
+    try {
+      return await runGenerator<WriteResult>(rt.name, "baselines/lmdb_raw.ts", { mode, dir, concurrency, seconds, warmup, objects, valueBytes });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  const columns = ["op", "objects", "writers", "runs", "writes/s", "p50 ms", "p99 ms", "raw writes/s", "ratio", "vs floor", "vs redis", "vs jetstream*", "open-loop p50/p99 ms @ rate", "server cpu", "machine", "limit"];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
-  for (const [k, r] of Object.entries(floor)) {
-    const [objects, writers] = k.split("/").map(Number);
-    rows.push(["lmdb same-shape txn", objects, writers, r.perSecond, r.p50, r.p99, null, null, null, null, null, null, null, null, null]);
-    data.push({ op: "lmdb same-shape transaction (floor)", runtime: rt.name, objects, writers, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99 });
-  }
-  for (const [k, r] of Object.entries(redis)) {
-    const [objects, writers] = k.split("/").map(Number);
-    rows.push(["redis INCR", objects, writers, r.perSecond, r.p50, r.p99, null, null, null, null, null, null, `${Math.round(((r as { serverCpu?: number }).serverCpu ?? 0) * 100)}%`, null, null]);
-    data.push({ op: "redis INCR (appendfsync always)", objects, writers, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99 });
-  }
-  const server = await startSwitchboard();
   try {
-    if (!(await routeExists(server.baseUrl, "PUT", `/api/v1/objects/${APP.id}/probe/probe/v`, { value: 1 }))) {
-      const p = pending("writes", "Durable Objects HTTP API is not available yet; raw baseline only");
-      for (const [k, r] of Object.entries(raw)) data.push({ server: "raw lmdb", objectsAndWriters: k, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99 });
-      return { ...p, data };
-    }
-    for (const op of ["set", "increment"] as const) {
-      for (const objects of [1, many]) {
-        for (const concurrency of concurrencies) {
-          ctx.log(`${op} objects=${objects} writers=${concurrency}`);
-          const meter = new CpuMeter(server.pid);
-          const r = await runGenerator<WriteResult>("bun", "gen/writes_gen.ts", { base: server.baseUrl, op, objects, concurrency, seconds, warmup, valueBytes, openSeconds: concurrency === 64 ? ctx.seconds(2, 1) : 0 }, meter.mark);
-          const base = raw[`${objects}/${concurrency}`];
-          const ratio = round(r.perSecond / base.perSecond, 3);
-          const peerRate = op === "increment" ? redis[`${objects}/${concurrency}`]?.perSecond : undefined;
-          const vsRedis = peerRate ? round(r.perSecond / peerRate, 3) : null;
-          const floorRate = op === "increment" ? floor[`${objects}/${concurrency}`]?.perSecond : undefined;
-          const vsFloor = floorRate ? round(r.perSecond / floorRate, 3) : null;
-          const limit = bottleneck(r.genCpu ?? 0, meter.share, meter.machine);
-          rows.push([op, objects, concurrency, r.perSecond, r.p50, r.p99, base.perSecond, base.p99, ratio, vsFloor, vsRedis, r.openRate ? `${r.openP50} / ${r.openP99} @ ${Math.round(r.openRate)}/s` : null, `${Math.round(meter.share * 100)}%`, pct(meter.machine), limit]);
-          data.push({ op, objects, writers: concurrency, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, rawWritesPerSecond: round(base.perSecond), rawP50Ms: base.p50, rawP99Ms: base.p99, ratioToRaw: ratio, ratioToSameShapeFloor: vsFloor ?? undefined, sameShapeFloorPerSecond: floorRate ? round(floorRate) : undefined, ratioToRedis: vsRedis ?? undefined, openLoopRate: r.openRate ? round(r.openRate) : undefined, openLoopP50Ms: r.openP50, openLoopP99Ms: r.openP99, errors: r.errors, serverCpu: round(meter.share, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(r.genCpu ?? 0, 2), bottleneck: limit });
+    for (const objects of [1, many]) {
+      for (const concurrency of concurrencies) {
+        const reps = concurrency === 64 && !ctx.quick ? 3 : 1;
+        const runs: Record<string, WriteResult[]> = { raw: [], floor: [], redis: [], jetstream: [], set: [], increment: [] };
+        for (let rep = 0; rep < reps; rep++) {
+          ctx.log(`objects=${objects} writers=${concurrency} run ${rep + 1}/${reps}: raw, floor, peers, server`);
+          runs.raw.push(await rawRun("writes", objects, concurrency));
+          runs.floor.push(await rawRun("shape", objects, concurrency));
+          const peerCfg = { objects, concurrency, seconds, warmup };
+          if (redis) runs.redis.push(await measured(redis.pid, "gen/redis_writes_gen.ts", { ...peerCfg, port: redis.port }));
+          if (jetstream) runs.jetstream.push(await measured(jetstream.pid, "gen/jetstream_writes_gen.ts", { ...peerCfg, port: jetstream.port }));
+          for (const op of ["set", "increment"] as const) {
+            const openSeconds = concurrency === 64 && rep === 0 ? ctx.seconds(2, 1) : 0;
+            runs[op].push(await measured(server.pid, "gen/writes_gen.ts", { ...peerCfg, base: server.baseUrl, op, valueBytes, openSeconds }));
+          }
+        }
+        const [raw, floor, peer, js] = [median(runs.raw), median(runs.floor), runs.redis.length ? median(runs.redis) : undefined, runs.jetstream.length ? median(runs.jetstream) : undefined];
+        const cell = { objects, writers: concurrency, runs: reps };
+        rows.push(["lmdb same-shape txn", objects, concurrency, reps, floor.perSecond, floor.p50, floor.p99, null, null, null, null, null, null, null, null, null]);
+        data.push({ op: "lmdb same-shape transaction (floor)", runtime: rt.name, ...cell, writesPerSecond: round(floor.perSecond), p50Ms: floor.p50, p99Ms: floor.p99 });
+        if (peer) {
+          rows.push(["redis INCR", objects, concurrency, reps, peer.perSecond, peer.p50, peer.p99, null, null, null, null, null, null, pct(peer.serverCpu!), pct(peer.machineCpu!), bottleneck(peer.genCpu ?? 0, peer.serverCpu!, peer.machineCpu)]);
+          data.push({ op: "redis INCR (appendfsync always)", ...cell, writesPerSecond: round(peer.perSecond), p50Ms: peer.p50, p99Ms: peer.p99, serverCpu: round(peer.serverCpu!, 2), generatorCpu: round(peer.genCpu ?? 0, 2) });
+        }
+        if (js) {
+          rows.push(["jetstream publish* (not durable)", objects, concurrency, reps, js.perSecond, js.p50, js.p99, null, null, null, null, null, null, pct(js.serverCpu!), pct(js.machineCpu!), bottleneck(js.genCpu ?? 0, js.serverCpu!, js.machineCpu)]);
+          data.push({ op: "jetstream publish (nats-server 2.9: acknowledged before fsync, not durable)", durable: false, ...cell, writesPerSecond: round(js.perSecond), p50Ms: js.p50, p99Ms: js.p99, serverCpu: round(js.serverCpu!, 2), generatorCpu: round(js.genCpu ?? 0, 2) });
+        }
+        for (const op of ["set", "increment"] as const) {
+          const r = median(runs[op]);
+          const open = runs[op][0];
+          const ratio = round(r.perSecond / raw.perSecond, 3);
+          const vs = (base?: WriteResult) => (op === "increment" && base ? round(r.perSecond / base.perSecond, 3) : null);
+          const limit = bottleneck(r.genCpu ?? 0, r.serverCpu!, r.machineCpu);
+          rows.push([op, objects, concurrency, reps, r.perSecond, r.p50, r.p99, raw.perSecond, ratio, vs(floor), vs(peer), vs(js), open.openRate ? `${open.openP50} / ${open.openP99} @ ${Math.round(open.openRate)}/s` : null, pct(r.serverCpu!), pct(r.machineCpu!), limit]);
+          data.push({ op, ...cell, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, allRunsPerSecond: runs[op].map((x) => round(x.perSecond)), rawWritesPerSecond: round(raw.perSecond), rawP99Ms: raw.p99, ratioToRaw: ratio, sameShapeFloorPerSecond: op === "increment" ? round(floor.perSecond) : undefined, ratioToSameShapeFloor: vs(floor) ?? undefined, redisPerSecond: op === "increment" && peer ? round(peer.perSecond) : undefined, ratioToRedis: vs(peer) ?? undefined, ratioToJetstreamNotDurable: vs(js) ?? undefined, openLoopRate: open.openRate ? round(open.openRate) : undefined, openLoopP50Ms: open.openP50, openLoopP99Ms: open.openP99, errors: r.errors, serverCpu: round(r.serverCpu!, 2), machineCpu: round(r.machineCpu!, 2), generatorCpu: round(r.genCpu ?? 0, 2), bottleneck: limit });
           if (r.errors) notes.push(`${op} objects=${objects} writers=${concurrency}: ${r.errors} failed requests`);
           if (limit === "generator") notes.push(`${op} objects=${objects} writers=${concurrency}: generator-bound; the server figure is a lower bound`);
         }
@@ -114,8 +120,12 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
     }
   } finally {
     await server.stop();
+    await redis?.stop();
+    await jetstream?.stop();
   }
-  notes.push("open-loop (64-writer rows): after the closed-loop window, requests leave on a fixed schedule at half the measured rate, whatever the replies do; p50/p99 count from each request's intended send time, so a stall shows in full (no coordinated omission).");
-  notes.push(`value ~${valueBytes} B JSON per set; raw baseline = one awaited db.put of the same value per write (overlappingSync false), ${rt.name} runtime, same writers and objects; data dirs on the local disk (${tmpdir()}).`);
+  notes.push("runs: cells with 64 writers run 3 times, interleaved (raw, floor, Redis, JetStream, set, increment; then again), and show the medians; other cells run once, in the same interleaved order.");
+  notes.push("open-loop (64-writer rows, first run): after the closed-loop window, requests leave on a fixed schedule at half the measured rate, pipelined over 64 connections, whatever the replies do; p50/p99 count from each request's intended send time (no coordinated omission).");
+  notes.push("* jetstream: Debian's nats-server 2.9 acknowledges a JetStream publish before it reaches the disk (no sync_interval: always), so it is shown for scale and is NOT a durable peer; 8 client connections.");
+  notes.push(`value ~${valueBytes} B JSON per set; raw baseline = one awaited db.put of the same value per write (overlappingSync false), ${rt.name} runtime; Switchboard writers: one keep-alive HTTP/1.1 connection each (bench/gen/http1.ts); data dirs on the local disk (${tmpdir()}).`);
   return { name: "writes", status: "ok", columns, rows, data, notes };
 }

@@ -82,14 +82,20 @@ await Promise.all(writers);
 const perSecond = count / elapsed;
 
 // Open loop: requests leave on a fixed schedule at half the closed-loop rate, whatever the
-// replies do; latency counts from the intended send time (no coordinated omission). Requests
-// are pipelined over 64 connections, so a slow reply never holds back a send.
+// replies do; latency counts from the intended send time (no coordinated omission). Each request
+// takes an idle connection, or opens one, so a slow reply never holds back a send.
 let open: { openRate: number; openP50: number; openP99: number; openSent: number } | undefined;
 if (cfg.openSeconds && perSecond > 0) {
   const rate = perSecond / 2;
   const openLat = new Reservoir();
   const pending: Promise<void>[] = [];
-  const conns = await Promise.all(Array.from({ length: 64 }, () => Http1Conn.open(cfg.base)));
+  const idle = await Promise.all(Array.from({ length: 64 }, () => Http1Conn.open(cfg.base)));
+  const send = async (method: string, url: string, body: string) => {
+    const conn = idle.pop() ?? await Http1Conn.open(cfg.base);
+    const res = await conn.request(method, url, headers, body);
+    idle.push(conn);
+    return res;
+  };
   const begin = performance.now();
   let sent = 0;
   while (performance.now() - begin < cfg.openSeconds * 1000) {
@@ -97,15 +103,15 @@ if (cfg.openSeconds && perSecond > 0) {
     for (; sent < due; sent++) {
       const intended = begin + (sent / rate) * 1000;
       const [url, method, body] = request(sent % 64, 1_000_000 + sent);
-      pending.push(conns[sent % 64].request(method, url, headers, body).then((res) => {
+      pending.push(send(method, url, body).then((res) => {
         if (res.status === 200) openLat.add(performance.now() - intended);
-        else errors++;
-      }, () => void errors++));
+        else if (errors++ < 5) log(`open loop: ${res.status} ${res.body}`);
+      }, (e) => void (errors++ < 5 && log(`open loop: ${e}`))));
     }
     await sleep(1);
   }
   await Promise.all(pending);
-  for (const c of conns) c.close();
+  for (const c of idle) c.close();
   const s = latencySummary(openLat.values);
   open = { openRate: rate, openP50: s.p50, openP99: s.p99, openSent: sent };
 }

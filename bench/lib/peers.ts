@@ -82,3 +82,27 @@ async function stop(child: ChildProcess): Promise<void> {
   child.stdout?.destroy();
   child.stderr?.destroy();
 }
+
+/**
+ * Starts nats-server with JetStream on a fresh store dir on the local disk; null when
+ * nats-server is missing. Debian's 2.9 acknowledges a JetStream publish before any fsync (it has
+ * no `sync_interval: always`), so its rows are labelled not durable.
+ */
+export async function startJetStream(): Promise<Peer | null> {
+  const bin = findProgram("nats-server");
+  if (!bin) return null;
+  const dir = mkdtempSync(join(tmpdir(), "sb-bench-js-"));
+  const port = freePort();
+  const child = spawn(bin, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  await waitFor(child, /Server is ready/, "nats-server");
+  return {
+    port,
+    pid: child.pid!,
+    stop: async () => {
+      await stop(child);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
