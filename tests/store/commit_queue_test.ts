@@ -1,0 +1,80 @@
+import assert from "node:assert/strict";
+import { OrderedLog } from "../../lib/store/ordered_log.ts";
+import { StoreEnv } from "../../lib/store/env.ts";
+import { tempStore } from "../helpers/temp_store.ts";
+
+/** Counts the LMDB transactions `env` runs. */
+function countTransactions(env: StoreEnv): () => number {
+  let n = 0;
+  const run = env.transaction.bind(env);
+  env.transaction = (fn) => (n++, run(fn));
+  return () => n;
+}
+
+Deno.test("CommitQueue: jobs queued in one turn share one commit; a throwing job keeps nothing and spoils no other", async () => {
+  const { env } = tempStore();
+  const commits = countTransactions(env);
+  const rows = env.db<number>("rows");
+  const q = env.commits;
+  const jobs = Array.from({ length: 50 }, (_, i) =>
+    q.run(() => {
+      rows.put(`direct${i}`, i);
+      q.write(rows, `staged${i}`, i * 10);
+      if (i % 7 === 3) throw new Error(`job ${i} refused`);
+      return i;
+    })
+  );
+  const settled = await Promise.allSettled(jobs);
+  assert.equal(commits(), 1);
+  settled.forEach((s, i) => {
+    if (i % 7 === 3) {
+      assert.equal(s.status, "rejected");
+      assert.equal(rows.get(`direct${i}`), undefined);
+      assert.equal(q.read(rows, `staged${i}`), undefined);
+    } else {
+      assert.deepEqual(s, { status: "fulfilled", value: i });
+      assert.equal(rows.get(`direct${i}`), i);
+      assert.equal(rows.get(`staged${i}`), i * 10, "a staged row is in the store once committed");
+      assert.equal(q.read(rows, `staged${i}`), i * 10);
+    }
+  });
+  await env.close();
+});
+
+Deno.test("CommitQueue: a job reads its own and earlier jobs' staged rows; removal stages too", async () => {
+  const { env } = tempStore();
+  const rows = env.db<number>("rows");
+  const q = env.commits;
+  const add = () => q.run(() => q.write(rows, "n", (q.read(rows, "n") ?? 0) + 1));
+  await Promise.all(Array.from({ length: 100 }, add));
+  assert.equal(rows.get("n"), 100);
+  await Promise.all([add(), q.run(() => q.write(rows, "n", undefined)), add()]);
+  assert.equal(rows.get("n"), 1);
+  assert.equal(q.read(rows, "n"), 1);
+  await env.close();
+});
+
+Deno.test("OrderedLog on the CommitQueue: cached heads agree with the store across appends, trims and purges", async () => {
+  const { env, path } = tempStore();
+  const log = new OrderedLog(env);
+  const one = (i: number) => () => ({ entries: [{ i }], result: i });
+  await Promise.all(Array.from({ length: 300 }, (_, i) => log.append(`s${i % 3}`, one(i))));
+  await log.trim("s0", { maxCount: 10 });
+  await Promise.all([log.append("s0", one(1000)), log.purge("s1"), log.append("s2", one(1001))]);
+  await log.append("s1", one(1002));
+  const expected = { s0: [101, 91], s1: [1, 1], s2: [101, 1] };
+  for (const [s, [head, first]] of Object.entries(expected)) {
+    assert.deepEqual([log.head(s), log.first(s)], [head, first], s);
+  }
+  await env.close();
+  const reopened = new StoreEnv(path);
+  const fresh = new OrderedLog(reopened);
+  for (const [s, [head, first]] of Object.entries(expected)) {
+    assert.deepEqual([fresh.head(s), fresh.first(s)], [head, first], `${s} as stored`);
+    assert.deepEqual(
+      fresh.after(s, 0).map((r) => r.position),
+      Array.from({ length: head - first + 1 }, (_, i) => first + i),
+    );
+  }
+  await reopened.close();
+});
