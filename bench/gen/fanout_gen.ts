@@ -2,8 +2,12 @@
 // triggers round-robin over the channels from this same process and measures delivered
 // messages/s and trigger-to-receive latency. Flow control: a new trigger is sent only while
 // fewer than `window` triggers' worth of deliveries are outstanding, so queues stay bounded
-// and latency reflects the server, not an ever-growing backlog.
+// and latency reflects the server, not an ever-growing backlog. Then a light phase (one trigger
+// at a time) and an open-loop phase (triggers on a fixed schedule at half the saturated rate,
+// latency from each trigger's intended send time, so a stall shows in full). Triggers go over
+// keep-alive HTTP/1.1 connections (bench/gen/http1.ts), cheaper for this process than fetch.
 import { config, done, log, mark, pool, SelfCpu, sleep, stamp, subscribe, type Target } from "./common.ts";
+import { Http1Pool } from "./http1.ts";
 import { latencySummary, Reservoir } from "../lib/stats.ts";
 
 interface Cfg {
@@ -17,6 +21,8 @@ interface Cfg {
   maxHttp: number;
   /** Seconds of a second, light phase: one trigger at a time (latency without queueing). */
   latencySeconds: number;
+  /** Seconds of the open-loop phase (0: none). */
+  openSeconds?: number;
 }
 
 const cfg = config<Cfg>();
@@ -47,7 +53,8 @@ const connectSeconds = (performance.now() - t0) / 1000;
 log(`connected ${total} in ${connectSeconds.toFixed(1)} s`);
 
 const peer = target.kind === "bare" || target.kind === "socketio" || target.kind === "nats";
-const triggerUrl = peer ? `${target.base}/publish` : `${target.base}/api/apps/app-1/trigger`;
+const triggerPath = peer ? "/publish" : "/api/apps/app-1/trigger";
+const http = new Http1Pool(target.base);
 const headers = { "content-type": "application/json", "x-app-key": "key1", "x-app-secret": "secret1" };
 const pad = "x".repeat(Math.max(0, cfg.payloadBytes - 40));
 let expected = 0;
@@ -59,17 +66,18 @@ let wake: (() => void) | undefined;
 let budget = cfg.window * cfg.perChannel;
 let maxHttp = cfg.maxHttp;
 
-async function trigger(n: number) {
-  const body = JSON.stringify({ channel: names[n % cfg.channels], event: "bench", data: { t: performance.now(), pad } });
+/** Sends trigger `n`, stamped with `t` (its intended send time in the open loop). */
+async function trigger(n: number, t = performance.now()) {
+  const body = JSON.stringify({ channel: names[n % cfg.channels], event: "bench", data: { t, pad } });
   inflight++;
   expected += cfg.perChannel;
   try {
-    const res = await fetch(triggerUrl, { method: "POST", headers, body });
-    if (!res.ok) {
+    const res = await http.request("POST", triggerPath, headers, body);
+    if (res.status !== 200) {
       httpErrors++;
       expected -= cfg.perChannel;
-      if (httpErrors < 5) log(`trigger ${res.status}: ${await res.text()}`);
-    } else await res.arrayBuffer();
+      if (httpErrors < 5) log(`trigger ${res.status}: ${res.body}`);
+    }
   } catch (e) {
     httpErrors++;
     expected -= cfg.perChannel;
@@ -119,12 +127,39 @@ measuring = true;
 await sleep(cfg.latencySeconds * 1000);
 measuring = false;
 const light = latencySummary(lat.values);
+const lightSamples = lat.seen;
 running = false;
 await drive;
+
+// Open loop: triggers leave on a fixed schedule at half the saturated rate, whatever the
+// replies and deliveries do; latency counts from each trigger's intended send time.
+let open: { openTriggersPerSecond: number; openP50: number; openP99: number; openSamples: number } | undefined;
+const saturated = (r1 - r0) / elapsed / cfg.perChannel;
+if (cfg.openSeconds && saturated > 0) {
+  const rate = saturated / 2;
+  drainBy = performance.now() + 5000;
+  while ((inflight > 0 || received < expected) && performance.now() < drainBy) await sleep(10);
+  lat = new Reservoir(300_000);
+  const begin = performance.now();
+  windowStart = begin;
+  measuring = true;
+  let n = 0;
+  while (performance.now() - begin < cfg.openSeconds * 1000) {
+    const due = Math.floor(((performance.now() - begin) / 1000) * rate);
+    for (; n < due; n++) void trigger(sent++, begin + (n / rate) * 1000);
+    await sleep(1);
+  }
+  drainBy = performance.now() + 5000;
+  while ((inflight > 0 || received < expected) && performance.now() < drainBy) await sleep(10);
+  measuring = false;
+  const s = latencySummary(lat.values);
+  open = { openTriggersPerSecond: rate, openP50: s.p50, openP99: s.p99, openSamples: lat.seen };
+}
 drainBy = performance.now() + 5000;
 while (inflight > 0 || (received < expected && performance.now() < drainBy)) await sleep(20);
 for (const ws of sockets) ws.onclose = null;
 for (const ws of sockets) ws.close();
+http.close();
 
 done({
   subscribers: total,
@@ -137,7 +172,8 @@ done({
   samples: loadedSamples,
   lightP50: light.p50,
   lightP99: light.p99,
-  lightSamples: lat.seen,
+  lightSamples,
+  ...open,
   missing: Math.max(0, expected - received),
   httpErrors,
   closedDuringRun: closed,

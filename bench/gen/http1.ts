@@ -68,7 +68,11 @@ export class Http1Conn {
       if (end < 0) return;
       const head = this.#buf.subarray(0, end).toString("latin1");
       const m = /content-length:\s*(\d+)/i.exec(head);
-      if (!m) throw new Error(`reply without content-length: ${head}`);
+      if (!m) {
+        this.#waiting.shift()?.reject(new Error(`reply without content-length: ${head.slice(0, 200)}`));
+        this.#sock.destroy();
+        return;
+      }
       const total = end + 4 + Number(m[1]);
       if (this.#buf.length < total) return;
       const status = Number(head.slice(9, 12));
@@ -76,5 +80,30 @@ export class Http1Conn {
       this.#buf = this.#buf.subarray(total);
       this.#waiting.shift()?.resolve({ status, body });
     }
+  }
+}
+
+/** Keep-alive connections to one server: each request takes an idle one, or opens another, so
+ * no request waits behind another's reply. */
+export class Http1Pool {
+  #base: string;
+  #idle: Http1Conn[] = [];
+
+  /** A pool for `base` (http://host:port), with no connection open yet. */
+  constructor(base: string) {
+    this.#base = base;
+  }
+
+  /** Sends one request on an idle connection (or a new one) and resolves with its reply. */
+  async request(method: string, path: string, headers: Record<string, string>, body = ""): Promise<Reply> {
+    const conn = this.#idle.pop() ?? await Http1Conn.open(this.#base);
+    const reply = await conn.request(method, path, headers, body);
+    this.#idle.push(conn);
+    return reply;
+  }
+
+  /** Closes every idle connection. */
+  close(): void {
+    for (const c of this.#idle.splice(0)) c.close();
   }
 }

@@ -5,7 +5,7 @@
 // requests go over a raw HTTP/1.1 client, since Bun's fetch saturates the generator's core at
 // ~38k requests/s on this machine, below the rates measured here.
 import { config, done, log, mark, SelfCpu, sleep } from "./common.ts";
-import { Http1Conn } from "./http1.ts";
+import { Http1Conn, Http1Pool } from "./http1.ts";
 import { latencySummary, Reservoir } from "../lib/stats.ts";
 
 interface Cfg {
@@ -89,13 +89,7 @@ if (cfg.openSeconds && perSecond > 0) {
   const rate = perSecond / 2;
   const openLat = new Reservoir();
   const pending: Promise<void>[] = [];
-  const idle = await Promise.all(Array.from({ length: 64 }, () => Http1Conn.open(cfg.base)));
-  const send = async (method: string, url: string, body: string) => {
-    const conn = idle.pop() ?? await Http1Conn.open(cfg.base);
-    const res = await conn.request(method, url, headers, body);
-    idle.push(conn);
-    return res;
-  };
+  const conns = new Http1Pool(cfg.base);
   const begin = performance.now();
   let sent = 0;
   while (performance.now() - begin < cfg.openSeconds * 1000) {
@@ -103,7 +97,7 @@ if (cfg.openSeconds && perSecond > 0) {
     for (; sent < due; sent++) {
       const intended = begin + (sent / rate) * 1000;
       const [url, method, body] = request(sent % 64, 1_000_000 + sent);
-      pending.push(send(method, url, body).then((res) => {
+      pending.push(conns.request(method, url, headers, body).then((res) => {
         if (res.status === 200) openLat.add(performance.now() - intended);
         else if (errors++ < 5) log(`open loop: ${res.status} ${res.body}`);
       }, (e) => void (errors++ < 5 && log(`open loop: ${e}`))));
@@ -111,7 +105,7 @@ if (cfg.openSeconds && perSecond > 0) {
     await sleep(1);
   }
   await Promise.all(pending);
-  for (const c of idle) c.close();
+  conns.close();
   const s = latencySummary(openLat.values);
   open = { openRate: rate, openP50: s.p50, openP99: s.p99, openSent: sent };
 }
