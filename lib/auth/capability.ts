@@ -172,13 +172,23 @@ function covers(grant: Capability, need: Capability): boolean {
   return grant.resource === need.resource;
 }
 
+/** Answers a `can()` remembers (a socket asks the same few needs on every push). */
+const REMEMBERED_NEEDS = 64;
+
 /** A `can(needed)` over `granted`; `literal` grants name exact resources, `*` included. */
 function matcher(granted: string[], literal = false): (needed: string) => boolean {
   const parsed = granted.map(literal ? parseNeed : parseCapability)
     .filter((c): c is Capability => c !== null);
+  const answers = new Map<string, boolean>();
   return (needed) => {
-    const need = parseNeed(needed);
-    return need !== null && parsed.some((g) => covers(g, need));
+    let ok = answers.get(needed);
+    if (ok === undefined) {
+      const need = parseNeed(needed);
+      ok = need !== null && parsed.some((g) => covers(g, need));
+      if (answers.size >= REMEMBERED_NEEDS) answers.clear();
+      answers.set(needed, ok);
+    }
+    return ok;
   };
 }
 

@@ -11,9 +11,11 @@ interface Job {
 /** A staged or cached row: its value (`undefined`: removed) and roughly its size in bytes. */
 interface Row {
   db: Database;
-  key: string;
+  key: Key;
   value: unknown;
   weight: number;
+  /** Already written by the job itself (`track`), so not put again at the end of the batch. */
+  written: boolean;
 }
 
 /** Bytes of cached rows kept across commits, at most (oldest dropped first). */
@@ -75,7 +77,7 @@ export class CommitQueue {
   }
 
   /** The row's current value as the running job sees it (see the class comment). */
-  read<V>(db: Database<V, Key>, key: string): V | undefined {
+  read<V>(db: Database<V, Key>, key: Key): V | undefined {
     if (this.#direct) return db.get(key);
     const slot = this.#slot(db, key);
     const row = this.#job?.get(slot) ?? this.#batch?.get(slot) ??
@@ -88,13 +90,22 @@ export class CommitQueue {
    * size in bytes, for the cache's bound. Outside a job (or in clustered mode) it is written at
    * once, in the caller's transaction.
    */
-  write<V>(db: Database<V, Key>, key: string, value: V | undefined, weight = DEFAULT_WEIGHT): void {
+  write<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
     if (!this.#job) {
       if (value === undefined) db.remove(key);
       else db.put(key, value);
       return;
     }
-    this.#job.set(this.#slot(db, key), { db: db as Database, key, value, weight });
+    this.#job.set(this.#slot(db, key), { db: db as Database, key, value, weight, written: false });
+  }
+
+  /**
+   * Notes a row the running job has just written itself (`undefined`: removed), for rows that
+   * range reads inside the transaction must see at once: `read` sees it from now on and the
+   * cache keeps it once the batch is durable. Outside a job it does nothing.
+   */
+  track<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
+    this.#job?.set(this.#slot(db, key), { db: db as Database, key, value, weight, written: true });
   }
 
   /** Commits every queued job as one batch; batches overlap (see the class comment). */
@@ -119,7 +130,8 @@ export class CommitQueue {
         }
         this.#job = null;
         for (const slot of batch.keys()) this.#unsettled.set(slot, (this.#unsettled.get(slot) ?? 0) + 1);
-        for (const { db, key, value } of batch.values()) {
+        for (const { db, key, value, written } of batch.values()) {
+          if (written) continue;
           if (value === undefined) db.remove(key);
           else db.put(key, value);
         }
@@ -168,9 +180,9 @@ export class CommitQueue {
   }
 
   /** The key of a row across databases. */
-  #slot(db: Database, key: string): string {
+  #slot(db: Database, key: Key): string {
     let id = this.#ids.get(db);
     if (id === undefined) this.#ids.set(db, (id = this.#ids.size));
-    return `${id}\u0000${key}`;
+    return typeof key === "string" ? `${id}\u0000${key}` : `${id}\u0001${JSON.stringify(key)}`;
   }
 }

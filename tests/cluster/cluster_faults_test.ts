@@ -112,12 +112,12 @@ Deno.test({
           return r.status === 200;
         });
         await w.stop();
-        const head = (await call(cluster.nodes[0], "GET", path("node"))).body.log_id;
-        for (const node of cluster.nodes) {
-          await until("node converged", async () => (await call(node, "GET", path("node"))).body.log_id >= head);
-          const r = await call(node, "GET", path("node"));
-          assert.equal(r.body.log_id, head, "every node holds the same log");
-        }
+        // Nodes apply the log on their own schedule: any of them may be a few writes ahead of
+        // the others for a moment. Once writes stop, every node must reach the same head.
+        const heads = async () => await Promise.all(cluster.nodes.map(async (n) => (await call(n, "GET", path("node"))).body.log_id));
+        await until("every node holds the same log", async () => new Set(await heads()).size === 1);
+        const [head] = await heads();
+        assert.ok(head >= Math.max(...w.acked.values()), "the converged head covers every acknowledged write");
         const list: string[] = (await call(restarted, "GET", path("node"))).body.state.l;
         for (const [value, logId] of w.acked) assert.ok(list.includes(value), `acknowledged ${value} (${logId}) kept`);
         for (const value of list) assert.ok(w.acked.has(value) || w.unknown.has(value));

@@ -10,6 +10,7 @@
  * Anything else is `invalid_state`; ending a terminal run is `already_ended`.
  */
 import type { Database, Key } from "lmdb";
+import type { CommitQueue } from "../../store/commit_queue.ts";
 import type { StoreEnv } from "../../store/env.ts";
 
 /** Run status values. */
@@ -130,22 +131,31 @@ export function endRun(
   return { ...run, status: reason, endedAt: now, suspendedTool: null };
 }
 
-/** Runs table: key `[appId, threadId, runId]`. Writes only inside a thread-log `apply`. */
+/**
+ * Runs table: key `[appId, threadId, runId]`. Writes only inside a thread-log `apply`. A run is
+ * read on every token push, so reads go through the commit queue's cache (see `CommitQueue`);
+ * writes go to the store at once (range reads in the same transaction see them) and are
+ * tracked for that cache.
+ */
 export class RunTable {
   #db: Database<RunRecord, Key>;
+  #commits: CommitQueue;
 
   constructor(env: StoreEnv) {
     this.#db = env.db<RunRecord>("chat:live:runs");
+    this.#commits = env.commits;
   }
 
   /** One run, or undefined. */
   get(appId: string, threadId: string, runId: string): RunRecord | undefined {
-    return this.#db.get([appId, threadId, runId]);
+    return this.#commits.read(this.#db, [appId, threadId, runId]);
   }
 
   /** Stores a run (inside a transaction). */
   put(appId: string, threadId: string, run: RunRecord): void {
-    this.#db.put([appId, threadId, run.runId], run);
+    const key = [appId, threadId, run.runId];
+    this.#db.put(key, run);
+    this.#commits.track(this.#db, key, run);
   }
 
   /** Every run of a thread (key order). */
@@ -171,6 +181,10 @@ export class RunTable {
 
   /** Removes every run of a thread (thread purge). */
   removeThread(appId: string, threadId: string): void {
-    for (const r of this.all(appId, threadId)) this.#db.remove([appId, threadId, r.runId]);
+    for (const r of this.all(appId, threadId)) {
+      const key = [appId, threadId, r.runId];
+      this.#db.remove(key);
+      this.#commits.track(this.#db, key, undefined);
+    }
   }
 }
