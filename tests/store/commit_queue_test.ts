@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { OrderedLog } from "../../lib/store/ordered_log.ts";
 import { StoreEnv } from "../../lib/store/env.ts";
+import { open } from "lmdb";
 import { tempStore } from "../helpers/temp_store.ts";
 
 /** Counts the LMDB transactions `env` runs. */
@@ -77,4 +78,26 @@ Deno.test("OrderedLog on the CommitQueue: cached heads agree with the store acro
     );
   }
   await reopened.close();
+});
+
+Deno.test("StoreEnv reads values that earlier versions stored as msgpackr records", async () => {
+  const { path } = tempStore();
+  // How releases before 2026-11-25 opened the store: msgpack values with inline records.
+  const old = open({ path, maxDbs: 64, encoding: "msgpack", sharedStructuresKey: undefined });
+  const entries = old.openDB({ name: "log:entries", keyEncoding: "ordered-binary", encoding: "msgpack" });
+  const meta = old.openDB({ name: "log:meta", keyEncoding: "ordered-binary", encoding: "msgpack" });
+  const entry = { batch: false, ops: [{ op: "set", key: "v", value: { n: 1, "café": [true, null] } }] };
+  await old.transaction(() => {
+    entries.put(["s", 1], { t: 5, e: entry });
+    entries.put(["s", 2], { t: 6, e: entry });
+    meta.put("s", { head: 2, first: 1 });
+  });
+  await old.close();
+  const env = new StoreEnv(path);
+  const log = new OrderedLog(env);
+  assert.equal(log.head("s"), 2);
+  assert.deepEqual(log.after("s", 0), [{ position: 1, time: 5, entry }, { position: 2, time: 6, entry }]);
+  await log.append("s", () => ({ entries: [entry], result: null }));
+  assert.deepEqual(log.after("s", 2).map((r) => [r.position, r.entry]), [[3, entry]]);
+  await env.close();
 });
