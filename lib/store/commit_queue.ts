@@ -27,16 +27,18 @@ const DEFAULT_WEIGHT = 128;
 /**
  * Group commit with a write-behind cache, for the ordered log and the products' derived rows.
  *
- * `run(job)` queues a synchronous job; every job queued while a commit is on disk runs in the
- * next one, each inside its own child transaction, so one job that throws (or that LMDB
- * refuses) leaves nothing behind and does not disturb the others. One batch is in flight at a
- * time, so every batch sees the one before it committed.
+ * `run(job)` queues a synchronous job; the jobs queued in one turn of the event loop run as one
+ * batch in one write transaction, each inside its own child transaction, so one job that
+ * throws (or that LMDB refuses) leaves nothing behind and does not disturb the others. LMDB
+ * runs transactions one after another; while one batch is being synced the next is built.
  *
  * Rows written with `write` are staged in memory and put once per batch (the last value of a
  * key wins), then kept in a bounded cache once the commit is durable, so the next write of a hot
  * stream neither reads nor decodes them. `read` sees, in order: the running job's own staged
- * rows, the batch's, the cache, then the store. The cache is only sound while every write of
- * those rows goes through this queue; a failed commit empties it.
+ * rows, the batch's, the cache, then the store; a row that a batch whose commit has not settled
+ * wrote is read from the store (which later transactions see it in), never from the cache. The
+ * cache is only sound while every write of those rows goes through this queue (a write outside
+ * a job drops the row from it); a failed commit empties it.
  *
  * Clustered mode (`env.replicated`): a transaction may run more than once and other nodes'
  * writes land beside it, so each job is its own transaction and `read`/`write` go straight to
@@ -92,6 +94,7 @@ export class CommitQueue {
    */
   write<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
     if (!this.#job) {
+      this.#forget(db, key);
       if (value === undefined) db.remove(key);
       else db.put(key, value);
       return;
@@ -102,13 +105,14 @@ export class CommitQueue {
   /**
    * Notes a row the running job has just written itself (`undefined`: removed), for rows that
    * range reads inside the transaction must see at once: `read` sees it from now on and the
-   * cache keeps it once the batch is durable. Outside a job it does nothing.
+   * cache keeps it once the batch is durable. Outside a job it drops the row from the cache.
    */
   track<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
-    this.#job?.set(this.#slot(db, key), { db: db as Database, key, value, weight, written: true });
+    if (!this.#job) return this.#forget(db, key);
+    this.#job.set(this.#slot(db, key), { db: db as Database, key, value, weight, written: true });
   }
 
-  /** Commits every queued job as one batch; batches overlap (see the class comment). */
+  /** Commits every queued job as one batch (see the class comment). */
   async #flush(): Promise<void> {
     this.#scheduled = false;
     const jobs = this.#queue.splice(0);
@@ -161,6 +165,16 @@ export class CommitQueue {
     if (!failed) {
       jobs.forEach((job, i) => outcomes[i].ok ? job.resolve(outcomes[i].value) : job.reject(outcomes[i].value));
     }
+  }
+
+  /** Drops a row from the cache (it was written outside a job). */
+  #forget(db: Database, key: Key): void {
+    if (this.#direct) return;
+    const slot = this.#slot(db, key);
+    const old = this.#cache.get(slot);
+    if (!old) return;
+    this.#cache.delete(slot);
+    this.#cachedBytes -= old.weight;
   }
 
   /** Caches a committed row as the newest, dropping the oldest past `CACHE_BYTES`. */
