@@ -124,7 +124,7 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
     await jetstream?.stop();
   }
   notes.push("runs: cells with 64 writers run 3 times, interleaved (raw, floor, Redis, JetStream, set, increment; then again), and show the medians; other cells run once, in the same interleaved order.");
-  notes.push("open-loop (64-writer rows, first run): after the closed-loop window, requests leave on a fixed schedule at half the measured rate, pipelined over 64 connections, whatever the replies do; p50/p99 count from each request's intended send time (no coordinated omission).");
+  notes.push("open-loop (64-writer rows, first run): after the closed-loop window, requests leave on a fixed schedule at half the measured rate, each on an idle keep-alive connection or a new one, whatever the replies do; p50/p99 count from each request's intended send time (no coordinated omission).");
   notes.push("* jetstream: Debian's nats-server 2.9 acknowledges a JetStream publish before it reaches the disk (no sync_interval: always), so it is shown for scale and is NOT a durable peer; 8 client connections.");
   notes.push(`value ~${valueBytes} B JSON per set; raw baseline = one awaited db.put of the same value per write (overlappingSync false), ${rt.name} runtime; Switchboard writers: one keep-alive HTTP/1.1 connection each (bench/gen/http1.ts); data dirs on the local disk (${tmpdir()}).`);
   return { name: "writes", status: "ok", columns, rows, data, notes };
