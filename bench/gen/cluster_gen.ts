@@ -2,7 +2,7 @@
 // `bases` (one hot object or `objects` objects), then a fan-out latency phase: one subscriber
 // on `subBase`, writes at a fixed rate on `writeBase`, latency from the write's send time to
 // its delivery (same process, same clock).
-import { config, done, log, mark, SelfCpu, sleep, subscribe } from "./common.ts";
+import { closedLoop, config, done, log, sleep, subscribe } from "./common.ts";
 import { latencySummary, Reservoir } from "../lib/stats.ts";
 
 interface Cfg {
@@ -22,51 +22,22 @@ interface Cfg {
 const cfg = config<Cfg>();
 const headers = { "content-type": "application/json", "x-app-key": "key1", "x-app-secret": "secret1" };
 const prefix = (base: string) => `${base}/api/v1/objects/app-1/bench-cluster-${cfg.tag}-${cfg.objects}`;
-const lat = new Reservoir();
-let measuring = false;
-let running = true;
-let count = 0;
 let errors = 0;
 
-async function writer(w: number) {
+const writes = await closedLoop(cfg, async (w, n) => {
   const base = cfg.bases[w % cfg.bases.length];
-  let n = 0;
-  while (running) {
-    const obj = cfg.objects === 1 ? "hot" : `o${(w * 7919 + n++ * 104729) % cfg.objects}`;
-    const t0 = performance.now();
-    try {
-      const res = await fetch(`${prefix(base)}/${obj}/increment`, { method: "POST", headers, body: '{"slot":"n"}' });
-      await res.arrayBuffer();
-      if (!res.ok) {
-        if (++errors < 5) log(`increment: ${res.status}`);
-        continue;
-      }
-    } catch (e) {
-      if (++errors < 5) log(`increment: ${e}`);
-      await sleep(10);
-      continue;
-    }
-    if (measuring) {
-      lat.add(performance.now() - t0);
-      count++;
-    }
+  const obj = cfg.objects === 1 ? "hot" : `o${(w * 7919 + n * 104729) % cfg.objects}`;
+  try {
+    const res = await fetch(`${prefix(base)}/${obj}/increment`, { method: "POST", headers, body: '{"slot":"n"}' });
+    await res.arrayBuffer();
+    if (res.ok) return true;
+    if (++errors < 5) log(`increment: ${res.status}`);
+  } catch (e) {
+    if (++errors < 5) log(`increment: ${e}`);
+    await sleep(10);
   }
-}
-
-const writers = Array.from({ length: cfg.concurrency }, (_, w) => writer(w));
-await sleep(cfg.warmup * 1000);
-const cpu = new SelfCpu();
-mark("start");
-const t0 = performance.now();
-measuring = true;
-await sleep(cfg.seconds * 1000);
-measuring = false;
-const elapsed = (performance.now() - t0) / 1000;
-mark("end");
-const genCpu = cpu.share();
-running = false;
-await Promise.all(writers);
-const writeLat = latencySummary(lat.values);
+  return false;
+});
 
 let fan: { fanP50: number; fanP99: number; fanCount: number } | undefined;
 if (cfg.fanRate > 0) {
@@ -95,4 +66,4 @@ if (cfg.fanRate > 0) {
   fan = { fanP50: s.p50, fanP99: s.p99, fanCount: fanLat.values.length };
 }
 
-done({ perSecond: count / elapsed, p50: writeLat.p50, p99: writeLat.p99, errors, genCpu, ...fan });
+done({ perSecond: writes.perSecond, p50: writes.p50, p99: writes.p99, errors, genCpu: writes.genCpu, ...fan });

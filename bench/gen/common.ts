@@ -1,6 +1,8 @@
 // Shared pieces of the load generators (run under Bun, in their own process): config from
 // BENCH_CONFIG, phase marks for the driver, result output, and socket helpers for both the
 // Switchboard Phoenix protocol and the bare baselines.
+import { latencySummary, Reservoir } from "../lib/stats.ts";
+
 declare const process: {
   env: Record<string, string | undefined>;
   stderr: { write(s: string): void };
@@ -186,4 +188,52 @@ export function stamp(s: string): number {
   // Pusher frames carry data as a JSON string: the field is escaped there.
   const j = s.indexOf('\\"t\\":');
   return j < 0 ? NaN : parseFloat(s.slice(j + 6, j + 34));
+}
+
+/** What `closedLoop` measured: completed writes, their rate and latency, and this process's CPU. */
+export interface ClosedLoopResult {
+  writes: number;
+  perSecond: number;
+  p50: number;
+  p99: number;
+  genCpu: number;
+}
+
+/**
+ * Runs `concurrency` closed-loop writers: each calls `once(writer, n)` again as soon as the
+ * previous call settles (`true`: one write done, `false`: it failed and is not counted).
+ * After `warmup` seconds, counts writes and their latency for `seconds` (marking the window
+ * for the driver's CPU sampling), then stops the writers and waits for them.
+ */
+export async function closedLoop(
+  cfg: { concurrency: number; warmup: number; seconds: number },
+  once: (writer: number, n: number) => Promise<boolean>,
+): Promise<ClosedLoopResult> {
+  const lat = new Reservoir();
+  let measuring = false;
+  let running = true;
+  let count = 0;
+  const writer = async (w: number) => {
+    for (let n = 0; running; n++) {
+      const t0 = performance.now();
+      if ((await once(w, n)) && measuring) {
+        lat.add(performance.now() - t0);
+        count++;
+      }
+    }
+  };
+  const writers = Array.from({ length: cfg.concurrency }, (_, w) => writer(w));
+  await sleep(cfg.warmup * 1000);
+  const cpu = new SelfCpu();
+  mark("start");
+  const t0 = performance.now();
+  measuring = true;
+  await sleep(cfg.seconds * 1000);
+  measuring = false;
+  const elapsed = (performance.now() - t0) / 1000;
+  mark("end");
+  const genCpu = cpu.share();
+  running = false;
+  await Promise.all(writers);
+  return { writes: count, perSecond: count / elapsed, ...latencySummary(lat.values), genCpu };
 }

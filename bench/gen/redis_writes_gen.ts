@@ -3,8 +3,7 @@
 // `appendfsync always` Redis replies only after the write is fsynced, as Switchboard does.
 import { Buffer } from "node:buffer";
 import { connect, type Socket } from "node:net";
-import { config, done, mark, SelfCpu, sleep } from "./common.ts";
-import { latencySummary, Reservoir } from "../lib/stats.ts";
+import { closedLoop, config, done } from "./common.ts";
 
 interface Cfg {
   port: number;
@@ -15,10 +14,6 @@ interface Cfg {
 }
 
 const cfg = config<Cfg>();
-const lat = new Reservoir();
-let measuring = false;
-let running = true;
-let count = 0;
 let errors = 0;
 
 /** One RESP connection with one command in flight. */
@@ -53,37 +48,13 @@ function open(): Promise<{ send(cmd: string[]): Promise<string>; close(): void }
   });
 }
 
-async function writer(w: number) {
-  const conn = await open();
-  let n = 0;
-  while (running) {
-    const key = cfg.objects === 1 ? "hot" : `o${(w * 7919 + n * 104729) % cfg.objects}`;
-    n++;
-    const t0 = performance.now();
-    const reply = await conn.send(["INCR", key]);
-    if (!reply.startsWith(":")) {
-      errors++;
-      continue;
-    }
-    if (measuring) {
-      lat.add(performance.now() - t0);
-      count++;
-    }
-  }
-  conn.close();
-}
-
-const writers = Array.from({ length: cfg.concurrency }, (_, w) => writer(w));
-await sleep(cfg.warmup * 1000);
-const cpu = new SelfCpu();
-mark("start");
-const t0 = performance.now();
-measuring = true;
-await sleep(cfg.seconds * 1000);
-measuring = false;
-const elapsed = (performance.now() - t0) / 1000;
-mark("end");
-const genCpu = cpu.share();
-running = false;
-await Promise.all(writers);
-done({ writes: count, perSecond: count / elapsed, ...latencySummary(lat.values), errors, genCpu });
+const conns = await Promise.all(Array.from({ length: cfg.concurrency }, () => open()));
+const r = await closedLoop(cfg, async (w, n) => {
+  const key = cfg.objects === 1 ? "hot" : `o${(w * 7919 + n * 104729) % cfg.objects}`;
+  const reply = await conns[w].send(["INCR", key]);
+  if (reply.startsWith(":")) return true;
+  errors++;
+  return false;
+});
+for (const c of conns) c.close();
+done({ ...r, errors });

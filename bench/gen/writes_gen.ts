@@ -4,7 +4,7 @@
 // its own keep-alive connection with one request in flight (as the Redis peer's writers do);
 // requests go over a raw HTTP/1.1 client, since Bun's fetch saturates the generator's core at
 // ~38k requests/s on this machine, below the rates measured here.
-import { config, done, log, mark, SelfCpu, sleep } from "./common.ts";
+import { closedLoop, config, done, log, sleep } from "./common.ts";
 import { Http1Conn, Http1Pool } from "./http1.ts";
 import { latencySummary, Reservoir } from "../lib/stats.ts";
 
@@ -24,10 +24,6 @@ const cfg = config<Cfg>();
 const headers = { "content-type": "application/json", "x-app-key": "key1", "x-app-secret": "secret1" };
 const pad = "x".repeat(Math.max(0, cfg.valueBytes - 20));
 const prefix = `/api/v1/objects/app-1/bench-${cfg.op}-${cfg.objects}`;
-const lat = new Reservoir();
-let measuring = false;
-let running = true;
-let count = 0;
 let errors = 0;
 
 /** The request of write `n` by writer `w`. */
@@ -38,48 +34,23 @@ function request(w: number, n: number): [string, string, string] {
     : [`${prefix}/${obj}/increment`, "POST", JSON.stringify({ slot: "n", by: 1 })];
 }
 
-async function writer(w: number) {
-  let n = 0;
-  let conn = await Http1Conn.open(cfg.base);
-  while (running) {
-    const [url, method, body] = request(w, n++);
-    const t0 = performance.now();
-    try {
-      const res = await conn.request(method, url, headers, body);
-      if (res.status !== 200) {
-        errors++;
-        if (errors < 5) log(`${method} ${url}: ${res.status} ${res.body}`);
-        continue;
-      }
-    } catch (e) {
-      errors++;
-      if (errors < 5) log(`${method} ${url}: ${e}`);
-      await sleep(10);
-      conn = await Http1Conn.open(cfg.base);
-      continue;
-    }
-    if (measuring) {
-      lat.add(performance.now() - t0);
-      count++;
-    }
+// One keep-alive connection per writer, reopened after a failure.
+const conns = await Promise.all(Array.from({ length: cfg.concurrency }, () => Http1Conn.open(cfg.base)));
+const closed = await closedLoop(cfg, async (w, n) => {
+  const [url, method, body] = request(w, n);
+  try {
+    const res = await conns[w].request(method, url, headers, body);
+    if (res.status === 200) return true;
+    if (++errors < 5) log(`${method} ${url}: ${res.status} ${res.body}`);
+  } catch (e) {
+    if (++errors < 5) log(`${method} ${url}: ${e}`);
+    await sleep(10);
+    conns[w] = await Http1Conn.open(cfg.base);
   }
-  conn.close();
-}
-
-const writers = Array.from({ length: cfg.concurrency }, (_, w) => writer(w));
-await sleep(cfg.warmup * 1000);
-const cpu = new SelfCpu();
-mark("start");
-const t0 = performance.now();
-measuring = true;
-await sleep(cfg.seconds * 1000);
-measuring = false;
-const elapsed = (performance.now() - t0) / 1000;
-mark("end");
-const genCpu = cpu.share();
-running = false;
-await Promise.all(writers);
-const perSecond = count / elapsed;
+  return false;
+});
+for (const c of conns) c.close();
+const { perSecond } = closed;
 
 // Open loop: requests leave on a fixed schedule at half the closed-loop rate, whatever the
 // replies do; latency counts from the intended send time (no coordinated omission). Each request
@@ -109,4 +80,4 @@ if (cfg.openSeconds && perSecond > 0) {
   const s = latencySummary(openLat.values);
   open = { openRate: rate, openP50: s.p50, openP99: s.p99, openSent: sent };
 }
-done({ writes: count, perSecond, ...latencySummary(lat.values), errors, genCpu, ...open });
+done({ ...closed, errors, ...open });

@@ -42,6 +42,11 @@ export async function startRedis(): Promise<Peer | null> {
     "--appendonly", "yes", "--appendfsync", "always", "--daemonize", "no", "--protected-mode", "no",
   ], { stdio: ["ignore", "pipe", "pipe"] });
   await waitFor(child, /Ready to accept connections/, "redis-server");
+  return peer(child, port, dir);
+}
+
+/** A started peer: stopping it ends the process and removes its data dir. */
+function peer(child: ChildProcess, port: number, dir: string): Peer {
   return {
     port,
     pid: child.pid!,
@@ -97,12 +102,5 @@ export async function startJetStream(): Promise<Peer | null> {
     stdio: ["ignore", "pipe", "pipe"],
   });
   await waitFor(child, /Server is ready/, "nats-server");
-  return {
-    port,
-    pid: child.pid!,
-    stop: async () => {
-      await stop(child);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return peer(child, port, dir);
 }
