@@ -190,6 +190,16 @@ export function stamp(s: string): number {
   return j < 0 ? NaN : parseFloat(s.slice(j + 6, j + 34));
 }
 
+/** The config of a peer's write generator (Redis, JetStream): its port, one hot key or
+ * `objects` keys, closed-loop writers and the measured window. */
+export interface PeerWriteConfig {
+  port: number;
+  objects: number;
+  concurrency: number;
+  seconds: number;
+  warmup: number;
+}
+
 /** What `closedLoop` measured: completed writes, their rate and latency, and this process's CPU. */
 export interface ClosedLoopResult {
   writes: number;

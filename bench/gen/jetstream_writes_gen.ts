@@ -2,17 +2,9 @@
 // closed-loop writers publish to one stream, on one hot subject or across `objects` subjects,
 // each waiting for JetStream's ack. Writers share 8 connections.
 import { connect } from "nats";
-import { closedLoop, config, done, sleep } from "./common.ts";
+import { closedLoop, config, done, type PeerWriteConfig, sleep } from "./common.ts";
 
-interface Cfg {
-  port: number;
-  objects: number;
-  concurrency: number;
-  seconds: number;
-  warmup: number;
-}
-
-const cfg = config<Cfg>();
+const cfg = config<PeerWriteConfig>();
 const conns = await Promise.all(Array.from({ length: 8 }, () => connect({ servers: `127.0.0.1:${cfg.port}` })));
 await (await conns[0].jetstreamManager()).streams.add({ name: `bench-${cfg.objects}-${cfg.concurrency}`, subjects: [`b${cfg.objects}x${cfg.concurrency}.>`] });
 const js = conns.map((c) => c.jetstream());

@@ -3,17 +3,9 @@
 // `appendfsync always` Redis replies only after the write is fsynced, as Switchboard does.
 import { Buffer } from "node:buffer";
 import { connect, type Socket } from "node:net";
-import { closedLoop, config, done } from "./common.ts";
+import { closedLoop, config, done, type PeerWriteConfig } from "./common.ts";
 
-interface Cfg {
-  port: number;
-  objects: number;
-  concurrency: number;
-  seconds: number;
-  warmup: number;
-}
-
-const cfg = config<Cfg>();
+const cfg = config<PeerWriteConfig>();
 let errors = 0;
 
 /** One RESP connection with one command in flight. */
