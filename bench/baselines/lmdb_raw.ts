@@ -7,9 +7,12 @@
 //      the same closed loop, each write the shape of the server's increment transaction: read
 //      the stream's head and the object's state, put the log entry, the head and the state
 //   {mode:"range", dir, count, valueBytes}
-//      writes `count` log-shaped entries, then times a full range read (entries/s)
+//      writes `count` entries exactly as the server stores an object's log entry (its codec
+//      options, `[time, packEntry(...)]`), then times a full range read (entries/s)
 import { open } from "lmdb";
 import { latencySummary, Reservoir } from "../lib/stats.ts";
+import { CODEC_OPTIONS } from "../../lib/store/codec.ts";
+import { packEntry } from "../../lib/objects/entry.ts";
 
 declare const process: { env: Record<string, string | undefined> };
 const cfg = JSON.parse(process.env.BENCH_CONFIG ?? "{}");
@@ -63,14 +66,17 @@ if (cfg.mode === "writes" || cfg.mode === "shape") {
   console.log(JSON.stringify({ writes: count, perSecond: count / elapsed, ...latencySummary(lat.values) }));
 } else if (cfg.mode === "range") {
   const stream = "app-1/bench/replay";
+  const log = root.openDB({ name: "objects:entries", keyEncoding: "ordered-binary", encoding: "msgpack", ...CODEC_OPTIONS });
   await root.transaction(() => {
-    for (let i = 1; i <= cfg.count; i++) db.put([stream, i], { op: "set", key: "v", value: { n: i, pad } });
+    for (let i = 1; i <= cfg.count; i++) {
+      log.put([stream, i], [Date.now(), packEntry(false, [{ op: "set", key: "v", value: { n: i, pad } }])]);
+    }
   });
   const rates: number[] = [];
   for (let round = 0; round < 3; round++) {
     const t0 = performance.now();
     let n = 0;
-    for (const { value } of db.getRange({ start: [stream, 0], end: [stream, Infinity] })) {
+    for (const { value } of log.getRange({ start: [stream, 0], end: [stream, Infinity] })) {
       if (value) n++;
     }
     const rate = n / ((performance.now() - t0) / 1000);

@@ -40,11 +40,12 @@ async function sign(secret: string, text: string): Promise<string> {
 
 /** Compares two strings in time that depends only on their lengths, not their contents. */
 export function constantTimeEqual(a: string, b: string): boolean {
-  const x = ENCODER.encode(a);
-  const y = ENCODER.encode(b);
-  const n = Math.max(x.length, y.length);
-  let diff = x.length ^ y.length;
-  for (let i = 0; i < n; i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
+  // Code units compared in place: string equality, without encoding both on every request.
+  const n = Math.max(a.length, b.length);
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < n; i++) {
+    diff |= (i < a.length ? a.charCodeAt(i) : 0) ^ (i < b.length ? b.charCodeAt(i) : 0);
+  }
   return diff === 0;
 }
 

@@ -133,6 +133,28 @@ export interface ObjectRecord {
   total: number;
 }
 
+/**
+ * `record` (not mutated) with materialised ops applied as they were stored: no checks, since
+ * they passed them when written (used to bring a checkpoint up to the log's head).
+ */
+export function foldOps(record: ObjectRecord, ops: MaterialOp[]): ObjectRecord {
+  const state = { ...record.state };
+  const sizes = { ...record.sizes };
+  let total = record.total;
+  for (const { op, key, value } of ops) {
+    total -= Object.hasOwn(sizes, key) ? sizes[key] : 0;
+    if (op === "delete") {
+      delete state[key];
+      delete sizes[key];
+      continue;
+    }
+    sizes[key] = byteLength(key) + jsonBytes(value);
+    total += sizes[key];
+    state[key] = value;
+  }
+  return { state, sizes, total };
+}
+
 /** The record of a never-written object. */
 export function emptyRecord(): ObjectRecord {
   return { state: {}, sizes: {}, total: 0 };
@@ -184,7 +206,7 @@ export function applyOps(
       throw new ObjectError(413, `value of slot "${op.key}" exceeds ${MAX_VALUE_BYTES} bytes`);
     }
     const size = byteLength(op.key) + valueBytes;
-    total += size - (sizes[op.key] ?? 0);
+    total += size - (Object.hasOwn(sizes, op.key) ? sizes[op.key] : 0);
     sizes[op.key] = size;
     state[op.key] = next;
     material.push({ op: "set", key: op.key, value: next });

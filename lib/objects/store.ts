@@ -1,14 +1,34 @@
 /**
  * Durable Object service over the OrderedLog: one object = one stream, `log_id` = position.
- * The derived state (slot values and sizes) is written in the same transaction as the log
- * entry; every committed write is broadcast on the object's topic in log order.
+ * The log is the truth and the state (slot values and sizes) is derived from it: kept in memory
+ * while the object is hot, and stored as a checkpoint (the state at a position) by the
+ * object's first write and every `CHECKPOINT_EVERY` entries after, in the transaction of the
+ * entry it reflects. A read the cache cannot answer folds the entries after the checkpoint into
+ * it. Every committed write is broadcast on the object's topic in log order.
  */
 import type { Database, Key } from "lmdb";
 import type { Hub } from "../hub/hub.ts";
 import type { StoreEnv } from "../store/env.ts";
 import type { CommitQueue } from "../store/commit_queue.ts";
 import { objectAddress, ProductStream, type StreamAddress, type StreamLog } from "../streams/mod.ts";
-import { applyOps, emptyRecord, type MaterialOp, type ObjectRecord, type Op } from "./ops.ts";
+import { applyOps, emptyRecord, foldOps, type MaterialOp, type ObjectRecord, type Op } from "./ops.ts";
+import { type ObjectEntry, packEntry, type StoredObjectEntry, unpackEntry } from "./entry.ts";
+
+export type { ObjectEntry } from "./entry.ts";
+
+/**
+ * Entries between stored checkpoints of an object's state: a read that misses the cache folds
+ * at most this many. The fold needs every entry after the checkpoint, so object logs are never
+ * trimmed (only purged whole, which removes the checkpoint too).
+ */
+export const CHECKPOINT_EVERY = 32;
+
+/** An object's state at log position `at`; `saved` is where its newest stored checkpoint is
+ * (undefined for a record an earlier release stored, which has no `at`). */
+interface Held extends ObjectRecord {
+  at: number;
+  saved?: number;
+}
 
 /** Which object: the app (id for storage, key for the topic), type and key. */
 export interface ObjectRef {
@@ -16,12 +36,6 @@ export interface ObjectRef {
   appKey: string;
   type: string;
   key: string;
-}
-
-/** One log entry as stored: `batch` marks PATCH / transaction writes. */
-export interface ObjectEntry {
-  batch: boolean;
-  ops: MaterialOp[];
 }
 
 /** A replay item (`GET /log`): one per materialised op; a batch shares its log_id. */
@@ -49,33 +63,51 @@ export function eventOf(logId: number, entry: ObjectEntry): [string, unknown] {
 
 /** Reads and writes Durable Objects; see the module comment. */
 export class ObjectStore {
-  readonly streams: ProductStream<ObjectEntry>;
-  #records: Database<ObjectRecord, Key>;
+  readonly streams: ProductStream<StoredObjectEntry>;
+  #records: Database<Held, Key>;
   /** Records are written and read through the log's commit queue (cached while hot). */
   #commits: CommitQueue;
 
   constructor(env: StoreEnv, hub: Hub, log: StreamLog) {
-    this.streams = new ProductStream<ObjectEntry>(
+    this.streams = new ProductStream<StoredObjectEntry>(
       log,
       hub,
-      (position, entry) => [eventOf(position, entry)],
+      (position, entry) => [eventOf(position, unpackEntry(entry))],
     );
     this.streams.onRemotePurge(() => ["purge", { log_id: 0 }]);
-    this.#records = env.db<ObjectRecord>("objects:state");
+    this.#records = env.db<Held>("objects:state");
     this.#commits = env.commits;
   }
 
   /** State and log_id read in one synchronous turn (one consistent LMDB snapshot). */
   snapshot(ref: ObjectRef): Snapshot {
     const { stream } = addressOf(ref);
-    const record = this.#commits.read(this.#records, stream);
-    return { state: record?.state ?? {}, log_id: this.streams.log.head(stream) };
+    return { state: this.#held(stream)?.state ?? {}, log_id: this.streams.log.head(stream) };
   }
 
   /** One slot's value; null when unset. */
   slot(ref: ObjectRef, slot: string): unknown {
-    const state = this.#commits.read(this.#records, addressOf(ref).stream)?.state;
+    const state = this.#held(addressOf(ref).stream)?.state;
     return state && Object.hasOwn(state, slot) ? state[slot] : null;
+  }
+
+  /** The object's state at the log's `head` (read from the log when not given): staged or
+   * cached, or its checkpoint with the entries after it folded in. */
+  #held(stream: string, head = this.streams.log.head(stream)): Held | undefined {
+    return this.#commits.read(this.#records, stream, () => this.#load(stream), (held) => held.at === head);
+  }
+
+  /** The stored checkpoint brought up to the last stored entry. */
+  #load(stream: string): Held | undefined {
+    const row = this.#records.get(stream);
+    // A record stored by an earlier release was rewritten with every entry: it is at the head.
+    let held: Held = row
+      ? { ...row, at: row.at ?? this.streams.log.head(stream), saved: row.at }
+      : { ...emptyRecord(), at: 0 };
+    for (const rec of this.streams.log.after<StoredObjectEntry>(stream, held.at)) {
+      held = { ...foldOps(held, unpackEntry(rec.entry).ops), at: rec.position, saved: held.saved };
+    }
+    return row || held.at > 0 ? held : undefined;
   }
 
   /**
@@ -84,12 +116,18 @@ export class ObjectStore {
    */
   async write(ref: ObjectRef, ops: Op[], batch: boolean): Promise<{ log_id: number; ops: MaterialOp[] }> {
     const addr = addressOf(ref);
-    const done = await this.streams.append<MaterialOp[]>(addr, () => {
-      const current = this.#commits.read(this.#records, addr.stream) ?? emptyRecord();
-      const { record, material } = applyOps(current, ops);
+    const done = await this.streams.append<MaterialOp[]>(addr, (head) => {
+      const current = this.#held(addr.stream, head);
+      const { record, material } = applyOps(current ?? emptyRecord(), ops);
       return {
-        entries: [{ batch, ops: material }],
-        apply: () => this.#commits.write(this.#records, addr.stream, record, record.total + 256),
+        entries: [packEntry(batch, material)],
+        apply: (at) => {
+          const saved = current?.saved;
+          const checkpoint = saved === undefined || at - saved >= CHECKPOINT_EVERY;
+          const held: Held = { ...record, at, saved: checkpoint ? at : saved };
+          if (checkpoint) this.#commits.write(this.#records, addr.stream, held, record.total + 256);
+          else this.#commits.keep(this.#records, addr.stream, held, record.total + 256);
+        },
         result: material,
       };
     });
@@ -99,8 +137,8 @@ export class ObjectStore {
   /** Replay items after `after`, oldest first; `limit` counts log entries. */
   items(ref: ObjectRef, after: number, limit?: number): LogItem[] {
     const out: LogItem[] = [];
-    for (const rec of this.streams.log.after<ObjectEntry>(addressOf(ref).stream, after, limit)) {
-      for (const op of rec.entry.ops) out.push({ ...op, log_id: rec.position });
+    for (const rec of this.streams.log.after<StoredObjectEntry>(addressOf(ref).stream, after, limit)) {
+      for (const op of unpackEntry(rec.entry).ops) out.push({ ...op, log_id: rec.position });
     }
     return out;
   }

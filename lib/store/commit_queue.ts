@@ -14,8 +14,16 @@ interface Row {
   key: Key;
   value: unknown;
   weight: number;
-  /** Already written by the job itself (`track`), so not put again at the end of the batch. */
-  written: boolean;
+  /** Put at the end of the batch (`write`); false for rows the job wrote itself (`track`) and
+   * rows that are only cached (`keep`). */
+  put: boolean;
+}
+
+/** Stages `row` over the same slot's earlier row in `rows`: the last value wins, and it is put
+ * at the end of the batch when any of them had to be (a kept row after a written one). */
+function stage(rows: Map<string, Row>, slot: string, row: Row): void {
+  const earlier = rows.get(slot);
+  rows.set(slot, earlier?.put && !row.put ? { ...row, put: true } : row);
 }
 
 /** Bytes of cached rows kept across commits, at most (oldest dropped first). */
@@ -34,11 +42,15 @@ const DEFAULT_WEIGHT = 128;
  *
  * Rows written with `write` are staged in memory and put once per batch (the last value of a
  * key wins), then kept in a bounded cache once the commit is durable, so the next write of a hot
- * stream neither reads nor decodes them. `read` sees, in order: the running job's own staged
- * rows, the batch's, the cache, then the store; a row that a batch whose commit has not settled
- * wrote is read from the store (which later transactions see it in), never from the cache. The
- * cache is only sound while every write of those rows goes through this queue (a write outside
- * a job drops the row from it); a failed commit empties it.
+ * stream neither reads nor decodes them. Rows staged with `keep` are cached the same way but
+ * never put: they are derived from other stored rows (a stream's head from its last entry), and
+ * whoever reads them passes `read` a `load` that derives them again from the store.
+ *
+ * `read` sees, in order: the running job's own staged rows, the batch's, then, for a row that a
+ * batch whose commit has not settled wrote, that row only when the caller's `fresh` accepts it
+ * (else the store, which later transactions see that batch in), then the cache, then the store
+ * (`load`, or the row as stored). The cache is only sound while every write of those rows goes
+ * through this queue (a write outside a job drops the row from it); a failed commit empties it.
  *
  * Clustered mode (`env.replicated`): a transaction may run more than once and other nodes'
  * writes land beside it, so each job is its own transaction and `read`/`write` go straight to
@@ -48,8 +60,9 @@ export class CommitQueue {
   #env: StoreEnv;
   #queue: Job[] = [];
   #scheduled = false;
-  /** Rows written by batches whose commit has not settled: how many such batches per slot. */
-  #unsettled = new Map<string, number>();
+  /** Rows written by batches whose commit has not settled: how many such batches per slot, and
+   * the newest such batch's row. */
+  #unsettled = new Map<string, { batches: number; row: Row }>();
   /** Rows staged by the running batch, and by its running job; keyed by `#slot`. */
   #batch: Map<string, Row> | null = null;
   #job: Map<string, Row> | null = null;
@@ -78,13 +91,28 @@ export class CommitQueue {
     });
   }
 
-  /** The row's current value as the running job sees it (see the class comment). */
-  read<V>(db: Database<V, Key>, key: Key): V | undefined {
+  /**
+   * The row's current value as the running job sees it (see the class comment). `load` reads
+   * it from the store when no staged or cached copy answers (default: the row as stored);
+   * `fresh` says whether the row a batch still syncing wrote is what the store now holds.
+   */
+  read<V>(
+    db: Database<V, Key>,
+    key: Key,
+    load: () => V | undefined = () => db.get(key),
+    fresh?: (value: V) => boolean,
+  ): V | undefined {
     if (this.#direct) return db.get(key);
     const slot = this.#slot(db, key);
-    const row = this.#job?.get(slot) ?? this.#batch?.get(slot) ??
-      (this.#unsettled.has(slot) ? undefined : this.#cache.get(slot));
-    return row ? row.value as V | undefined : db.get(key);
+    const staged = this.#job?.get(slot) ?? this.#batch?.get(slot);
+    if (staged) return staged.value as V | undefined;
+    const unsettled = this.#unsettled.get(slot);
+    if (unsettled) {
+      const value = unsettled.row.value as V | undefined;
+      return value !== undefined && fresh?.(value) ? value : load();
+    }
+    const cached = this.#cache.get(slot);
+    return cached ? cached.value as V | undefined : load();
   }
 
   /**
@@ -99,7 +127,16 @@ export class CommitQueue {
       else db.put(key, value);
       return;
     }
-    this.#job.set(this.#slot(db, key), { db: db as Database, key, value, weight, written: false });
+    stage(this.#job, this.#slot(db, key), { db: db as Database, key, value, weight, put: true });
+  }
+
+  /**
+   * Stages a derived row that is cached like a `write` but never put (see the class comment).
+   * Outside a job, and in clustered mode (where other nodes read the store), it is a `write`.
+   */
+  keep<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
+    if (!this.#job || this.#direct) return this.write(db, key, value, weight);
+    stage(this.#job, this.#slot(db, key), { db: db as Database, key, value, weight, put: false });
   }
 
   /**
@@ -109,7 +146,7 @@ export class CommitQueue {
    */
   track<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
     if (!this.#job) return this.#forget(db, key);
-    this.#job.set(this.#slot(db, key), { db: db as Database, key, value, weight, written: true });
+    stage(this.#job, this.#slot(db, key), { db: db as Database, key, value, weight, put: false });
   }
 
   /** Commits every queued job as one batch (see the class comment). */
@@ -126,16 +163,18 @@ export class CommitQueue {
           const own = (this.#job = new Map());
           try {
             const value = root.childTransaction(job.fn);
-            for (const [slot, row] of own) batch.set(slot, row);
+            for (const [slot, row] of own) stage(batch, slot, row);
             outcomes.push({ ok: true, value });
           } catch (err) {
             outcomes.push({ ok: false, value: err });
           }
         }
         this.#job = null;
-        for (const slot of batch.keys()) this.#unsettled.set(slot, (this.#unsettled.get(slot) ?? 0) + 1);
-        for (const { db, key, value, written } of batch.values()) {
-          if (written) continue;
+        for (const [slot, row] of batch) {
+          this.#unsettled.set(slot, { batches: (this.#unsettled.get(slot)?.batches ?? 0) + 1, row });
+        }
+        for (const { db, key, value, put } of batch.values()) {
+          if (!put) continue;
           if (value === undefined) db.remove(key);
           else db.put(key, value);
         }
@@ -154,11 +193,8 @@ export class CommitQueue {
       for (const job of jobs) job.reject(err);
     }
     for (const [slot, row] of batch) {
-      const left = this.#unsettled.get(slot)! - 1;
-      if (left > 0) {
-        this.#unsettled.set(slot, left);
-        continue;
-      }
+      const unsettled = this.#unsettled.get(slot)!;
+      if (--unsettled.batches > 0) continue;
       this.#unsettled.delete(slot);
       if (!failed) this.#remember(slot, row);
     }

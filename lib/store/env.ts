@@ -4,6 +4,7 @@ import { asStorageError, StorageUnavailableError } from "./errors.ts";
 import { record } from "../metrics/mod.ts";
 import { log } from "../log/mod.ts";
 import { CommitQueue } from "./commit_queue.ts";
+import { CODEC_OPTIONS } from "./codec.ts";
 
 /** The LMDB environment's path inside the data dir. */
 export function storePath(dataDir: string): string {
@@ -20,15 +21,6 @@ export interface RemoteApplyHook {
   after(writes: Write[], committed: boolean): void;
 }
 
-/**
- * msgpackr options lmdb-js passes on but does not declare. A stored 64-bit integer reads as a
- * number, never a BigInt JSON cannot encode (data stored before the wire codec turned 64-bit
- * integers into numbers stays readable). Values are written as plain maps, not msgpackr
- * records: without shared structures a record carries its definition in every value, and
- * decoding it builds a reader each time (2.6x slower to decode, same size). Values written as
- * records by earlier versions still read the same.
- */
-const CODEC_OPTIONS = { int64AsNumber: true, useRecords: false, mapsAsObjects: true };
 
 /**
  * The one LMDB environment in the data dir. Named databases are opened through `db(name)`.

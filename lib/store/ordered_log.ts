@@ -6,9 +6,19 @@ import type { CommitQueue } from "./commit_queue.ts";
 
 export type { LogRecord, Prepared, PublishFn } from "../streams/stream_log.ts";
 
+/** A stream's head row: its latest and oldest retained positions. Stored by a stream's first
+ * append, a trim and a purge only; in between the head is derived from the last entry. */
 interface StreamMeta {
   head: number;
   first: number;
+}
+
+/** A stored entry: `[time, entry]`; releases before 2026-11-25 stored `{ t, e }`. */
+type StoredEntry = [number, unknown] | { t: number; e: unknown };
+
+/** The time and entry of a stored entry, in either form. */
+function unpack(value: StoredEntry): { time: number; entry: unknown } {
+  return Array.isArray(value) ? { time: value[0], entry: value[1] } : { time: value.t, entry: value.e };
 }
 
 interface Tracker {
@@ -34,7 +44,9 @@ function newEpoch(): string {
  * - `append` allocates positions inside one write transaction together with any derived
  *   state (`apply`), and resolves only after that transaction is durable. Appends go through
  *   the store's `CommitQueue`: concurrent appends share one commit, and a stream's head is
- *   kept in memory between them.
+ *   kept in memory between them. An append stores its entries and no head row (but for a
+ *   stream's first); the head is derived from the last stored entry, so one write touches one
+ *   place in the B-tree per stream.
  * - `publish` callbacks run after durability, strictly in position order per stream, so a
  *   subscriber never sees a write a crash could lose and never sees writes out of order.
  * - All or nothing: `prepare` runs inside the transaction and may read; if `prepare` or
@@ -44,7 +56,7 @@ function newEpoch(): string {
  */
 export class OrderedLog implements StreamLog {
   #commits: CommitQueue;
-  #log: Database<{ t: number; e: unknown }, Key>;
+  #log: Database<StoredEntry, Key>;
   #meta: Database<StreamMeta, Key>;
   #epochs: Database<string, Key>;
   #trackers = new Map<string, Tracker>();
@@ -72,13 +84,28 @@ export class OrderedLog implements StreamLog {
 
   /** Position of the latest entry, 0 for a never-written stream. */
   head(stream: string): number {
-    return this.#commits.read(this.#meta, stream)?.head ?? 0;
+    return this.#readMeta(stream)?.head ?? 0;
   }
 
   /** Oldest retained position (head + 1 when every entry was trimmed or none exists). */
   first(stream: string): number {
-    const m = this.#commits.read(this.#meta, stream);
-    return m ? m.first : 1;
+    return this.#readMeta(stream)?.first ?? 1;
+  }
+
+  /** The stream's head and first position, cached or derived from the store. */
+  #readMeta(stream: string): StreamMeta | undefined {
+    return this.#commits.read(this.#meta, stream, () => this.#loadMeta(stream));
+  }
+
+  /** The head row as stored, its head moved up to the last stored entry's position. */
+  #loadMeta(stream: string): StreamMeta | undefined {
+    const row = this.#meta.get(stream);
+    let last = 0;
+    for (const key of this.#log.getKeys({ start: [stream, MAX_POS], end: [stream, 0], reverse: true, limit: 1 })) {
+      last = (key as [string, number])[1];
+    }
+    if (!row && last === 0) return undefined;
+    return { head: Math.max(row?.head ?? 0, last), first: row?.first ?? 1 };
   }
 
   /** Entries with position greater than `position`, oldest first, at most `limit`. */
@@ -90,7 +117,8 @@ export class OrderedLog implements StreamLog {
       ...(Number.isFinite(limit) ? { limit } : {}),
     });
     for (const { key, value } of range) {
-      out.push({ position: (key as [string, number])[1], time: value.t, entry: value.e as E });
+      const { time, entry } = unpack(value);
+      out.push({ position: (key as [string, number])[1], time, entry: entry as E });
     }
     return out;
   }
@@ -105,7 +133,8 @@ export class OrderedLog implements StreamLog {
       limit,
     });
     for (const { key, value } of range) {
-      out.push({ position: (key as [string, number])[1], time: value.t, entry: value.e as E });
+      const { time, entry } = unpack(value);
+      out.push({ position: (key as [string, number])[1], time, entry: entry as E });
     }
     return out;
   }
@@ -127,13 +156,17 @@ export class OrderedLog implements StreamLog {
     let first = 0;
     try {
       await this.#commits.run(() => {
-        const meta = this.#commits.read(this.#meta, stream) ?? { head: 0, first: 1 };
+        const meta = this.#readMeta(stream) ?? { head: 0, first: 1 };
         prepared = prepare(meta.head);
         first = meta.head + 1;
         const now = Date.now();
-        prepared.entries.forEach((e, i) => this.#log.put([stream, first + i], { t: now, e }));
+        prepared.entries.forEach((e, i) => this.#log.put([stream, first + i], [now, e]));
         const head = meta.head + prepared.entries.length;
-        this.#commits.write(this.#meta, stream, { head, first: meta.head === 0 ? 1 : meta.first });
+        if (head > meta.head) {
+          // Only a stream's first append stores its head row; later heads are derived.
+          if (meta.head === 0) this.#commits.write(this.#meta, stream, { head, first: 1 });
+          else this.#commits.keep(this.#meta, stream, { head, first: meta.first });
+        }
         prepared.apply?.(first);
       });
     } catch (err) {
@@ -208,7 +241,7 @@ export class OrderedLog implements StreamLog {
    */
   async trim(stream: string, opts: { maxCount?: number; maxAgeMs?: number }): Promise<number> {
     return await this.#commits.run(() => {
-      const meta = this.#commits.read(this.#meta, stream);
+      const meta = this.#readMeta(stream);
       if (!meta) return 0;
       let keepFrom = meta.first;
       if (opts.maxCount !== undefined) keepFrom = Math.max(keepFrom, meta.head - opts.maxCount + 1);
@@ -218,7 +251,7 @@ export class OrderedLog implements StreamLog {
           start: [stream, keepFrom],
           end: [stream, meta.head + 1],
         })) {
-          if (value.t >= cutoff) break;
+          if (unpack(value).time >= cutoff) break;
           keepFrom = (key as [string, number])[1] + 1;
         }
       }
@@ -263,10 +296,9 @@ export class OrderedLog implements StreamLog {
     for (const w of writes) {
       if (w[1] === this.#names.entries && w[0] === 0) {
         const [stream, position] = w[2] as [string, number];
-        const v = w[3] as { t: number; e: unknown };
         let list = appended.get(stream);
         if (!list) appended.set(stream, (list = []));
-        list.push({ position, time: v.t, entry: v.e });
+        list.push({ position, ...unpack(w[3] as StoredEntry) });
       } else if (w[1] === this.#names.epochs && w[0] === 0) {
         purged.set(w[2] as string, w[3] as string);
         appended.delete(w[2] as string);

@@ -101,3 +101,21 @@ Deno.test("StoreEnv reads values that earlier versions stored as msgpackr record
   assert.deepEqual(log.after("s", 2).map((r) => [r.position, r.entry]), [[3, entry]]);
   await env.close();
 });
+
+Deno.test("CommitQueue.keep(): the row is cached but never put, unless an earlier job of the batch wrote it; read() derives it again with load", async () => {
+  const { env } = tempStore();
+  const rows = env.db<number>("rows");
+  const q = env.commits;
+  await q.run(() => q.keep(rows, "kept", 1));
+  assert.equal(rows.get("kept"), undefined, "a kept row is not stored");
+  assert.equal(q.read(rows, "kept", () => -1), 1, "the cache answers");
+  await Promise.all([q.run(() => q.write(rows, "mixed", 1)), q.run(() => q.keep(rows, "mixed", 2))]);
+  assert.equal(rows.get("mixed"), 2, "kept after a write in one batch: the last value is put");
+  // While a batch syncs, its rows answer only when `fresh` accepts them; else `load` does.
+  const syncing = q.run(() => q.keep(rows, "kept", 3));
+  await new Promise((r) => setImmediate(r));
+  const seen = await q.run(() => [q.read(rows, "kept", () => -1), q.read(rows, "kept", () => -1, (v) => v === 3)]);
+  await syncing;
+  assert.deepEqual(seen, [-1, 3]);
+  await env.close();
+});
