@@ -28,8 +28,9 @@ export interface ProductDeps {
   env: StoreEnv;
   hub: Hub;
   /** Opens the ordered log named `name` (one per product). Products see only the StreamLog
-   * interface, so another implementation can stand behind it. */
-  openLog(name: string): StreamLog;
+   * interface, so another implementation can stand behind it. `staged`: the product's
+   * `prepare` and `apply` write only through the store's commit queue (see `OrderedLog`). */
+  openLog(name: string, options?: { staged?: boolean }): StreamLog;
 }
 
 /**

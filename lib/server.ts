@@ -127,7 +127,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   const { apps: appList, devApp, created } = await resolveApps(env, fileApps);
   const apps = new AppRegistry(appList);
   const hub = new Hub();
-  const deps: ProductDeps = { config, apps, env, hub, openLog: (name) => new OrderedLog(env, name) };
+  const deps: ProductDeps = { config, apps, env, hub, openLog: (name, options) => new OrderedLog(env, name, options) };
   const pubsub = createPubsub(deps);
   const modules: ProductModule[] = [
     createObjects(deps),

@@ -56,6 +56,11 @@ function cached<T>(make: (key: string) => T): (key: string) => T {
 const publishedBy = cached((p) => published.labels(p));
 const deliveredBy = cached((p) => delivered.labels(p));
 const appendsBy = cached((p) => appends.labels(p));
+/** Request counter and duration children per method, route and status class (NUL-joined). */
+const httpBy = cached((key) => {
+  const [method, route, status] = key.split("\u0000");
+  return { requests: httpRequests.labels({ method, route, status }), duration: httpDuration.labels({ method, route }) };
+});
 
 /** The product of a topic (`durable`, `pubsub`, `chat`, `spaces`): the text before its first `:`. */
 function productOf(topic: string): string {
@@ -111,8 +116,9 @@ export const record = {
   },
   /** One answered HTTP request; `route` is the matched route template. */
   http(method: string, route: string, status: number, seconds: number): void {
-    httpRequests.inc({ method, route, status: `${Math.floor(status / 100)}xx` });
-    httpDuration.observe({ method, route }, seconds);
+    const children = httpBy(`${method}\u0000${route}\u0000${Math.floor(status / 100)}xx`);
+    children.requests.inc();
+    children.duration.observe(seconds);
   },
 };
 

@@ -10,7 +10,7 @@ export type { MaterialOp, Op } from "./ops.ts";
 
 /** Builds the objects product: the HTTP API and the read-only `durable` channel handler. */
 export function createObjects(deps: ProductDeps): ProductModule {
-  const store = new ObjectStore(deps.env, deps.hub, deps.openLog("objects"));
+  const store = new ObjectStore(deps.env, deps.hub, deps.openLog("objects", { staged: true }));
   return {
     routes: objectRoutes(deps.apps, store),
     direct: [objectDirect(deps.apps, store)],

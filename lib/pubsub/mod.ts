@@ -13,7 +13,7 @@ export { channelKind, validChannelName } from "./names.ts";
  * service, which the Pusher protocol face shares.
  */
 export function createPubsub(deps: ProductDeps): ProductModule & { service: ChannelService } {
-  const svc = new ChannelService(deps.openLog("channels"), deps.hub, deps.config);
+  const svc = new ChannelService(deps.openLog("channels", { staged: true }), deps.hub, deps.config);
   return {
     routes: pubsubRoutes(deps.apps, svc),
     channels: { pubsub: pubsubChannel(svc) },

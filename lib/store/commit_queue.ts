@@ -4,6 +4,8 @@ import type { StoreEnv } from "./env.ts";
 
 interface Job {
   fn: () => unknown;
+  /** Writes only through the queue (`write`, `keep`, `put`): runs without a child transaction. */
+  staged: boolean;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
@@ -37,8 +39,11 @@ const DEFAULT_WEIGHT = 128;
  *
  * `run(job)` queues a synchronous job; the jobs queued in one turn of the event loop run as one
  * batch in one write transaction, each inside its own child transaction, so one job that
- * throws (or that LMDB refuses) leaves nothing behind and does not disturb the others. LMDB
- * runs transactions one after another; while one batch is being synced the next is built.
+ * throws (or that LMDB refuses) leaves nothing behind and does not disturb the others. A job
+ * that writes only through the queue (`run(job, true)`) needs no child transaction (a child
+ * transaction's begin and commit were a seventh of a hot write's CPU): what it staged is
+ * dropped when it throws. LMDB runs transactions one after another; while one batch is being
+ * synced the next is built.
  *
  * Rows written with `write` are staged in memory and put once per batch (the last value of a
  * key wins), then kept in a bounded cache once the commit is durable, so the next write of a hot
@@ -66,6 +71,9 @@ export class CommitQueue {
   /** Rows staged by the running batch, and by its running job; keyed by `#slot`. */
   #batch: Map<string, Row> | null = null;
   #job: Map<string, Row> | null = null;
+  /** Puts (`put`) staged by the running batch and by its running job, in order. */
+  #batchPuts: [Database, Key, unknown][] = [];
+  #jobPuts: [Database, Key, unknown][] | null = null;
   /** Committed rows, oldest first. */
   #cache = new Map<string, Row>();
   #cachedBytes = 0;
@@ -79,11 +87,12 @@ export class CommitQueue {
   }
 
   /** Runs `fn` in the next batch (see the class comment); resolves with its result once the
-   * batch is durable, rejects with its error (nothing of it written) or the commit's. */
-  run<T>(fn: () => T): Promise<T> {
+   * batch is durable, rejects with its error (nothing of it written) or the commit's.
+   * `staged`: `fn` writes only through this queue, never to a database itself. */
+  run<T>(fn: () => T, staged = false): Promise<T> {
     if (this.#direct) return this.#env.transaction(fn);
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      this.#queue.push({ fn, staged, resolve: resolve as (v: unknown) => void, reject });
       if (!this.#scheduled) {
         this.#scheduled = true;
         setImmediate(() => void this.#flush());
@@ -140,6 +149,16 @@ export class CommitQueue {
   }
 
   /**
+   * Puts a new row that nobody reads through the queue (a log entry): in a staged job it is
+   * held until the end of the batch (or until a job that is not staged runs, which may read
+   * it from the store) and never cached; anywhere else it is put at once.
+   */
+  put<V>(db: Database<V, Key>, key: Key, value: V): void {
+    if (this.#jobPuts) this.#jobPuts.push([db as Database, key, value]);
+    else db.put(key, value);
+  }
+
+  /**
    * Notes a row the running job has just written itself (`undefined`: removed), for rows that
    * range reads inside the transaction must see at once: `read` sees it from now on and the
    * cache keeps it once the batch is durable. Outside a job it drops the row from the cache.
@@ -161,15 +180,20 @@ export class CommitQueue {
       try {
         for (const job of jobs) {
           const own = (this.#job = new Map());
+          const puts = (this.#jobPuts = job.staged ? [] : null);
           try {
-            const value = root.childTransaction(job.fn);
+            if (!job.staged) this.#putStaged();
+            const value = job.staged ? job.fn() : root.childTransaction(job.fn);
             for (const [slot, row] of own) stage(batch, slot, row);
+            if (puts) this.#batchPuts.push(...puts);
             outcomes.push({ ok: true, value });
           } catch (err) {
             outcomes.push({ ok: false, value: err });
           }
         }
         this.#job = null;
+        this.#jobPuts = null;
+        this.#putStaged();
         for (const [slot, row] of batch) {
           this.#unsettled.set(slot, { batches: (this.#unsettled.get(slot)?.batches ?? 0) + 1, row });
         }
@@ -180,7 +204,9 @@ export class CommitQueue {
         }
       } finally {
         this.#job = null;
+        this.#jobPuts = null;
         this.#batch = null;
+        this.#batchPuts = [];
       }
     });
     let failed = false;
@@ -203,6 +229,12 @@ export class CommitQueue {
     }
   }
 
+  /** Puts what the batch's staged jobs have `put` so far. */
+  #putStaged(): void {
+    for (const [db, key, value] of this.#batchPuts) db.put(key, value);
+    this.#batchPuts = [];
+  }
+
   /** Drops a row from the cache (it was written outside a job). */
   #forget(db: Database, key: Key): void {
     if (this.#direct) return;
@@ -222,10 +254,11 @@ export class CommitQueue {
     }
     this.#cache.set(slot, row);
     this.#cachedBytes += row.weight;
+    if (this.#cachedBytes <= CACHE_BYTES) return;
     for (const [oldest, r] of this.#cache) {
-      if (this.#cachedBytes <= CACHE_BYTES) break;
       this.#cache.delete(oldest);
       this.#cachedBytes -= r.weight;
+      if (this.#cachedBytes <= CACHE_BYTES) break;
     }
   }
 

@@ -63,7 +63,15 @@ export class OrderedLog implements StreamLog {
   #followers: LogFollower[] = [];
   #names: { entries: string; meta: string; epochs: string };
 
-  constructor(env: StoreEnv, name = "log") {
+  #staged: boolean;
+
+  /**
+   * The log named `name` in `env`. `staged`: every `prepare` and `apply` of this log's
+   * products writes only through the store's `CommitQueue` (never to a database itself), so an
+   * append needs no child transaction and its entries are put at the end of the batch.
+   */
+  constructor(env: StoreEnv, name = "log", { staged = false } = {}) {
+    this.#staged = staged;
     this.#commits = env.commits;
     this.#names = { entries: `${name}:entries`, meta: `${name}:meta`, epochs: `${name}:epochs` };
     this.#log = env.db(this.#names.entries);
@@ -160,7 +168,7 @@ export class OrderedLog implements StreamLog {
         prepared = prepare(meta.head);
         first = meta.head + 1;
         const now = Date.now();
-        prepared.entries.forEach((e, i) => this.#log.put([stream, first + i], [now, e]));
+        prepared.entries.forEach((e, i) => this.#commits.put(this.#log, [stream, first + i], [now, e]));
         const head = meta.head + prepared.entries.length;
         if (head > meta.head) {
           // Only a stream's first append stores its head row; later heads are derived.
@@ -168,7 +176,7 @@ export class OrderedLog implements StreamLog {
           else this.#commits.keep(this.#meta, stream, { head, first: meta.first });
         }
         prepared.apply?.(first);
-      });
+      }, this.#staged);
     } catch (err) {
       tracker.inflight--;
       this.#release(stream, tracker);

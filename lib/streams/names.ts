@@ -14,7 +14,7 @@ export interface StreamAddress {
 /** A Durable Object: stream `{appId}/{type}/{key}` (`%` and `/` in the type escaped, so
  * distinct pairs never share a stream), topic `durable:{appKey}:{type}:{key}`. */
 export function objectAddress(app: Pick<App, "id" | "key">, type: string, key: string): StreamAddress {
-  const t = type.replaceAll("%", "%25").replaceAll("/", "%2F");
+  const t = type.includes("%") || type.includes("/") ? type.replaceAll("%", "%25").replaceAll("/", "%2F") : type;
   return { stream: `${app.id}/${t}/${key}`, topic: `durable:${app.key}:${type}:${key}` };
 }
 
