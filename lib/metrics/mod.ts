@@ -5,6 +5,7 @@
  * outcome; never a channel name, an id or a secret.
  */
 import client from "prom-client";
+import { deferredCounter, deferredHistogram } from "./deferred.ts";
 
 /** The process's registry, served at `GET /metrics`. */
 export const registry = new client.Registry();
@@ -19,17 +20,17 @@ const connections = new client.Gauge({
   labelNames: ["protocol"],
   registers: [registry],
 });
-const published = counter("switchboard_messages_published_total", "Broadcasts published to the hub.", ["product"]);
-const delivered = counter("switchboard_messages_delivered_total", "Broadcast frames handed to subscribers.", ["product"]);
-const appends = counter("switchboard_log_appends_total", "Entries appended to ordered logs.", ["product"]);
-const httpRequests = counter("switchboard_http_requests_total", "HTTP requests answered.", ["method", "route", "status"]);
-const httpDuration = new client.Histogram({
-  name: "switchboard_http_request_duration_seconds",
-  help: "HTTP request duration.",
-  labelNames: ["method", "route"],
-  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-  registers: [registry],
-});
+// Recorded on every write, broadcast or request: deferred (see deferred.ts).
+const published = deferredCounter(registry, "switchboard_messages_published_total", "Broadcasts published to the hub.", ["product"]);
+const delivered = deferredCounter(registry, "switchboard_messages_delivered_total", "Broadcast frames handed to subscribers.", ["product"]);
+const appends = deferredCounter(registry, "switchboard_log_appends_total", "Entries appended to ordered logs.", ["product"]);
+const httpRequests = deferredCounter(registry, "switchboard_http_requests_total", "HTTP requests answered.", ["method", "route", "status"]);
+const httpDuration = deferredHistogram(
+  registry,
+  "switchboard_http_request_duration_seconds",
+  "HTTP request duration.",
+  [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+);
 const joins = counter("switchboard_joins_total", "Channel joins by product and outcome (ok or the refusal reason's kind).", ["product", "outcome"]);
 const slowConsumers = counter("switchboard_slow_consumer_closes_total", "Sockets closed with 4008 (send buffer over the bound).");
 const replayed = counter("switchboard_replay_entries_total", "Log entries pushed as replay on joins.");
@@ -44,7 +45,7 @@ const runs = counter("switchboard_chat_runs_total", "Chat run transitions by the
 const tokens = counter("switchboard_chat_tokens_total", "Tokens streamed into chat runs by agents.");
 const storageErrors = counter("switchboard_storage_errors_total", "Commits refused by storage (disk full, I/O error).");
 
-/** Memoizes `labels(...)` children per label tuple. */
+/** Memoizes children per label tuple (joined into one key). */
 function cached<T>(make: (key: string) => T): (key: string) => T {
   const children = new Map<string, T>();
   return (key) => {
@@ -53,13 +54,18 @@ function cached<T>(make: (key: string) => T): (key: string) => T {
     return c;
   };
 }
-const publishedBy = cached((p) => published.labels(p));
-const deliveredBy = cached((p) => delivered.labels(p));
-const appendsBy = cached((p) => appends.labels(p));
-/** Request counter and duration children per method, route and status class (NUL-joined). */
-const httpBy = cached((key) => {
+const publishedBy = cached((product) => published({ product }));
+const deliveredBy = cached((product) => delivered({ product }));
+const appendsBy = cached((product) => appends({ product }));
+/** Request counter children per method, route and status class; duration children per method
+ * and route (NUL-joined keys). */
+const requestsBy = cached((key) => {
   const [method, route, status] = key.split("\u0000");
-  return { requests: httpRequests.labels({ method, route, status }), duration: httpDuration.labels({ method, route }) };
+  return httpRequests({ method, route, status });
+});
+const durationBy = cached((key) => {
+  const [method, route] = key.split("\u0000");
+  return httpDuration({ method, route });
 });
 
 /** The product of a topic (`durable`, `pubsub`, `chat`, `spaces`): the text before its first `:`. */
@@ -116,9 +122,9 @@ export const record = {
   },
   /** One answered HTTP request; `route` is the matched route template. */
   http(method: string, route: string, status: number, seconds: number): void {
-    const children = httpBy(`${method}\u0000${route}\u0000${Math.floor(status / 100)}xx`);
-    children.requests.inc();
-    children.duration.observe(seconds);
+    const key = `${method}\u0000${route}`;
+    requestsBy(`${key}\u0000${Math.floor(status / 100)}xx`).inc();
+    durationBy(key).observe(seconds);
   },
 };
 

@@ -119,3 +119,27 @@ Deno.test("CommitQueue.keep(): the row is cached but never put, unless an earlie
   assert.deepEqual(seen, [-1, 3]);
   await env.close();
 });
+
+Deno.test("CommitQueue: a staged job needs no child transaction; when it throws its puts and rows are dropped, and a later unstaged job of the batch sees the earlier puts in the store", async () => {
+  const { env } = tempStore();
+  const rows = env.db<number>("rows");
+  const q = env.commits;
+  let children = 0;
+  const child = env.root.childTransaction.bind(env.root);
+  env.root.childTransaction = ((fn: () => unknown) => (children++, child(fn))) as typeof child;
+  const jobs = [
+    q.run(() => (q.put(rows, "a", 1), q.write(rows, "ra", 1)), true),
+    q.run(() => {
+      q.put(rows, "b", 2);
+      q.write(rows, "rb", 2);
+      throw new Error("refused");
+    }, true),
+    q.run(() => rows.get("a"), false),
+  ];
+  const settled = await Promise.allSettled(jobs);
+  assert.deepEqual(settled.map((s) => s.status), ["fulfilled", "rejected", "fulfilled"]);
+  assert.equal(children, 2, "one for the batch (StoreEnv.transaction), one for the unstaged job");
+  assert.equal((settled[2] as PromiseFulfilledResult<unknown>).value, 1, "the unstaged job read the staged put");
+  assert.deepEqual([rows.get("a"), rows.get("ra"), rows.get("b"), rows.get("rb")], [1, 1, undefined, undefined]);
+  await env.close();
+});
