@@ -68,10 +68,15 @@ const durationBy = cached((key) => {
   return httpDuration({ method, route });
 });
 
+/** The products' topic prefixes, as constant strings (cheap map keys). */
+const PRODUCTS = ["durable", "pubsub", "chat", "spaces"];
+
 /** The product of a topic (`durable`, `pubsub`, `chat`, `spaces`): the text before its first `:`. */
 function productOf(topic: string): string {
   const i = topic.indexOf(":");
-  return i > 0 && i < 16 ? topic.slice(0, i) : "other";
+  if (i <= 0 || i >= 16) return "other";
+  for (const p of PRODUCTS) if (p.length === i && topic.startsWith(p)) return p;
+  return topic.slice(0, i);
 }
 
 /** Record functions used by the layers. */
