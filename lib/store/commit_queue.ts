@@ -58,8 +58,8 @@ const DEFAULT_WEIGHT = 128;
  * through this queue (a write outside a job drops the row from it); a failed commit empties it.
  *
  * Clustered mode (`env.replicated`): a transaction may run more than once and other nodes'
- * writes land beside it, so each job is its own transaction and `read`/`write` go straight to
- * the store.
+ * writes land beside it, so each job is its own transaction, `read` goes straight to the store
+ * (`load`) and `write`/`keep` put at once.
  */
 export class CommitQueue {
   #env: StoreEnv;
@@ -111,7 +111,7 @@ export class CommitQueue {
     load: () => V | undefined = () => db.get(key),
     fresh?: (value: V) => boolean,
   ): V | undefined {
-    if (this.#direct) return db.get(key);
+    if (this.#direct) return load();
     const slot = this.#slot(db, key);
     const staged = this.#job?.get(slot) ?? this.#batch?.get(slot);
     if (staged) return staged.value as V | undefined;

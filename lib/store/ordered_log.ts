@@ -62,7 +62,6 @@ export class OrderedLog implements StreamLog {
   #trackers = new Map<string, Tracker>();
   #followers: LogFollower[] = [];
   #names: { entries: string; meta: string; epochs: string };
-
   #staged: boolean;
 
   /**
