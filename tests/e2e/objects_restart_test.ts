@@ -45,6 +45,19 @@ function fold(items: Item[]): Record<string, unknown> {
   return state;
 }
 
+/** Sends write `i` (see `writeOf`) on `key`; resolves with its log_id once answered 200. */
+async function send(s: TestServer, key: string, i: number): Promise<number> {
+  const [method, suffix, body] = writeOf(i);
+  const res = await fetch(base(s, key) + suffix, {
+    method,
+    headers: s.headers(),
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const reply = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(reply));
+  return reply.log_id;
+}
+
 /** Checks every object: contiguous log, state equal to its fold, acknowledged writes present. */
 async function verify(s: TestServer, acked: Map<string, number[]>): Promise<Map<string, number>> {
   const heads = new Map<string, number>();
@@ -72,16 +85,8 @@ Deno.test("Durable Objects: after a SIGKILL mid-storm every state is the fold of
     const writer = async (w: number) => {
       for (let i = w; !killed && i < 100_000; i += 16) {
         const key = KEYS[i % KEYS.length];
-        const [method, suffix, body] = writeOf(Math.floor(i / KEYS.length));
         try {
-          const res = await fetch(base(server, key) + suffix, {
-            method,
-            headers: server.headers(),
-            body: body === undefined ? undefined : JSON.stringify(body),
-          });
-          const reply = await res.json();
-          assert.equal(res.status, 200, JSON.stringify(reply));
-          acked.get(key)!.push(reply.log_id);
+          acked.get(key)!.push(await send(server, key, Math.floor(i / KEYS.length)));
           sent++;
         } catch (err) {
           if (!killed) throw err;
@@ -89,7 +94,11 @@ Deno.test("Durable Objects: after a SIGKILL mid-storm every state is the fold of
       }
     };
     const writers = Array.from({ length: 16 }, (_, w) => writer(w));
-    while (sent < 400) await new Promise((r) => setTimeout(r, 5));
+    const deadline = Date.now() + 30_000;
+    while (sent < 400) {
+      assert.ok(Date.now() < deadline, `only ${sent} writes acknowledged in 30 s`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
     killed = true;
     await server.kill();
     await Promise.all(writers);
@@ -100,16 +109,9 @@ Deno.test("Durable Objects: after a SIGKILL mid-storm every state is the fold of
     // Writes go on from the restored state, and survive a clean restart too.
     for (let i = 0; i < 40; i++) {
       const key = KEYS[i % KEYS.length];
-      const [method, suffix, body] = writeOf(i);
-      const res = await fetch(base(server, key) + suffix, {
-        method,
-        headers: server.headers(),
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const reply = await res.json();
-      assert.equal(res.status, 200, JSON.stringify(reply));
-      assert.equal(reply.log_id, heads.get(key)! + 1);
-      heads.set(key, reply.log_id);
+      const logId = await send(server, key, i);
+      assert.equal(logId, heads.get(key)! + 1);
+      heads.set(key, logId);
     }
     await server.stop();
     server = await startServer({ dataDir: server.dataDir });
