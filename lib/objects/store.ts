@@ -14,8 +14,6 @@ import { objectAddress, ProductStream, type StreamAddress, type StreamLog } from
 import { applyOps, emptyRecord, foldOps, type MaterialOp, type ObjectRecord, type Op } from "./ops.ts";
 import { type ObjectEntry, packEntry, type StoredObjectEntry, unpackEntry } from "./entry.ts";
 
-export type { ObjectEntry } from "./entry.ts";
-
 /**
  * Entries between stored checkpoints of an object's state: a read that misses the cache folds
  * at most this many. The fold needs every entry after the checkpoint, so object logs are never
