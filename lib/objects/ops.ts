@@ -133,26 +133,33 @@ export interface ObjectRecord {
   total: number;
 }
 
+/** A copy of `record` that `place` may change. */
+function copyRecord(record: ObjectRecord): ObjectRecord {
+  return { state: { ...record.state }, sizes: { ...record.sizes }, total: record.total };
+}
+
+/** Sets one slot of `r` (a copy) to `value` of `bytes` JSON bytes, or deletes it when `bytes`
+ * is undefined, keeping its sizes and total. */
+function place(r: ObjectRecord, key: string, value: unknown, bytes?: number): void {
+  if (Object.hasOwn(r.sizes, key)) r.total -= r.sizes[key];
+  if (bytes === undefined) {
+    delete r.state[key];
+    delete r.sizes[key];
+    return;
+  }
+  r.sizes[key] = byteLength(key) + bytes;
+  r.total += r.sizes[key];
+  r.state[key] = value;
+}
+
 /**
  * `record` (not mutated) with materialised ops applied as they were stored: no checks, since
  * they passed them when written (used to bring a checkpoint up to the log's head).
  */
 export function foldOps(record: ObjectRecord, ops: MaterialOp[]): ObjectRecord {
-  const state = { ...record.state };
-  const sizes = { ...record.sizes };
-  let total = record.total;
-  for (const { op, key, value } of ops) {
-    total -= Object.hasOwn(sizes, key) ? sizes[key] : 0;
-    if (op === "delete") {
-      delete state[key];
-      delete sizes[key];
-      continue;
-    }
-    sizes[key] = byteLength(key) + jsonBytes(value);
-    total += sizes[key];
-    state[key] = value;
-  }
-  return { state, sizes, total };
+  const r = copyRecord(record);
+  for (const { op, key, value } of ops) place(r, key, value, op === "delete" ? undefined : jsonBytes(value));
+  return r;
 }
 
 /** The record of a never-written object. */
@@ -169,20 +176,14 @@ export function applyOps(
   record: ObjectRecord,
   ops: Op[],
 ): { record: ObjectRecord; material: MaterialOp[] } {
-  const state = { ...record.state };
-  const sizes = { ...record.sizes };
-  let total = record.total;
+  const r = copyRecord(record);
   const material: MaterialOp[] = [];
   for (const op of ops) {
-    const has = Object.hasOwn(state, op.key);
-    const current = has ? state[op.key] : undefined;
+    const has = Object.hasOwn(r.state, op.key);
+    const current = has ? r.state[op.key] : undefined;
     let next: unknown;
     if (op.op === "delete") {
-      if (has) {
-        total -= sizes[op.key];
-        delete state[op.key];
-        delete sizes[op.key];
-      }
+      place(r, op.key, undefined);
       material.push({ op: "delete", key: op.key, value: null });
       continue;
     } else if (op.op === "set") {
@@ -205,14 +206,11 @@ export function applyOps(
     if (valueBytes > MAX_VALUE_BYTES) {
       throw new ObjectError(413, `value of slot "${op.key}" exceeds ${MAX_VALUE_BYTES} bytes`);
     }
-    const size = byteLength(op.key) + valueBytes;
-    total += size - (Object.hasOwn(sizes, op.key) ? sizes[op.key] : 0);
-    sizes[op.key] = size;
-    state[op.key] = next;
+    place(r, op.key, next, valueBytes);
     material.push({ op: "set", key: op.key, value: next });
   }
-  if (total > MAX_OBJECT_BYTES) {
+  if (r.total > MAX_OBJECT_BYTES) {
     throw new ObjectError(413, `object would exceed ${MAX_OBJECT_BYTES} bytes`);
   }
-  return { record: { state, sizes, total }, material };
+  return { record: r, material };
 }

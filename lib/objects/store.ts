@@ -80,7 +80,8 @@ export class ObjectStore {
   /** State and log_id read in one synchronous turn (one consistent LMDB snapshot). */
   snapshot(ref: ObjectRef): Snapshot {
     const { stream } = addressOf(ref);
-    return { state: this.#held(stream)?.state ?? {}, log_id: this.streams.log.head(stream) };
+    const head = this.streams.log.head(stream);
+    return { state: this.#held(stream, head)?.state ?? {}, log_id: head };
   }
 
   /** One slot's value; null when unset. */
@@ -123,8 +124,9 @@ export class ObjectStore {
           const saved = current?.saved;
           const checkpoint = saved === undefined || at - saved >= CHECKPOINT_EVERY;
           const held: Held = { ...record, at, saved: checkpoint ? at : saved };
-          if (checkpoint) this.#commits.write(this.#records, addr.stream, held, record.total + 256);
-          else this.#commits.keep(this.#records, addr.stream, held, record.total + 256);
+          const weight = record.total + 256;
+          if (checkpoint) this.#commits.write(this.#records, addr.stream, held, weight);
+          else this.#commits.keep(this.#records, addr.stream, held, weight);
         },
         result: material,
       };
