@@ -65,6 +65,8 @@ export class CommitQueue {
   #env: StoreEnv;
   #queue: Job[] = [];
   #scheduled = false;
+  /** A batch is committing: the next one waits for it (see `#flush`). */
+  #committing = false;
   /** Rows written by batches whose commit has not settled: how many such batches per slot, and
    * the newest such batch's row. */
   #unsettled = new Map<string, { batches: number; row: Row }>();
@@ -93,7 +95,7 @@ export class CommitQueue {
     if (this.#direct) return this.#env.transaction(fn);
     return new Promise<T>((resolve, reject) => {
       this.#queue.push({ fn, staged, resolve: resolve as (v: unknown) => void, reject });
-      if (!this.#scheduled) {
+      if (!this.#scheduled && !this.#committing) {
         this.#scheduled = true;
         setImmediate(() => void this.#flush());
       }
@@ -171,11 +173,13 @@ export class CommitQueue {
   /** Commits every queued job as one batch (see the class comment). */
   async #flush(): Promise<void> {
     this.#scheduled = false;
+    this.#committing = true;
     const jobs = this.#queue.splice(0);
     const batch = new Map<string, Row>();
     const outcomes: { ok: boolean; value: unknown }[] = [];
     const root = this.#env.root;
-    const committing = this.#env.transaction(() => {
+    const staged = jobs.every((job) => job.staged);
+    const committing = (staged ? this.#env.batch.bind(this.#env) : this.#env.transaction.bind(this.#env))(() => {
       this.#batch = batch;
       try {
         for (const job of jobs) {
@@ -227,6 +231,8 @@ export class CommitQueue {
     if (!failed) {
       jobs.forEach((job, i) => outcomes[i].ok ? job.resolve(outcomes[i].value) : job.reject(outcomes[i].value));
     }
+    this.#committing = false;
+    if (this.#queue.length > 0) void this.#flush();
   }
 
   /** Puts what the batch's staged jobs have `put` so far. */

@@ -75,12 +75,17 @@ export class StoreEnv {
    * throws. The promise then rejects and none of `fn`'s writes is committed. A commit that
    * fails in storage (disk full) rejects with `StorageUnavailableError`.
    */
-  async transaction<T>(fn: () => T): Promise<T> {
+  transaction<T>(fn: () => T): Promise<T> {
+    return this.#commit(() => this.root.transaction(() => this.root.childTransaction(fn) as T));
+  }
+
+  /** Runs one commit (`transaction`, `batch`), timing it and mapping a storage failure. */
+  async #commit<T>(commit: () => Promise<T>): Promise<T> {
     if (this.#closing) throw new StorageUnavailableError("server shutting down");
     this.#pending++;
     const started = performance.now();
     try {
-      const result = await this.root.transaction(() => this.root.childTransaction(fn) as T);
+      const result = await commit();
       record.commit((performance.now() - started) / 1000, false);
       return result;
     } catch (err) {
@@ -92,6 +97,18 @@ export class StoreEnv {
     } finally {
       if (--this.#pending === 0) for (const wake of this.#idle.splice(0)) wake();
     }
+  }
+
+  /**
+   * Runs `fn` at once, outside any transaction; every put and remove it makes is queued for
+   * lmdb-js's write thread as one batch, committed as one transaction, so the rows land
+   * together or not at all; resolves with `fn`'s result once that commit is durable. Reads in
+   * `fn` see the store as last committed, not its own writes. A commit that fails in storage
+   * rejects with `StorageUnavailableError`.
+   */
+  batch<T>(fn: () => T): Promise<T> {
+    let result: T;
+    return this.#commit(() => this.root.batch(() => void (result = fn())).then(() => result));
   }
 
   /** The group-commit queue every ordered log and product of this store writes through. */

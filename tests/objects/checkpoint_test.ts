@@ -11,7 +11,7 @@ import { tempStore } from "../helpers/temp_store.ts";
 
 /** An ObjectStore over `env`, as the server builds it. */
 function objects(env: StoreEnv): ObjectStore {
-  return new ObjectStore(env, new Hub(), new OrderedLog(env, "objects"));
+  return new ObjectStore(env, new Hub(), new OrderedLog(env, "objects", { staged: true }));
 }
 
 const ref = (key: string): ObjectRef => ({ appId: "app", appKey: "key", type: "t", key });
@@ -85,17 +85,18 @@ Deno.test("ObjectStore: a commit that fails in flight leaves the next write on t
   const { env } = tempStore();
   const store = objects(env);
   for (let i = 1; i <= 40; i++) await store.write(ref("o"), [{ op: "set", key: "v", value: i }], false);
-  const run = env.transaction.bind(env);
+  // The next commit fails with nothing written: its rows go into a batch whose condition fails.
+  const guard = env.db<number>("guard");
+  await guard.put("g", 1);
+  const batch = env.batch.bind(env);
   let fail = true;
-  env.transaction = (fn) =>
-    run(() => {
-      const out = fn();
-      if (fail) {
-        fail = false;
-        throw new Error("storage refused the commit");
-      }
-      return out;
+  env.batch = (fn) => {
+    if (!fail) return batch(fn);
+    fail = false;
+    return guard.ifNoExists("g", () => void fn()).then(() => {
+      throw new Error("storage refused the commit");
     });
+  };
   const refused = store.write(ref("o"), [{ op: "set", key: "v", value: "lost" }], false);
   await new Promise((r) => setImmediate(r)); // that batch is now committing
   const next = store.write(ref("o"), [{ op: "increment", key: "n", by: 1 }], false);

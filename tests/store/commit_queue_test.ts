@@ -112,11 +112,21 @@ Deno.test("CommitQueue.keep(): the row is cached but never put, unless an earlie
   await Promise.all([q.run(() => q.write(rows, "mixed", 1)), q.run(() => q.keep(rows, "mixed", 2))]);
   assert.equal(rows.get("mixed"), 2, "kept after a write in one batch: the last value is put");
   // While a batch syncs, its rows answer only when `fresh` accepts them; else `load` does.
-  const syncing = q.run(() => q.keep(rows, "kept", 3));
+  // The next batch's jobs run once it has settled, and see its rows.
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const batch = env.batch.bind(env);
+  env.batch = (fn) => {
+    const committed = batch(fn);
+    return gate.then(() => committed);
+  };
+  const syncing = q.run(() => q.keep(rows, "kept", 3), true);
   await new Promise((r) => setImmediate(r));
-  const seen = await q.run(() => [q.read(rows, "kept", () => -1), q.read(rows, "kept", () => -1, (v) => v === 3)]);
+  const seen = [q.read(rows, "kept", () => -1), q.read(rows, "kept", () => -1, (v) => v === 3)];
+  const next = q.run(() => q.read(rows, "kept", () => -1), true);
+  release();
   await syncing;
-  assert.deepEqual(seen, [-1, 3]);
+  assert.deepEqual([...seen, await next], [-1, 3, 3]);
   await env.close();
 });
 
