@@ -105,7 +105,7 @@ export async function replay(ctx: BenchContext): Promise<BenchReport> {
       await server.stop();
     }
   }
-  notes.push("entries/s = entries pushed before the join reply / time from sending phx_join to the reply; median of 3 joins over the WebSocket (the raw range read and Redis: median of 3 reads).");
+  notes.push("entries/s = entries pushed before the join reply / time from sending phx_join to the reply; median of 3 joins over the WebSocket after one untimed warm-up join (the raw range read and Redis: median of 3 reads after one warm-up read).");
   notes.push("raw lmdb range read: the server's stored bytes (an object's log entry as lib/objects/entry.ts stores it, the server's codec options); (op maps): { op, key, value } maps under lmdb-js's default msgpack options, the baseline issue 18's replay goal was set against.");
   const failed = data.some((d) => "error" in d);
   return { name: "replay", status: failed ? "error" : "ok", columns, rows, data, notes };

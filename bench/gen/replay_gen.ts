@@ -1,6 +1,7 @@
 // Replay load generator (Bun): preloads `count` entries into one Durable Object (PUTs) or one
-// channel (triggers), then joins `rounds` times with after_log_id / after_serial = 0 and times
-// the replay: from sending the join to its reply (entries are pushed before the reply).
+// channel (triggers), then joins once to warm up and `rounds` times more with after_log_id /
+// after_serial = 0, timing each replay: from sending the join to its reply (entries are pushed
+// before the reply).
 import { config, done, log, mark, pool, SelfCpu } from "./common.ts";
 
 interface Cfg {
@@ -60,6 +61,8 @@ function joinOnce(): Promise<{ entries: number; ms: number; firstMs: number; rep
   });
 }
 
+// One warm-up join (untimed, as the baselines' warm-up read), then `rounds` timed joins.
+await joinOnce();
 const cpu = new SelfCpu();
 mark("start");
 const runs = [];
