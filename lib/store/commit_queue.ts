@@ -42,8 +42,10 @@ const DEFAULT_WEIGHT = 128;
  * throws (or that LMDB refuses) leaves nothing behind and does not disturb the others. A job
  * that writes only through the queue (`run(job, true)`) needs no child transaction (a child
  * transaction's begin and commit were a seventh of a hot write's CPU): what it staged is
- * dropped when it throws. LMDB runs transactions one after another; while one batch is being
- * synced the next is built.
+ * dropped when it throws. A batch of only such jobs runs at once on the JS thread and hands
+ * its rows to lmdb-js's write thread as one atomic batch (`StoreEnv.batch`), with no
+ * transaction callback. One batch commits at a time: jobs queued meanwhile run together once
+ * it has settled, so the store they read includes it.
  *
  * Rows written with `write` are staged in memory and put once per batch (the last value of a
  * key wins), then kept in a bounded cache once the commit is durable, so the next write of a hot
@@ -52,9 +54,9 @@ const DEFAULT_WEIGHT = 128;
  * whoever reads them passes `read` a `load` that derives them again from the store.
  *
  * `read` sees, in order: the running job's own staged rows, the batch's, then, for a row that a
- * batch whose commit has not settled wrote, that row only when the caller's `fresh` accepts it
- * (else the store, which later transactions see that batch in), then the cache, then the store
- * (`load`, or the row as stored). The cache is only sound while every write of those rows goes
+ * batch whose commit has not settled wrote (only readers outside a job see one), that row only
+ * when the caller's `fresh` accepts it (else the store as last committed), then the cache, then
+ * the store (`load`, or the row as stored). The cache is only sound while every write of those rows goes
  * through this queue (a write outside a job drops the row from it); a failed commit empties it.
  *
  * Clustered mode (`env.replicated`): a transaction may run more than once and other nodes'
