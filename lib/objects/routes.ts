@@ -147,6 +147,9 @@ export function objectRoutes(apps: AppRegistry, store: ObjectStore): Hono {
   return new Hono().route("/", r);
 }
 
+/** The direct routes' response headers (copied into each response). */
+const JSON_HEADERS = new Headers({ "content-type": "application/json" });
+
 /**
  * The write routes served before the router (`ProductModule.direct`), for speed: the same
  * parsing, limits, errors and replies as the routes above. A request out of the ordinary (bad
@@ -183,7 +186,7 @@ export function objectDirect(apps: AppRegistry, store: ObjectStore): DirectRoute
         if (protoProblem(text, h.get("content-type"))) throw new ObjectError(422, PROTO_PROBLEM);
         const ref = () => refFrom(app, parts[5], parts[6]);
         const reply = await runWrite(store, route, ref, parts[7] ?? "", parseBody(text));
-        return new Response(JSON.stringify(reply), { headers: { "content-type": "application/json" } });
+        return new Response(JSON.stringify(reply), { headers: JSON_HEADERS });
       },
     };
   };

@@ -31,6 +31,9 @@ function stage(rows: Map<string, Row>, slot: string, row: Row): void {
 /** Bytes of cached rows kept across commits, at most (oldest dropped first). */
 const CACHE_BYTES = 64 * 1024 * 1024;
 
+/** Slots of string keys kept interned per database, at most. */
+const MAX_INTERNED = 100_000;
+
 /** Rough bytes a cached row costs when its writer does not say. */
 const DEFAULT_WEIGHT = 128;
 
@@ -81,7 +84,7 @@ export class CommitQueue {
   /** Committed rows, oldest first. */
   #cache = new Map<string, Row>();
   #cachedBytes = 0;
-  #ids = new Map<Database, number>();
+  #ids = new Map<Database, { id: number; interned: Map<string, string> }>();
   #direct: boolean;
 
   /** A queue committing into `env`. */
@@ -270,10 +273,17 @@ export class CommitQueue {
     }
   }
 
-  /** The key of a row across databases. */
+  /** The key of a row across databases. String keys' slots are interned per database (a
+   * flat string whose hash is computed once), until a database has `MAX_INTERNED` of them. */
   #slot(db: Database, key: Key): string {
-    let id = this.#ids.get(db);
-    if (id === undefined) this.#ids.set(db, (id = this.#ids.size));
-    return typeof key === "string" ? `${id}\u0000${key}` : `${id}\u0001${JSON.stringify(key)}`;
+    let slots = this.#ids.get(db);
+    if (slots === undefined) this.#ids.set(db, (slots = { id: this.#ids.size, interned: new Map() }));
+    if (typeof key !== "string") return `${slots.id}\u0001${JSON.stringify(key)}`;
+    let slot = slots.interned.get(key);
+    if (slot === undefined) {
+      if (slots.interned.size >= MAX_INTERNED) slots.interned.clear();
+      slots.interned.set(key, (slot = `${slots.id}\u0000${key}`));
+    }
+    return slot;
   }
 }
