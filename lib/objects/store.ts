@@ -12,7 +12,7 @@ import type { StoreEnv } from "../store/env.ts";
 import type { CommitQueue } from "../store/commit_queue.ts";
 import { objectAddress, ProductStream, type StreamAddress, type StreamLog } from "../streams/mod.ts";
 import { applyOps, emptyRecord, foldOps, type MaterialOp, type ObjectRecord, type Op } from "./ops.ts";
-import { type ObjectEntry, packEntry, type StoredObjectEntry, unpackEntry } from "./entry.ts";
+import { packEntry, type StoredObjectEntry, unpackEntry } from "./entry.ts";
 
 /**
  * Entries between stored checkpoints of an object's state: a read that misses the cache folds
@@ -52,8 +52,14 @@ export function addressOf(ref: ObjectRef): StreamAddress {
   return objectAddress({ id: ref.appId, key: ref.appKey }, ref.type, ref.key);
 }
 
-/** The event name and payload broadcast (and replayed) for one log entry. */
-export function eventOf(logId: number, entry: ObjectEntry): [string, unknown] {
+/** The event name and payload broadcast (and replayed) for one stored log entry. A flat entry
+ * of one op (most writes) maps straight to its `change` payload, with no `ObjectEntry` built
+ * on the way: replay is one such mapping per entry. */
+export function eventOf(logId: number, stored: StoredObjectEntry): [string, unknown] {
+  if (Array.isArray(stored) && stored[0] === 0 && stored.length === 4) {
+    return ["change", { log_id: logId, op: stored[1], key: stored[2], value: stored[3] }];
+  }
+  const entry = unpackEntry(stored);
   if (entry.batch) return ["batch", { log_id: logId, ops: entry.ops }];
   const [op] = entry.ops;
   return ["change", { log_id: logId, op: op.op, key: op.key, value: op.value }];
@@ -70,7 +76,7 @@ export class ObjectStore {
     this.streams = new ProductStream<StoredObjectEntry>(
       log,
       hub,
-      (position, entry) => [eventOf(position, unpackEntry(entry))],
+      (position, entry) => [eventOf(position, entry)],
     );
     this.streams.onRemotePurge(() => ["purge", { log_id: 0 }]);
     this.#records = env.db<Held>("objects:state");
