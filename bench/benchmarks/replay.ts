@@ -17,6 +17,8 @@ interface ReplayResult {
   bestPerSecond: number;
   medianPerSecond: number;
   medianMs: number;
+  /** The first join of the server's process (before any warm-up). */
+  coldMs: number;
   firstEntryMs: number;
   complete: boolean;
   preloadPerSecond: number;
@@ -31,7 +33,7 @@ export async function replay(ctx: BenchContext): Promise<BenchReport> {
   const sizes = ctx.quick ? [10_000] : [10_000, 100_000, 1_000_000];
   const valueBytes = 100;
   const rt = matchingRuntime();
-  const columns = ["product", "entries", "entries/s", "replay ms", "first entry ms", "vs raw range", "vs op-map range", "vs redis", "rss before / peak / settled MB", "server cpu", "limit"];
+  const columns = ["product", "entries", "entries/s", "replay ms", "cold join ms", "first entry ms", "vs raw range", "vs op-map range", "vs redis", "rss before / peak / settled MB", "server cpu", "limit"];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
   const notes: string[] = [];
@@ -44,8 +46,8 @@ export async function replay(ctx: BenchContext): Promise<BenchReport> {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-    rows.push(["raw lmdb range read", count, raw.perSecond, round(count / raw.perSecond * 1000, 1), null, null, null, null, null, null, null]);
-    rows.push(["raw lmdb range read (op maps)", count, raw.legacyPerSecond, round(count / raw.legacyPerSecond * 1000, 1), null, null, null, null, null, null, null]);
+    rows.push(["raw lmdb range read", count, raw.perSecond, round(count / raw.perSecond * 1000, 1), null, null, null, null, null, null, null, null]);
+    rows.push(["raw lmdb range read (op maps)", count, raw.legacyPerSecond, round(count / raw.legacyPerSecond * 1000, 1), null, null, null, null, null, null, null, null]);
     data.push({ product: "raw lmdb range read", runtime: rt.name, entries: count, entriesPerSecond: round(raw.perSecond) });
     data.push({ product: "raw lmdb range read (op maps)", runtime: rt.name, entries: count, entriesPerSecond: round(raw.legacyPerSecond) });
 
@@ -56,7 +58,7 @@ export async function replay(ctx: BenchContext): Promise<BenchReport> {
         ctx.log(`redis XRANGE of ${count} entries`);
         const r = await runGenerator<{ perSecond: number; firstEntryMs: number }>("bun", "gen/redis_replay_gen.ts", { port: peer.port, count, valueBytes }, undefined, 600_000);
         redisRate = r.perSecond;
-        rows.push(["redis XRANGE (pages of 1,000)", count, r.perSecond, round(count / r.perSecond * 1000, 1), round(r.firstEntryMs, 1), null, null, null, null, null, null]);
+        rows.push(["redis XRANGE (pages of 1,000)", count, r.perSecond, round(count / r.perSecond * 1000, 1), null, round(r.firstEntryMs, 1), null, null, null, null, null, null]);
         data.push({ product: "redis XRANGE", entries: count, entriesPerSecond: round(r.perSecond), firstEntryMs: round(r.firstEntryMs, 1) });
       } finally {
         await peer.stop();
@@ -78,7 +80,7 @@ export async function replay(ctx: BenchContext): Promise<BenchReport> {
         // RSS: at the start of the joins, the peak while they run, then after a second's rest.
         const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(server.pid))), 50);
         try {
-          const r = await runGenerator<ReplayResult>("bun", "gen/replay_gen.ts", { base: server.baseUrl, kind: k.kind, count, rounds: 3, valueBytes }, (mark) => {
+          const r = await runGenerator<ReplayResult>("bun", "gen/replay_gen.ts", { base: server.baseUrl, kind: k.kind, count, rounds: 5, valueBytes }, (mark) => {
             meter.mark(mark);
             if (mark === "start") before = peak = rssBytes(server.pid);
           }, 900_000);
@@ -90,11 +92,11 @@ export async function replay(ctx: BenchContext): Promise<BenchReport> {
           const vsRedis = redisRate ? round(r.medianPerSecond / redisRate, 3) : null;
           const limit = bottleneck(r.genCpu, meter.share, meter.machine);
           const rss = `${Math.round(before / MB)} / ${Math.round(peak / MB)} / ${Math.round(settled / MB)}`;
-          rows.push([k.label, r.complete ? r.entries : `${r.entries} (incomplete)`, r.medianPerSecond, round(r.medianMs, 1), round(r.firstEntryMs, 1), vsRaw, vsLegacy, vsRedis, rss, `${Math.round(meter.share * 100)}%`, limit]);
-          data.push({ product: k.label, entries: r.entries, complete: r.complete, entriesPerSecond: round(r.medianPerSecond), bestEntriesPerSecond: round(r.bestPerSecond), replayMs: round(r.medianMs, 1), firstEntryMs: round(r.firstEntryMs, 1), ratioToRawRange: vsRaw, ratioToOpMapRange: vsLegacy, ratioToRedis: vsRedis ?? undefined, rssBeforeMb: round(before / MB), rssPeakMb: round(peak / MB), rssSettledMb: round(settled / MB), preloadWritesPerSecond: round(r.preloadPerSecond), serverCpu: round(meter.share, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit });
+          rows.push([k.label, r.complete ? r.entries : `${r.entries} (incomplete)`, r.medianPerSecond, round(r.medianMs, 1), round(r.coldMs, 1), round(r.firstEntryMs, 1), vsRaw, vsLegacy, vsRedis, rss, `${Math.round(meter.share * 100)}%`, limit]);
+          data.push({ product: k.label, entries: r.entries, complete: r.complete, entriesPerSecond: round(r.medianPerSecond), bestEntriesPerSecond: round(r.bestPerSecond), replayMs: round(r.medianMs, 1), coldJoinMs: round(r.coldMs, 1), firstEntryMs: round(r.firstEntryMs, 1), ratioToRawRange: vsRaw, ratioToOpMapRange: vsLegacy, ratioToRedis: vsRedis ?? undefined, rssBeforeMb: round(before / MB), rssPeakMb: round(peak / MB), rssSettledMb: round(settled / MB), preloadWritesPerSecond: round(r.preloadPerSecond), serverCpu: round(meter.share, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit });
           if (!r.complete) notes.push(`${k.label} at ${count}: a join did not get every entry`);
         } catch (e) {
-          rows.push([k.label, "error", null, null, null, null, null, null, null, null, null]);
+          rows.push([k.label, "error", null, null, null, null, null, null, null, null, null, null]);
           data.push({ product: k.label, entries: count, error: String(e).slice(0, 500) });
           notes.push(`${k.label} at ${count}: ${String(e).slice(0, 300)}`);
         } finally {
@@ -105,7 +107,7 @@ export async function replay(ctx: BenchContext): Promise<BenchReport> {
       await server.stop();
     }
   }
-  notes.push("entries/s = entries pushed before the join reply / time from sending phx_join to the reply; median of 3 joins over the WebSocket after one untimed warm-up join (the raw range read and Redis: median of 3 reads after one warm-up read).");
+  notes.push("entries/s = entries pushed before the join reply / time from sending phx_join to the reply; median of 5 joins over the WebSocket after 3 untimed warm-up joins (the raw range read and Redis: median of 5 reads after 3 warm-up reads); cold join ms: the first join of the server's process, before any warm-up.");
   notes.push("raw lmdb range read: the server's stored bytes (an object's log entry as lib/objects/entry.ts stores it, the server's codec options); (op maps): { op, key, value } maps under lmdb-js's default msgpack options, the baseline issue 18's replay goal was set against.");
   const failed = data.some((d) => "error" in d);
   return { name: "replay", status: failed ? "error" : "ok", columns, rows, data, notes };
