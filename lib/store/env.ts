@@ -104,7 +104,9 @@ export class StoreEnv {
    * lmdb-js's write thread as one batch, committed as one transaction, so the rows land
    * together or not at all; resolves with `fn`'s result once that commit is durable. Reads in
    * `fn` see the store as last committed, not its own writes. A commit that fails in storage
-   * rejects with `StorageUnavailableError`.
+   * rejects with `StorageUnavailableError`. Nothing is undone when `fn` throws: what it put
+   * before the throw still commits, so callers decide everything first and put last (as
+   * `CommitQueue` does).
    */
   batch<T>(fn: () => T): Promise<T> {
     let result: T;

@@ -153,3 +153,22 @@ Deno.test("CommitQueue: a staged job needs no child transaction; when it throws 
   assert.deepEqual([rows.get("a"), rows.get("ra"), rows.get("b"), rows.get("rb")], [1, 1, undefined, undefined]);
   await env.close();
 });
+
+Deno.test("StoreEnv.batch(): the rows it puts commit together and are durable when it resolves; it reads the store as last committed", async () => {
+  const { env, path } = tempStore();
+  const rows = env.db<number>("rows");
+  await env.transaction(() => rows.put("a", 1));
+  const result = await env.batch(() => {
+    const before = rows.get("a");
+    rows.put("a", 2);
+    rows.put("b", 3);
+    rows.remove("gone");
+    return [before, rows.get("a")];
+  });
+  assert.deepEqual(result, [1, 1], "fn sees the committed store, not its own queued puts");
+  assert.deepEqual([rows.get("a"), rows.get("b")], [2, 3]);
+  await env.close();
+  const reopened = new StoreEnv(path);
+  assert.deepEqual([reopened.db<number>("rows").get("a"), reopened.db<number>("rows").get("b")], [2, 3]);
+  await reopened.close();
+});
