@@ -41,11 +41,10 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
   const rt = matchingRuntime();
   const notes: string[] = [];
 
-  const server = await startSwitchboard();
-  if (!(await routeExists(server.baseUrl, "PUT", `/api/v1/objects/${APP.id}/probe/probe/v`, { value: 1 }))) {
-    await server.stop();
-    return pending("writes", "Durable Objects HTTP API is not available yet");
-  }
+  const probe = await startSwitchboard();
+  const available = await routeExists(probe.baseUrl, "PUT", `/api/v1/objects/${APP.id}/probe/probe/v`, { value: 1 });
+  await probe.stop();
+  if (!available) return pending("writes", "Durable Objects HTTP API is not available yet");
   const startPeer = async (name: string, start: () => Promise<Peer | null>, install: string) => {
     const peer = await start().catch((e) => {
       notes.push(`${name} did not start: ${String(e).slice(0, 200)}`);
@@ -90,7 +89,13 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
           if (jetstream) runs.jetstream.push(await measured(jetstream.pid, "gen/jetstream_writes_gen.ts", { ...peerCfg, port: jetstream.port }));
           for (const op of ["set", "increment"] as const) {
             const openSeconds = concurrency === 64 && rep === 0 ? ctx.seconds(2, 1) : 0;
-            runs[op].push(await measured(server.pid, "gen/writes_gen.ts", { ...peerCfg, base: server.baseUrl, op, valueBytes, openSeconds }));
+            // A fresh server and data dir per run, as each raw and floor run gets a fresh dir.
+            const server = await startSwitchboard();
+            try {
+              runs[op].push(await measured(server.pid, "gen/writes_gen.ts", { ...peerCfg, base: server.baseUrl, op, valueBytes, openSeconds }));
+            } finally {
+              await server.stop();
+            }
           }
         }
         const [raw, floor, peer, js] = [median(runs.raw), median(runs.floor), runs.redis.length ? median(runs.redis) : undefined, runs.jetstream.length ? median(runs.jetstream) : undefined];
@@ -119,10 +124,10 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
       }
     }
   } finally {
-    await server.stop();
     await redis?.stop();
     await jetstream?.stop();
   }
+  notes.push("every Switchboard run starts a fresh server on a fresh data dir, as every raw and floor run gets a fresh dir (until 2026-11-25 one server took every run in turn, so later cells wrote into a store already holding millions of entries).");
   notes.push("runs: cells with 64 writers run 3 times, interleaved (raw, floor, Redis, JetStream, set, increment; then again), and show the medians; other cells run once, in the same interleaved order.");
   notes.push("open-loop (64-writer rows, first run): after the closed-loop window, requests leave on a fixed schedule at half the measured rate, each on an idle keep-alive connection or a new one, whatever the replies do; p50/p99 count from each request's intended send time (no coordinated omission).");
   notes.push("* jetstream: Debian's nats-server 2.9 acknowledges a JetStream publish before it reaches the disk (no sync_interval: always), so it is shown for scale and is NOT a durable peer; 8 client connections.");
