@@ -56,11 +56,12 @@ const DEFAULT_WEIGHT = 128;
  * never put: they are derived from other stored rows (a stream's head from its last entry), and
  * whoever reads them passes `read` a `load` that derives them again from the store.
  *
- * `read` sees, in order: the running job's own staged rows, the batch's, then, for a row that a
- * batch whose commit has not settled wrote (only readers outside a job see one), that row only
- * when the caller's `fresh` accepts it (else the store as last committed), then the cache, then
- * the store (`load`, or the row as stored). The cache is only sound while every write of those rows goes
- * through this queue (a write outside a job drops the row from it); a failed commit empties it.
+ * `read` sees, in order: the running job's own staged rows, the batch's, then, for a row that
+ * the batch being committed wrote (only readers outside a job see one), that row only when the
+ * caller's `fresh` accepts it (else the store as last committed), then the cache, then the
+ * store (`load`, or the row as stored). The cache is only sound while every write of those rows
+ * goes through this queue (a write outside a job drops the row from it); a failed commit
+ * empties it.
  *
  * Clustered mode (`env.replicated`): a transaction may run more than once and other nodes'
  * writes land beside it, so each job is its own transaction, `read` goes straight to the store
@@ -72,9 +73,8 @@ export class CommitQueue {
   #scheduled = false;
   /** A batch is committing: the next one waits for it (see `#flush`). */
   #committing = false;
-  /** Rows written by batches whose commit has not settled: how many such batches per slot, and
-   * the newest such batch's row. */
-  #unsettled = new Map<string, { batches: number; row: Row }>();
+  /** The rows of the batch being committed, by slot (null between batches). */
+  #settling: Map<string, Row> | null = null;
   /** Rows staged by the running batch, and by its running job; keyed by `#slot`. */
   #batch: Map<string, Row> | null = null;
   #job: Map<string, Row> | null = null;
@@ -84,7 +84,7 @@ export class CommitQueue {
   /** Committed rows, oldest first. */
   #cache = new Map<string, Row>();
   #cachedBytes = 0;
-  #ids = new Map<Database, { id: number; interned: Map<string, string> }>();
+  #slots = new Map<Database, { id: number; interned: Map<string, string> }>();
   #direct: boolean;
 
   /** A queue committing into `env`. */
@@ -122,9 +122,9 @@ export class CommitQueue {
     const slot = this.#slot(db, key);
     const staged = this.#job?.get(slot) ?? this.#batch?.get(slot);
     if (staged) return staged.value as V | undefined;
-    const unsettled = this.#unsettled.get(slot);
-    if (unsettled) {
-      const value = unsettled.row.value as V | undefined;
+    const settling = this.#settling?.get(slot);
+    if (settling) {
+      const value = settling.value as V | undefined;
       return value !== undefined && fresh?.(value) ? value : load();
     }
     const cached = this.#cache.get(slot);
@@ -175,16 +175,26 @@ export class CommitQueue {
     stage(this.#job, this.#slot(db, key), { db: db as Database, key, value, weight, put: false });
   }
 
-  /** Commits every queued job as one batch (see the class comment). */
+  /** Commits every queued job as one batch (see the class comment); once it has settled, the
+   * jobs queued meanwhile go as the next. */
   async #flush(): Promise<void> {
     this.#scheduled = false;
     this.#committing = true;
-    const jobs = this.#queue.splice(0);
+    try {
+      await this.#commit(this.#queue.splice(0));
+    } finally {
+      this.#committing = false;
+      if (this.#queue.length > 0) void this.#flush();
+    }
+  }
+
+  /** Runs `jobs` in one commit, then settles each job and caches the rows they wrote. */
+  async #commit(jobs: Job[]): Promise<void> {
     const batch = new Map<string, Row>();
+    this.#settling = batch;
     const outcomes: { ok: boolean; value: unknown }[] = [];
     const root = this.#env.root;
-    const staged = jobs.every((job) => job.staged);
-    const committing = (staged ? this.#env.batch.bind(this.#env) : this.#env.transaction.bind(this.#env))(() => {
+    const body = () => {
       this.#batch = batch;
       try {
         for (const job of jobs) {
@@ -203,9 +213,6 @@ export class CommitQueue {
         this.#job = null;
         this.#jobPuts = null;
         this.#putStaged();
-        for (const [slot, row] of batch) {
-          this.#unsettled.set(slot, { batches: (this.#unsettled.get(slot)?.batches ?? 0) + 1, row });
-        }
         for (const { db, key, value, put } of batch.values()) {
           if (!put) continue;
           if (value === undefined) db.remove(key);
@@ -217,27 +224,19 @@ export class CommitQueue {
         this.#batch = null;
         this.#batchPuts = [];
       }
-    });
-    let failed = false;
+    };
     try {
-      await committing;
+      await (jobs.every((job) => job.staged) ? this.#env.batch(body) : this.#env.transaction(body));
     } catch (err) {
-      failed = true;
+      this.#settling = null;
       this.#cache.clear();
       this.#cachedBytes = 0;
       for (const job of jobs) job.reject(err);
+      return;
     }
-    for (const [slot, row] of batch) {
-      const unsettled = this.#unsettled.get(slot)!;
-      if (--unsettled.batches > 0) continue;
-      this.#unsettled.delete(slot);
-      if (!failed) this.#remember(slot, row);
-    }
-    if (!failed) {
-      jobs.forEach((job, i) => outcomes[i].ok ? job.resolve(outcomes[i].value) : job.reject(outcomes[i].value));
-    }
-    this.#committing = false;
-    if (this.#queue.length > 0) void this.#flush();
+    this.#settling = null;
+    for (const [slot, row] of batch) this.#remember(slot, row);
+    jobs.forEach((job, i) => outcomes[i].ok ? job.resolve(outcomes[i].value) : job.reject(outcomes[i].value));
   }
 
   /** Puts what the batch's staged jobs have `put` so far. */
@@ -276,8 +275,8 @@ export class CommitQueue {
   /** The key of a row across databases. String keys' slots are interned per database (a
    * flat string whose hash is computed once), until a database has `MAX_INTERNED` of them. */
   #slot(db: Database, key: Key): string {
-    let slots = this.#ids.get(db);
-    if (slots === undefined) this.#ids.set(db, (slots = { id: this.#ids.size, interned: new Map() }));
+    let slots = this.#slots.get(db);
+    if (slots === undefined) this.#slots.set(db, (slots = { id: this.#slots.size, interned: new Map() }));
     if (typeof key !== "string") return `${slots.id}\u0001${JSON.stringify(key)}`;
     let slot = slots.interned.get(key);
     if (slot === undefined) {
