@@ -1,10 +1,11 @@
 /**
  * Durable Object service over the OrderedLog: one object = one stream, `log_id` = position.
  * The log is the truth and the state (slot values and sizes) is derived from it: kept in memory
- * while the object is hot, and stored as a checkpoint (the state at a position) by the
- * object's first write and every `CHECKPOINT_EVERY` entries after, in the transaction of the
- * entry it reflects. A read the cache cannot answer folds the entries after the checkpoint into
- * it. Every committed write is broadcast on the object's topic in log order.
+ * while the object is hot, and stored as a checkpoint (the state at a position) every
+ * `CHECKPOINT_EVERY` entries, in the transaction of the entry it reflects (an object with
+ * fewer entries has none: the empty state at position 0 is its checkpoint). A read the cache
+ * cannot answer folds the entries after the checkpoint into it. Every committed write is
+ * broadcast on the object's topic in log order.
  */
 import type { Database, Key } from "lmdb";
 import type { Hub } from "../hub/hub.ts";
@@ -22,7 +23,8 @@ import { packEntry, type StoredObjectEntry, unpackEntry } from "./entry.ts";
 export const CHECKPOINT_EVERY = 32;
 
 /** An object's state at log position `at`; `saved` is where its newest stored checkpoint is
- * (undefined for a record an earlier release stored, which has no `at`). */
+ * (0 when none is stored yet; undefined for a record an earlier release stored, which has no
+ * `at`, so the next write stores a checkpoint). */
 interface Held extends ObjectRecord {
   at: number;
   saved?: number;
@@ -108,7 +110,7 @@ export class ObjectStore {
     // A record stored by an earlier release was rewritten with every entry: it is at the head.
     let held: Held = row
       ? { ...row, at: row.at ?? this.streams.log.head(stream), saved: row.at }
-      : { ...emptyRecord(), at: 0 };
+      : { ...emptyRecord(), at: 0, saved: 0 };
     for (const rec of this.streams.log.after<StoredObjectEntry>(stream, held.at)) {
       held = { ...foldOps(held, unpackEntry(rec.entry).ops), at: rec.position, saved: held.saved };
     }
@@ -127,7 +129,7 @@ export class ObjectStore {
       return {
         entries: [packEntry(batch, material)],
         apply: (at) => {
-          const saved = current?.saved;
+          const saved = current ? current.saved : 0;
           const checkpoint = saved === undefined || at - saved >= CHECKPOINT_EVERY;
           const held: Held = { ...record, at, saved: checkpoint ? at : saved };
           const weight = record.total + 256;

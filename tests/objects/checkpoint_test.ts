@@ -141,8 +141,26 @@ Deno.test("ObjectStore: slot names that are Object.prototype members keep sizes 
   const store = objects(env);
   await store.write(ref("p"), [{ op: "set", key: "constructor", value: 1 }, { op: "set", key: "toString", value: "x" }], true);
   await store.write(ref("p"), [{ op: "delete", key: "constructor" }], false);
-  const row = env.db<{ total: number; sizes: Record<string, number> }>("objects:state").get("app/t/p")!;
+  // Up to the first stored checkpoint.
+  for (let i = 3; i <= CHECKPOINT_EVERY; i++) await store.write(ref("p"), [{ op: "increment", key: "n", by: 1 }], false);
+  const row = env.db<{ at: number; total: number }>("objects:state").get("app/t/p")!;
+  assert.equal(row.at, CHECKPOINT_EVERY);
   assert.ok(Number.isFinite(row.total), `total is ${row.total}`);
-  assert.deepEqual(store.snapshot(ref("p")), { state: { toString: "x" }, log_id: 2 });
+  assert.deepEqual(store.snapshot(ref("p")), { state: { toString: "x", n: CHECKPOINT_EVERY - 2 }, log_id: CHECKPOINT_EVERY });
   await env.close();
+});
+
+Deno.test("ObjectStore: an object with fewer than CHECKPOINT_EVERY entries stores no checkpoint; after a restart its state folds from the empty state", async () => {
+  const { env, path } = tempStore();
+  const store = objects(env);
+  for (let i = 1; i < CHECKPOINT_EVERY; i++) await store.write(ref("short é"), [{ op: "increment", key: "n", by: i }], false);
+  assert.equal(storedCheckpoint(env, "short é"), undefined);
+  await env.close();
+  const reopened = new StoreEnv(path);
+  const fresh = objects(reopened);
+  const sum = (CHECKPOINT_EVERY - 1) * CHECKPOINT_EVERY / 2;
+  assert.deepEqual(fresh.snapshot(ref("short é")), { state: { n: sum }, log_id: CHECKPOINT_EVERY - 1 });
+  await fresh.write(ref("short é"), [{ op: "increment", key: "n", by: 1 }], false);
+  assert.deepEqual(storedCheckpoint(reopened, "short é"), { ...storedCheckpoint(reopened, "short é"), at: CHECKPOINT_EVERY, state: { n: sum + 1 } });
+  await reopened.close();
 });
