@@ -1,8 +1,8 @@
 // Connections: many idle sockets, each joined to its own channel; server memory per
 // connection (VmRSS delta / sockets) and connect+join rate. Scaled down automatically to the
 // open-file limit (the server holds one descriptor per socket).
-import { openFileLimit, rssBytes, runGenerator, startSwitchboard } from "../lib/proc.ts";
-import { type BenchContext, type BenchReport, pending } from "../lib/report.ts";
+import { CpuMeter, openFileLimit, rssBytes, runGenerator, startSwitchboard } from "../lib/proc.ts";
+import { type BenchContext, type BenchReport, bottleneck, pct, pending } from "../lib/report.ts";
 import { round } from "../lib/stats.ts";
 import { routeExists } from "./probe.ts";
 
@@ -22,7 +22,7 @@ const PER_ADDRESS = 25_000;
 export async function connections(ctx: BenchContext): Promise<BenchReport> {
   const limit = openFileLimit();
   const cap = limit - 300;
-  const columns = ["target sockets", "sockets", "connect+join/s", "rss before MB", "rss after MB", "KiB per socket", "still open", "gen cpu"];
+  const columns = ["target sockets", "sockets", "connect+join/s", "rss before MB", "rss after MB", "KiB per socket", "still open", "server cpu", "gen cpu", "limit"];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
   const notes: string[] = [];
@@ -42,21 +42,30 @@ export async function connections(ctx: BenchContext): Promise<BenchReport> {
       const perProc = Math.max(1, cap - 200);
       const procs = Math.ceil(count / perProc);
       let ready = 0;
+      let started = 0;
+      // Server CPU over the connect phase: from the first generator's start to the last one's ready.
+      const meter = new CpuMeter(server.pid);
       ctx.log(`connections: ${count} sockets from ${procs} generator process(es)`);
       const results = await Promise.all(Array.from({ length: procs }, (_, p) => {
         const n = Math.min(perProc, count - p * perProc);
         // Bun's client is much faster; node + ws only when extra source addresses are needed.
         const runtime = count > PER_ADDRESS ? "node" : "bun";
         return runGenerator<ConnResult>(runtime, "gen/conns_gen.mjs", { base: server.baseUrl, count: n, offset: p * perProc, holdMs: 3000, perAddress: PER_ADDRESS }, (m) => {
-          if (m === "ready" && ++ready === procs) after = rssBytes(server.pid);
+          if (m === "start" && ++started === 1) meter.mark("start");
+          if (m === "ready" && ++ready === procs) {
+            after = rssBytes(server.pid);
+            meter.mark("end");
+          }
         });
       }));
       const joined = results.reduce((a, r) => a + r.joined, 0);
       const seconds = Math.max(...results.map((r) => r.seconds));
       const stillOpen = results.reduce((a, r) => a + r.stillOpen, 0);
       const perSocket = (after - before) / Math.max(1, joined) / 1024;
-      rows.push([target, joined, joined / seconds, round(before / 2 ** 20, 1), round(after / 2 ** 20, 1), round(perSocket, 1), stillOpen, `${Math.round(Math.max(...results.map((r) => r.genCpu)) * 100)}%`]);
-      data.push({ targetSockets: target, sockets: joined, failures: results.reduce((a, r) => a + r.failures, 0), connectPerSecond: round(joined / seconds), rssBeforeBytes: before, rssAfterBytes: after, bytesPerSocket: round(perSocket * 1024), stillOpenAfterHold: stillOpen, generatorCpu: round(Math.max(...results.map((r) => r.genCpu)), 2) });
+      const genCpu = Math.max(...results.map((r) => r.genCpu));
+      const limitedBy = bottleneck(genCpu, meter.share, meter.machine);
+      rows.push([target, joined, joined / seconds, round(before / 2 ** 20, 1), round(after / 2 ** 20, 1), round(perSocket, 1), stillOpen, pct(meter.share), pct(genCpu), limitedBy]);
+      data.push({ targetSockets: target, sockets: joined, failures: results.reduce((a, r) => a + r.failures, 0), connectPerSecond: round(joined / seconds), rssBeforeBytes: before, rssAfterBytes: after, bytesPerSocket: round(perSocket * 1024), stillOpenAfterHold: stillOpen, serverCpu: round(meter.share, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(genCpu, 2), bottleneck: limitedBy });
     } finally {
       await server.stop();
     }

@@ -1,8 +1,8 @@
 // Idle-connection generator: opens `count` sockets, each joining its own channel. Under Bun it
 // uses Bun's fast native WebSocket client (one source address); under node it uses npm ws,
 // which can bind 127.0.0.x source addresses when one address would run out of ephemeral
-// ports. Reports the connect+join rate, prints "@mark ready" once all are joined, holds them
-// `holdMs`, then closes.
+// ports. Reports the connect+join rate, prints "@mark start" as it begins connecting and
+// "@mark ready" once all are joined, holds them `holdMs`, then closes.
 const isBun = typeof globalThis.Bun !== "undefined";
 const WebSocket = isBun ? globalThis.WebSocket : (await import("ws")).default;
 const cpu0 = process.cpuUsage();
@@ -40,6 +40,7 @@ function open(i) {
   });
 }
 
+process.stderr.write("@mark start\n");
 const t0 = performance.now();
 let next = 0;
 await Promise.all(Array.from({ length: Math.min(concurrency, count) }, async () => {
