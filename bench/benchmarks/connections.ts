@@ -63,9 +63,9 @@ export async function connections(ctx: BenchContext): Promise<BenchReport> {
       const stillOpen = results.reduce((a, r) => a + r.stillOpen, 0);
       const perSocket = (after - before) / Math.max(1, joined) / 1024;
       const genCpu = Math.max(...results.map((r) => r.genCpu));
-      const limitedBy = bottleneck(genCpu, meter.share, meter.machine);
+      const limitedBy = bottleneck(genCpu, meter.thread, meter.machine);
       rows.push([target, joined, joined / seconds, round(before / 2 ** 20, 1), round(after / 2 ** 20, 1), round(perSocket, 1), stillOpen, pct(meter.share), pct(genCpu), limitedBy]);
-      data.push({ targetSockets: target, sockets: joined, failures: results.reduce((a, r) => a + r.failures, 0), connectPerSecond: round(joined / seconds), rssBeforeBytes: before, rssAfterBytes: after, bytesPerSocket: round(perSocket * 1024), stillOpenAfterHold: stillOpen, serverCpu: round(meter.share, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(genCpu, 2), bottleneck: limitedBy });
+      data.push({ targetSockets: target, sockets: joined, failures: results.reduce((a, r) => a + r.failures, 0), connectPerSecond: round(joined / seconds), rssBeforeBytes: before, rssAfterBytes: after, bytesPerSocket: round(perSocket * 1024), stillOpenAfterHold: stillOpen, serverCpu: round(meter.share, 2), mainThreadCpu: round(meter.thread, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(genCpu, 2), bottleneck: limitedBy });
     } finally {
       await server.stop();
     }

@@ -90,10 +90,10 @@ export async function replay(ctx: BenchContext): Promise<BenchReport> {
           const vsRaw = round(r.medianPerSecond / raw.perSecond, 3);
           const vsLegacy = round(r.medianPerSecond / raw.legacyPerSecond, 3);
           const vsRedis = redisRate ? round(r.medianPerSecond / redisRate, 3) : null;
-          const limit = bottleneck(r.genCpu, meter.share, meter.machine);
+          const limit = bottleneck(r.genCpu, meter.thread, meter.machine);
           const rss = `${Math.round(before / MB)} / ${Math.round(peak / MB)} / ${Math.round(settled / MB)}`;
           rows.push([k.label, r.complete ? r.entries : `${r.entries} (incomplete)`, r.medianPerSecond, round(r.medianMs, 1), round(r.coldMs, 1), round(r.firstEntryMs, 1), vsRaw, vsLegacy, vsRedis, rss, `${Math.round(meter.share * 100)}%`, limit]);
-          data.push({ product: k.label, entries: r.entries, complete: r.complete, entriesPerSecond: round(r.medianPerSecond), bestEntriesPerSecond: round(r.bestPerSecond), replayMs: round(r.medianMs, 1), coldJoinMs: round(r.coldMs, 1), firstEntryMs: round(r.firstEntryMs, 1), ratioToRawRange: vsRaw, ratioToOpMapRange: vsLegacy, ratioToRedis: vsRedis ?? undefined, rssBeforeMb: round(before / MB), rssPeakMb: round(peak / MB), rssSettledMb: round(settled / MB), preloadWritesPerSecond: round(r.preloadPerSecond), serverCpu: round(meter.share, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit });
+          data.push({ product: k.label, entries: r.entries, complete: r.complete, entriesPerSecond: round(r.medianPerSecond), bestEntriesPerSecond: round(r.bestPerSecond), replayMs: round(r.medianMs, 1), coldJoinMs: round(r.coldMs, 1), firstEntryMs: round(r.firstEntryMs, 1), ratioToRawRange: vsRaw, ratioToOpMapRange: vsLegacy, ratioToRedis: vsRedis ?? undefined, rssBeforeMb: round(before / MB), rssPeakMb: round(peak / MB), rssSettledMb: round(settled / MB), preloadWritesPerSecond: round(r.preloadPerSecond), serverCpu: round(meter.share, 2), mainThreadCpu: round(meter.thread, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit });
           if (!r.complete) notes.push(`${k.label} at ${count}: a join did not get every entry`);
         } catch (e) {
           rows.push([k.label, "error", null, null, null, null, null, null, null, null, null, null]);

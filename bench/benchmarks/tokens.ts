@@ -42,9 +42,9 @@ export async function tokens(ctx: BenchContext): Promise<BenchReport> {
       const meter = new CpuMeter(server.pid);
       const r = await runGenerator<TokenResult>("bun", "gen/tokens_gen.ts", { base: server.baseUrl, runs: n, viewers: VIEWERS, tokensPerSecond: RATE, seconds: ctx.seconds(5, 1.5), warmup: ctx.seconds(1, 0.5), tag: `${Date.now()}-${step++}` }, meter.mark);
       const ok = r.p99 < LIMIT_MS && r.laggingViewers === 0 && r.pushErrors === 0 && r.closedSockets === 0 && r.tokensPerSecond >= 0.95 * RATE * n;
-      const limit = bottleneck(r.genCpu, meter.share, meter.machine);
+      const limit = bottleneck(r.genCpu, meter.thread, meter.machine);
       rows.push([n, n * VIEWERS, r.tokensPerSecond, r.p50, r.p99, r.max, ok ? "yes" : "no", `${Math.round(meter.share * 100)}%`, pct(meter.machine), `${Math.round(r.genCpu * 100)}%`, limit]);
-      data.push({ runs: n, viewers: n * VIEWERS, tokensPerSecondSent: round(r.tokensPerSecond), p50Ms: r.p50, p99Ms: r.p99, maxMs: r.max, sustained: ok, laggingViewers: r.laggingViewers, pushErrors: r.pushErrors, closedSockets: r.closedSockets, serverCpu: round(meter.share, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit });
+      data.push({ runs: n, viewers: n * VIEWERS, tokensPerSecondSent: round(r.tokensPerSecond), p50Ms: r.p50, p99Ms: r.p99, maxMs: r.max, sustained: ok, laggingViewers: r.laggingViewers, pushErrors: r.pushErrors, closedSockets: r.closedSockets, serverCpu: round(meter.share, 2), mainThreadCpu: round(meter.thread, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit });
       if (!ok) limitedBy = limit;
       return ok;
     };

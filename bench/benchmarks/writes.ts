@@ -22,7 +22,24 @@ interface WriteResult {
   errors?: number;
   genCpu?: number;
   serverCpu?: number;
+  /** The server's main thread (Switchboard's JavaScript thread, Redis's event loop). */
+  threadCpu?: number;
   machineCpu?: number;
+  /** Switchboard only: commits in the closed-loop window, entries per commit, mean ms each. */
+  commits?: number;
+  writesPerCommit?: number;
+  commitMs?: number;
+}
+
+/** Switchboard's commit and append counters so far, from its `/metrics`. */
+async function commitCounters(base: string): Promise<{ commits: number; seconds: number; appends: number }> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const value = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN);
+  return {
+    commits: value(/^switchboard_lmdb_commit_seconds_count(?:\{[^}]*\})? (\S+)$/m),
+    seconds: value(/^switchboard_lmdb_commit_seconds_sum(?:\{[^}]*\})? (\S+)$/m),
+    appends: value(/^switchboard_log_appends_total\{[^}]*product="durable"[^}]*\} (\S+)$/m),
+  };
 }
 
 /** The run with the median rate of `runs` (the one run itself when there is one). */
@@ -56,11 +73,25 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
   const redis = await startPeer("redis-server", startRedis, "redis-server");
   const jetstream = await startPeer("nats-server", startJetStream, "nats-server");
 
-  /** One run of a generator against a process whose CPU is sampled. */
-  const measured = async (pid: number, gen: string, cfg: Record<string, unknown>): Promise<WriteResult> => {
+  /** One run of a generator against a process whose CPU is sampled; with `metrics` (a
+   * Switchboard's base URL), its commits over the closed-loop window too. */
+  const measured = async (pid: number, gen: string, cfg: Record<string, unknown>, metrics?: string): Promise<WriteResult> => {
     const meter = new CpuMeter(pid);
-    const r = await runGenerator<WriteResult>("bun", gen, cfg, meter.mark);
-    return { ...r, serverCpu: meter.share, machineCpu: meter.machine };
+    const scrapes: ReturnType<typeof commitCounters>[] = [];
+    const r = await runGenerator<WriteResult>("bun", gen, cfg, (name) => {
+      meter.mark(name);
+      if (metrics && (name === "start" || name === "end")) scrapes.push(commitCounters(metrics));
+    });
+    const result = { ...r, serverCpu: meter.share, threadCpu: meter.thread, machineCpu: meter.machine };
+    if (scrapes.length !== 2) return result;
+    const [a, b] = await Promise.all(scrapes);
+    const commits = b.commits - a.commits;
+    return { ...result, commits, writesPerCommit: (b.appends - a.appends) / commits, commitMs: ((b.seconds - a.seconds) * 1000) / commits };
+  };
+  /** What held a Switchboard cell back: a saturated core, else its writers waiting on commits. */
+  const limitOf = (r: WriteResult) => {
+    const limit = bottleneck(r.genCpu ?? 0, r.threadCpu!, r.machineCpu);
+    return limit === "-" && r.commits ? "commits" : limit;
   };
   /** One run of the raw lmdb-js baseline in `mode`, on a fresh data dir. */
   const rawRun = async (mode: "writes" | "shape", objects: number, concurrency: number) => {
@@ -72,7 +103,7 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
     }
   };
 
-  const columns = ["op", "objects", "writers", "runs", "writes/s", "p50 ms", "p99 ms", "raw writes/s", "ratio", "vs floor", "vs redis", "vs jetstream*", "open-loop p50/p99 ms @ rate", "server cpu", "machine", "limit"];
+  const columns = ["op", "objects", "writers", "runs", "writes/s", "p50 ms", "p99 ms", "raw writes/s", "ratio", "vs floor", "vs redis", "vs jetstream*", "open-loop p50/p99 ms @ rate", "writes / commit", "commit ms", "server cpu", "main thread", "machine", "limit"];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
   try {
@@ -92,7 +123,7 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
             // A fresh server and data dir per run, as each raw and floor run gets a fresh dir.
             const server = await startSwitchboard();
             try {
-              runs[op].push(await measured(server.pid, "gen/writes_gen.ts", { ...peerCfg, base: server.baseUrl, op, valueBytes, openSeconds }));
+              runs[op].push(await measured(server.pid, "gen/writes_gen.ts", { ...peerCfg, base: server.baseUrl, op, valueBytes, openSeconds }, server.baseUrl));
             } finally {
               await server.stop();
             }
@@ -100,14 +131,14 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
         }
         const [raw, floor, peer, js] = [median(runs.raw), median(runs.floor), runs.redis.length ? median(runs.redis) : undefined, runs.jetstream.length ? median(runs.jetstream) : undefined];
         const cell = { objects, writers: concurrency, runs: reps };
-        rows.push(["lmdb same-shape txn", objects, concurrency, reps, floor.perSecond, floor.p50, floor.p99, null, null, null, null, null, null, null, null, null]);
+        rows.push(["lmdb same-shape txn", objects, concurrency, reps, floor.perSecond, floor.p50, floor.p99, null, null, null, null, null, null, null, null, null, null, null, null]);
         data.push({ op: "lmdb same-shape transaction (floor)", runtime: rt.name, ...cell, writesPerSecond: round(floor.perSecond), p50Ms: floor.p50, p99Ms: floor.p99 });
         if (peer) {
-          rows.push(["redis INCR", objects, concurrency, reps, peer.perSecond, peer.p50, peer.p99, null, null, null, null, null, null, pct(peer.serverCpu!), pct(peer.machineCpu!), bottleneck(peer.genCpu ?? 0, peer.serverCpu!, peer.machineCpu)]);
-          data.push({ op: "redis INCR (appendfsync always)", ...cell, writesPerSecond: round(peer.perSecond), p50Ms: peer.p50, p99Ms: peer.p99, serverCpu: round(peer.serverCpu!, 2), generatorCpu: round(peer.genCpu ?? 0, 2) });
+          rows.push(["redis INCR", objects, concurrency, reps, peer.perSecond, peer.p50, peer.p99, null, null, null, null, null, null, null, null, pct(peer.serverCpu!), pct(peer.threadCpu!), pct(peer.machineCpu!), bottleneck(peer.genCpu ?? 0, peer.threadCpu!, peer.machineCpu)]);
+          data.push({ op: "redis INCR (appendfsync always)", ...cell, writesPerSecond: round(peer.perSecond), p50Ms: peer.p50, p99Ms: peer.p99, serverCpu: round(peer.serverCpu!, 2), mainThreadCpu: round(peer.threadCpu!, 2), generatorCpu: round(peer.genCpu ?? 0, 2) });
         }
         if (js) {
-          rows.push(["jetstream publish* (not durable)", objects, concurrency, reps, js.perSecond, js.p50, js.p99, null, null, null, null, null, null, pct(js.serverCpu!), pct(js.machineCpu!), bottleneck(js.genCpu ?? 0, js.serverCpu!, js.machineCpu)]);
+          rows.push(["jetstream publish* (not durable)", objects, concurrency, reps, js.perSecond, js.p50, js.p99, null, null, null, null, null, null, null, null, pct(js.serverCpu!), null, pct(js.machineCpu!), bottleneck(js.genCpu ?? 0, js.serverCpu!, js.machineCpu)]);
           data.push({ op: "jetstream publish (nats-server 2.9: acknowledged before fsync, not durable)", durable: false, ...cell, writesPerSecond: round(js.perSecond), p50Ms: js.p50, p99Ms: js.p99, serverCpu: round(js.serverCpu!, 2), generatorCpu: round(js.genCpu ?? 0, 2) });
         }
         for (const op of ["set", "increment"] as const) {
@@ -115,9 +146,9 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
           const open = runs[op][0];
           const ratio = round(r.perSecond / raw.perSecond, 3);
           const vs = (base?: WriteResult) => (op === "increment" && base ? round(r.perSecond / base.perSecond, 3) : null);
-          const limit = bottleneck(r.genCpu ?? 0, r.serverCpu!, r.machineCpu);
-          rows.push([op, objects, concurrency, reps, r.perSecond, r.p50, r.p99, raw.perSecond, ratio, vs(floor), vs(peer), vs(js), open.openRate ? `${open.openP50} / ${open.openP99} @ ${Math.round(open.openRate)}/s` : null, pct(r.serverCpu!), pct(r.machineCpu!), limit]);
-          data.push({ op, ...cell, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, allRunsPerSecond: runs[op].map((x) => round(x.perSecond)), rawWritesPerSecond: round(raw.perSecond), rawP99Ms: raw.p99, ratioToRaw: ratio, sameShapeFloorPerSecond: op === "increment" ? round(floor.perSecond) : undefined, ratioToSameShapeFloor: vs(floor) ?? undefined, redisPerSecond: op === "increment" && peer ? round(peer.perSecond) : undefined, ratioToRedis: vs(peer) ?? undefined, ratioToJetstreamNotDurable: vs(js) ?? undefined, openLoopRate: open.openRate ? round(open.openRate) : undefined, openLoopP50Ms: open.openP50, openLoopP99Ms: open.openP99, errors: r.errors, serverCpu: round(r.serverCpu!, 2), machineCpu: round(r.machineCpu!, 2), generatorCpu: round(r.genCpu ?? 0, 2), bottleneck: limit });
+          const limit = limitOf(r);
+          rows.push([op, objects, concurrency, reps, r.perSecond, r.p50, r.p99, raw.perSecond, ratio, vs(floor), vs(peer), vs(js), open.openRate ? `${open.openP50} / ${open.openP99} @ ${Math.round(open.openRate)}/s` : null, r.writesPerCommit === undefined ? null : round(r.writesPerCommit, 1), r.commitMs === undefined ? null : round(r.commitMs, 2), pct(r.serverCpu!), pct(r.threadCpu!), pct(r.machineCpu!), limit]);
+          data.push({ op, ...cell, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, allRunsPerSecond: runs[op].map((x) => round(x.perSecond)), rawWritesPerSecond: round(raw.perSecond), rawP99Ms: raw.p99, ratioToRaw: ratio, sameShapeFloorPerSecond: op === "increment" ? round(floor.perSecond) : undefined, ratioToSameShapeFloor: vs(floor) ?? undefined, redisPerSecond: op === "increment" && peer ? round(peer.perSecond) : undefined, ratioToRedis: vs(peer) ?? undefined, ratioToJetstreamNotDurable: vs(js) ?? undefined, openLoopRate: open.openRate ? round(open.openRate) : undefined, openLoopP50Ms: open.openP50, openLoopP99Ms: open.openP99, errors: r.errors, commits: r.commits, writesPerCommit: r.writesPerCommit === undefined ? undefined : round(r.writesPerCommit, 1), commitMs: r.commitMs === undefined ? undefined : round(r.commitMs, 3), serverCpu: round(r.serverCpu!, 2), mainThreadCpu: round(r.threadCpu!, 2), machineCpu: round(r.machineCpu!, 2), generatorCpu: round(r.genCpu ?? 0, 2), bottleneck: limit });
           if (r.errors) notes.push(`${op} objects=${objects} writers=${concurrency}: ${r.errors} failed requests`);
           if (limit === "generator") notes.push(`${op} objects=${objects} writers=${concurrency}: generator-bound; the server figure is a lower bound`);
         }
@@ -128,6 +159,7 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
     await jetstream?.stop();
   }
   notes.push("every Switchboard run starts a fresh server on a fresh data dir, as every raw and floor run gets a fresh dir (until 2026-11-25 one server took every run in turn, so later cells wrote into a store already holding millions of entries).");
+  notes.push("writes / commit, commit ms: Switchboard's own counters (/metrics: switchboard_lmdb_commit_seconds, switchboard_log_appends_total) over the closed-loop window; a commit's time runs from handing its batch to lmdb-js until it is durable. main thread: Switchboard's JavaScript thread, Redis's event loop (the process figure also counts JIT, GC and storage threads). limit: the core at 90% or more (a server's main thread), else `commits`: no core is saturated and the writers wait on commits.");
   notes.push("runs: cells with 64 writers run 3 times, interleaved (raw, floor, Redis, JetStream, set, increment; then again), and show the medians; other cells run once, in the same interleaved order.");
   notes.push("open-loop (64-writer rows, first run): after the closed-loop window, requests leave on a fixed schedule at half the measured rate, each on an idle keep-alive connection or a new one, whatever the replies do; p50/p99 count from each request's intended send time (no coordinated omission).");
   notes.push("* jetstream: Debian's nats-server 2.9 acknowledges a JetStream publish before it reaches the disk (no sync_interval: always), so it is shown for scale and is NOT a durable peer; 8 client connections.");

@@ -189,20 +189,29 @@ export function rssBytes(pid: number): number {
   return m ? Number(m[1]) * 1024 : NaN;
 }
 
-/** CPU seconds (user + system) used so far by `pid` and its threads. */
-export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+/** CPU seconds (user + system) used so far by `pid` and its threads, or by its thread `tid`
+ * alone. */
+export function cpuSeconds(pid: number, tid?: number): number {
+  const stat = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100 Hz)
 }
 
-/** Samples a process's CPU between a generator's "start" and "end" marks (1.0 = one core). */
+/**
+ * Samples a process's CPU between a generator's "start" and "end" marks (1.0 = one core): the
+ * whole process, and its main thread alone (the thread whose id is the pid: the JavaScript
+ * thread of Bun and Node, Redis's event loop). A single-threaded server is saturated when its
+ * main thread is; the whole process also counts the JIT, GC and storage threads.
+ */
 export class CpuMeter {
   #c0 = 0;
+  #th0 = 0;
   #t0 = 0;
   #m0: [number, number] = [0, 0];
   /** The server's CPU share (1.0 = one core). */
   share = NaN;
+  /** The server's main thread's CPU share (1.0 = one core). */
+  thread = NaN;
   /** Share of the whole machine busy (1.0 = every core), kernel included. */
   machine = NaN;
   constructor(readonly pid: number) {}
@@ -211,10 +220,13 @@ export class CpuMeter {
   mark = (name: string): void => {
     if (name === "start") {
       this.#c0 = cpuSeconds(this.pid);
+      this.#th0 = cpuSeconds(this.pid, this.pid);
       this.#t0 = performance.now();
       this.#m0 = machineTicks();
     } else if (name === "end" && this.#t0) {
-      this.share = (cpuSeconds(this.pid) - this.#c0) / ((performance.now() - this.#t0) / 1000);
+      const seconds = (performance.now() - this.#t0) / 1000;
+      this.share = (cpuSeconds(this.pid) - this.#c0) / seconds;
+      this.thread = (cpuSeconds(this.pid, this.pid) - this.#th0) / seconds;
       const [busy, total] = machineTicks();
       this.machine = (busy - this.#m0[0]) / Math.max(1, total - this.#m0[1]);
     }

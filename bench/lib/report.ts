@@ -34,8 +34,10 @@ export function pending(name: string, why: string): BenchReport {
 
 /**
  * Verdict on who limited a run: the generator when it saturated its core and the server did
- * not; the server when it saturated its core; "machine" when all cores were busy (server,
- * generator and kernel loopback work share the cores) and neither process alone was.
+ * not; the server when it saturated its core (`serverCpu`: the share of a single-threaded
+ * server's main thread, `CpuMeter.thread`, where one is measured); "machine" when all cores
+ * were busy (server, generator and kernel loopback work share the cores) and neither process
+ * alone was.
  */
 export function bottleneck(genCpu: number, serverCpu: number, machine = NaN): string {
   if (genCpu >= 0.9 && !(serverCpu >= 0.9)) return "generator";
