@@ -74,13 +74,15 @@ Deno.test({ name: "examples/ai-chat: useChat over Switchboard in a browser", san
     await until(() => lastAgent(page), (t) => t.includes("word39"), "resumed answer completed after reload");
     await until(() => status(page), (s) => s.includes("ready"), "ready after resume");
 
-    // Stop cancels the run: the answer stays partial.
-    await send(page, long);
+    // Stop cancels the run: the answer stays partial. It is 200 words (12 s at the mock model's
+    // 60 ms a word), so a slow machine cannot finish it before the click lands.
+    const longer = Array.from({ length: 200 }, (_, i) => `word${i}`).join(" ");
+    await send(page, longer);
     await until(() => lastAgent(page), (t) => t.includes(`You said: word0`), "second long answer started");
     await page.click("#stop");
     await until(() => status(page), (s) => s.includes("ready"), "stopped");
     await new Promise((r) => setTimeout(r, 500));
-    assert.ok(!(await lastAgent(page)).includes("word39"), "the stopped answer did not finish");
+    assert.ok(!(await lastAgent(page)).includes("word199"), "the stopped answer did not finish");
     assert.deepEqual(errors, [], "no uncaught page errors");
   } finally {
     await browser?.close();
