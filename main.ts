@@ -3,6 +3,7 @@ import process from "node:process";
 import { ConfigError, helpText, parseConfig } from "./lib/config/config.ts";
 import { startSwitchboard } from "./lib/server.ts";
 import { runBackup } from "./lib/store/backup.ts";
+import { isCommitFailure } from "./lib/store/errors.ts";
 import { DataDirLockedError } from "./lib/store/lock.ts";
 import { VERSION } from "./lib/version.ts";
 import type { App } from "./lib/config/apps.ts";
@@ -22,8 +23,11 @@ async function main() {
     undefined,
     config.nats ? { node: config.nodeId } : undefined,
   );
-  // Last resort: a stray rejected promise is logged, never a reason to drop every connection.
-  process.on("unhandledRejection", (err) => log.error("unhandled rejection", errorFields(err)));
+  // Last resort: a stray rejected promise is logged, never a reason to drop every connection
+  // (a failed commit's stray rejection is not: the store has reported that commit).
+  process.on("unhandledRejection", (err) => {
+    if (!isCommitFailure(err)) log.error("unhandled rejection", errorFields(err));
+  });
   log.info("starting", {
     version: VERSION,
     host: config.host,

@@ -21,15 +21,23 @@ export class StorageUnavailableError extends Error {
  * would end the process). Any other error is returned unchanged.
  */
 export async function asStorageError(err: unknown): Promise<unknown> {
-  const commitError = (err as { commitError?: unknown })?.commitError;
-  if (!(commitError instanceof Promise)) return err;
+  if (!isCommitFailure(err)) return err;
   let cause = "commit failed";
   try {
-    await commitError;
+    await (err as { commitError: Promise<unknown> }).commitError;
   } catch (e) {
     cause = describe(e);
   }
   return new StorageUnavailableError(cause);
+}
+
+/**
+ * True for lmdb-js's "Commit failed" rejection. When a commit fails, lmdb-js also rejects a
+ * commit promise of its own event-turn batch that no caller holds; `StoreEnv` has already
+ * refused and logged that commit, so such a stray rejection needs no report of its own.
+ */
+export function isCommitFailure(err: unknown): boolean {
+  return (err as { commitError?: unknown })?.commitError instanceof Promise;
 }
 
 /** A short cause: the OS error text, e.g. "No space left on device". */
