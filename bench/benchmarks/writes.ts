@@ -1,12 +1,13 @@
 // Durable writes: set and increment on one hot object and on many objects, 1, 8, 64 and 256
 // concurrent writers, each acknowledged only when durable. Baselines and peers run interleaved
 // with the server, cell by cell (same objects and writers), and the 64-writer cells three times
-// (medians): raw awaited lmdb-js puts, the same-shape floor, Redis INCR with appendfsync
-// always, and JetStream publishes (not durable on Debian's nats-server 2.9).
+// (medians): raw awaited lmdb-js puts, the same-shape floor, the HTTP floor (a bare Bun server
+// answering the same requests, storing nothing), Redis INCR with appendfsync always, and
+// JetStream publishes (not durable on Debian's nats-server 2.9).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { APP, CpuMeter, matchingRuntime, runGenerator, startSwitchboard } from "../lib/proc.ts";
+import { APP, CpuMeter, matchingRuntime, runGenerator, startHttpFloor, startSwitchboard } from "../lib/proc.ts";
 import { type BenchContext, type BenchReport, bottleneck, pct, pending } from "../lib/report.ts";
 import { round } from "../lib/stats.ts";
 import { routeExists } from "./probe.ts";
@@ -72,6 +73,7 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
   };
   const redis = await startPeer("redis-server", startRedis, "redis-server");
   const jetstream = await startPeer("nats-server", startJetStream, "nats-server");
+  const http = await startHttpFloor();
 
   /** One run of a generator against a process whose CPU is sampled; with `metrics` (a
    * Switchboard's base URL), its commits over the closed-loop window too. */
@@ -103,19 +105,20 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
     }
   };
 
-  const columns = ["op", "objects", "writers", "runs", "writes/s", "p50 ms", "p99 ms", "raw writes/s", "ratio", "vs floor", "vs redis", "vs jetstream*", "open-loop p50/p99 ms @ rate", "writes / commit", "commit ms", "server cpu", "main thread", "machine", "limit"];
+  const columns = ["op", "objects", "writers", "runs", "writes/s", "p50 ms", "p99 ms", "raw writes/s", "ratio", "vs floor", "vs http floor", "vs redis", "vs jetstream*", "open-loop p50/p99 ms @ rate", "writes / commit", "commit ms", "server cpu", "main thread", "machine", "limit"];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
   try {
     for (const objects of [1, many]) {
       for (const concurrency of concurrencies) {
         const reps = concurrency === 64 && !ctx.quick ? 3 : 1;
-        const runs: Record<string, WriteResult[]> = { raw: [], floor: [], redis: [], jetstream: [], set: [], increment: [] };
+        const runs: Record<string, WriteResult[]> = { raw: [], floor: [], http: [], redis: [], jetstream: [], set: [], increment: [] };
         for (let rep = 0; rep < reps; rep++) {
           ctx.log(`objects=${objects} writers=${concurrency} run ${rep + 1}/${reps}: raw, floor, peers, server`);
           runs.raw.push(await rawRun("writes", objects, concurrency));
           runs.floor.push(await rawRun("shape", objects, concurrency));
           const peerCfg = { objects, concurrency, seconds, warmup };
+          runs.http.push(await measured(http.pid, "gen/writes_gen.ts", { ...peerCfg, base: http.baseUrl, op: "increment", valueBytes }));
           if (redis) runs.redis.push(await measured(redis.pid, "gen/redis_writes_gen.ts", { ...peerCfg, port: redis.port }));
           if (jetstream) runs.jetstream.push(await measured(jetstream.pid, "gen/jetstream_writes_gen.ts", { ...peerCfg, port: jetstream.port }));
           for (const op of ["set", "increment"] as const) {
@@ -129,16 +132,18 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
             }
           }
         }
-        const [raw, floor, peer, js] = [median(runs.raw), median(runs.floor), runs.redis.length ? median(runs.redis) : undefined, runs.jetstream.length ? median(runs.jetstream) : undefined];
+        const [raw, floor, bare, peer, js] = [median(runs.raw), median(runs.floor), median(runs.http), runs.redis.length ? median(runs.redis) : undefined, runs.jetstream.length ? median(runs.jetstream) : undefined];
         const cell = { objects, writers: concurrency, runs: reps };
-        rows.push(["lmdb same-shape txn", objects, concurrency, reps, floor.perSecond, floor.p50, floor.p99, null, null, null, null, null, null, null, null, null, null, null, null]);
+        rows.push(["lmdb same-shape txn", objects, concurrency, reps, floor.perSecond, floor.p50, floor.p99, null, null, null, null, null, null, null, null, null, null, null, null, null]);
         data.push({ op: "lmdb same-shape transaction (floor)", runtime: rt.name, ...cell, writesPerSecond: round(floor.perSecond), p50Ms: floor.p50, p99Ms: floor.p99 });
+        rows.push(["http floor (no storage)", objects, concurrency, reps, bare.perSecond, bare.p50, bare.p99, null, null, null, null, null, null, null, null, null, pct(bare.serverCpu!), pct(bare.threadCpu!), pct(bare.machineCpu!), bottleneck(bare.genCpu ?? 0, bare.threadCpu!, bare.machineCpu)]);
+        data.push({ op: "http floor (bare Bun server, same requests, no storage)", ...cell, writesPerSecond: round(bare.perSecond), p50Ms: bare.p50, p99Ms: bare.p99, serverCpu: round(bare.serverCpu!, 2), mainThreadCpu: round(bare.threadCpu!, 2), generatorCpu: round(bare.genCpu ?? 0, 2), ratioToRedis: peer ? round(bare.perSecond / peer.perSecond, 3) : undefined });
         if (peer) {
-          rows.push(["redis INCR", objects, concurrency, reps, peer.perSecond, peer.p50, peer.p99, null, null, null, null, null, null, null, null, pct(peer.serverCpu!), pct(peer.threadCpu!), pct(peer.machineCpu!), bottleneck(peer.genCpu ?? 0, peer.threadCpu!, peer.machineCpu)]);
+          rows.push(["redis INCR", objects, concurrency, reps, peer.perSecond, peer.p50, peer.p99, null, null, null, null, null, null, null, null, null, pct(peer.serverCpu!), pct(peer.threadCpu!), pct(peer.machineCpu!), bottleneck(peer.genCpu ?? 0, peer.threadCpu!, peer.machineCpu)]);
           data.push({ op: "redis INCR (appendfsync always)", ...cell, writesPerSecond: round(peer.perSecond), p50Ms: peer.p50, p99Ms: peer.p99, serverCpu: round(peer.serverCpu!, 2), mainThreadCpu: round(peer.threadCpu!, 2), generatorCpu: round(peer.genCpu ?? 0, 2) });
         }
         if (js) {
-          rows.push(["jetstream publish* (not durable)", objects, concurrency, reps, js.perSecond, js.p50, js.p99, null, null, null, null, null, null, null, null, pct(js.serverCpu!), null, pct(js.machineCpu!), bottleneck(js.genCpu ?? 0, js.serverCpu!, js.machineCpu)]);
+          rows.push(["jetstream publish* (not durable)", objects, concurrency, reps, js.perSecond, js.p50, js.p99, null, null, null, null, null, null, null, null, null, pct(js.serverCpu!), null, pct(js.machineCpu!), bottleneck(js.genCpu ?? 0, js.serverCpu!, js.machineCpu)]);
           data.push({ op: "jetstream publish (nats-server 2.9: acknowledged before fsync, not durable)", durable: false, ...cell, writesPerSecond: round(js.perSecond), p50Ms: js.p50, p99Ms: js.p99, serverCpu: round(js.serverCpu!, 2), generatorCpu: round(js.genCpu ?? 0, 2) });
         }
         for (const op of ["set", "increment"] as const) {
@@ -147,8 +152,8 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
           const ratio = round(r.perSecond / raw.perSecond, 3);
           const vs = (base?: WriteResult) => (op === "increment" && base ? round(r.perSecond / base.perSecond, 3) : null);
           const limit = limitOf(r);
-          rows.push([op, objects, concurrency, reps, r.perSecond, r.p50, r.p99, raw.perSecond, ratio, vs(floor), vs(peer), vs(js), open.openRate ? `${open.openP50} / ${open.openP99} @ ${Math.round(open.openRate)}/s` : null, r.writesPerCommit === undefined ? null : round(r.writesPerCommit, 1), r.commitMs === undefined ? null : round(r.commitMs, 2), pct(r.serverCpu!), pct(r.threadCpu!), pct(r.machineCpu!), limit]);
-          data.push({ op, ...cell, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, allRunsPerSecond: runs[op].map((x) => round(x.perSecond)), rawWritesPerSecond: round(raw.perSecond), rawP99Ms: raw.p99, ratioToRaw: ratio, sameShapeFloorPerSecond: op === "increment" ? round(floor.perSecond) : undefined, ratioToSameShapeFloor: vs(floor) ?? undefined, redisPerSecond: op === "increment" && peer ? round(peer.perSecond) : undefined, ratioToRedis: vs(peer) ?? undefined, ratioToJetstreamNotDurable: vs(js) ?? undefined, openLoopRate: open.openRate ? round(open.openRate) : undefined, openLoopP50Ms: open.openP50, openLoopP99Ms: open.openP99, errors: r.errors, commits: r.commits, writesPerCommit: r.writesPerCommit === undefined ? undefined : round(r.writesPerCommit, 1), commitMs: r.commitMs === undefined ? undefined : round(r.commitMs, 3), serverCpu: round(r.serverCpu!, 2), mainThreadCpu: round(r.threadCpu!, 2), machineCpu: round(r.machineCpu!, 2), generatorCpu: round(r.genCpu ?? 0, 2), bottleneck: limit });
+          rows.push([op, objects, concurrency, reps, r.perSecond, r.p50, r.p99, raw.perSecond, ratio, vs(floor), vs(bare), vs(peer), vs(js), open.openRate ? `${open.openP50} / ${open.openP99} @ ${Math.round(open.openRate)}/s` : null, r.writesPerCommit === undefined ? null : round(r.writesPerCommit, 1), r.commitMs === undefined ? null : round(r.commitMs, 2), pct(r.serverCpu!), pct(r.threadCpu!), pct(r.machineCpu!), limit]);
+          data.push({ op, ...cell, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, allRunsPerSecond: runs[op].map((x) => round(x.perSecond)), rawWritesPerSecond: round(raw.perSecond), rawP99Ms: raw.p99, ratioToRaw: ratio, sameShapeFloorPerSecond: op === "increment" ? round(floor.perSecond) : undefined, ratioToSameShapeFloor: vs(floor) ?? undefined, httpFloorPerSecond: op === "increment" ? round(bare.perSecond) : undefined, ratioToHttpFloor: vs(bare) ?? undefined, redisPerSecond: op === "increment" && peer ? round(peer.perSecond) : undefined, ratioToRedis: vs(peer) ?? undefined, ratioToJetstreamNotDurable: vs(js) ?? undefined, openLoopRate: open.openRate ? round(open.openRate) : undefined, openLoopP50Ms: open.openP50, openLoopP99Ms: open.openP99, errors: r.errors, commits: r.commits, writesPerCommit: r.writesPerCommit === undefined ? undefined : round(r.writesPerCommit, 1), commitMs: r.commitMs === undefined ? undefined : round(r.commitMs, 3), serverCpu: round(r.serverCpu!, 2), mainThreadCpu: round(r.threadCpu!, 2), machineCpu: round(r.machineCpu!, 2), generatorCpu: round(r.genCpu ?? 0, 2), bottleneck: limit });
           if (r.errors) notes.push(`${op} objects=${objects} writers=${concurrency}: ${r.errors} failed requests`);
           if (limit === "generator") notes.push(`${op} objects=${objects} writers=${concurrency}: generator-bound; the server figure is a lower bound`);
         }
@@ -157,10 +162,12 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
   } finally {
     await redis?.stop();
     await jetstream?.stop();
+    await http.stop();
   }
   notes.push("every Switchboard run starts a fresh server on a fresh data dir, as every raw and floor run gets a fresh dir (until 2026-11-25 one server took every run in turn, so later cells wrote into a store already holding millions of entries).");
   notes.push("writes / commit, commit ms: Switchboard's own counters (/metrics: switchboard_lmdb_commit_seconds, switchboard_log_appends_total) over the closed-loop window; a commit's time runs from handing its batch to lmdb-js until it is durable. main thread: Switchboard's JavaScript thread, Redis's event loop (the process figure also counts JIT, GC and storage threads). limit: the core at 90% or more (a server's main thread), else `commits`: no core is saturated and the writers wait on commits.");
-  notes.push("runs: cells with 64 writers run 3 times, interleaved (raw, floor, Redis, JetStream, set, increment; then again), and show the medians; other cells run once, in the same interleaved order.");
+  notes.push("http floor: a bare Bun server (bench/baselines/http_floor_server.ts) that reads each request's body and answers a small JSON reply, storing nothing, driven by the same generator and requests as Switchboard's increments: what one HTTP/1.1 request per write costs here before any storage, auth or routing. vs http floor: the increment's rate over it.");
+  notes.push("runs: cells with 64 writers run 3 times, interleaved (raw, floor, HTTP floor, Redis, JetStream, set, increment; then again), and show the medians; other cells run once, in the same interleaved order.");
   notes.push("open-loop (64-writer rows, first run): after the closed-loop window, requests leave on a fixed schedule at half the measured rate, each on an idle keep-alive connection or a new one, whatever the replies do; p50/p99 count from each request's intended send time (no coordinated omission).");
   notes.push("* jetstream: Debian's nats-server 2.9 acknowledges a JetStream publish before it reaches the disk (no sync_interval: always), so it is shown for scale and is NOT a durable peer; 8 client connections.");
   notes.push(`value ~${valueBytes} B JSON per set; raw baseline = one awaited db.put of the same value per write (overlappingSync false), ${rt.name} runtime; Switchboard writers: one keep-alive HTTP/1.1 connection each (bench/gen/http1.ts); data dirs on the local disk (${tmpdir()}).`);

@@ -108,6 +108,11 @@ export function startBunPubsub(): Promise<Served> {
   return startListening(BUN, ["run", join(ROOT, "bench/baselines/bun_pubsub_server.ts")], /listening on http:\/\/[^:]+:(\d+)/);
 }
 
+/** Starts the HTTP floor baseline: a bare Bun server answering each request, storing nothing. */
+export function startHttpFloor(): Promise<Served> {
+  return startListening(BUN, ["run", join(ROOT, "bench/baselines/http_floor_server.ts")], /listening on http:\/\/[^:]+:(\d+)/);
+}
+
 /** Starts the npm `ws` broadcast baseline under node. */
 export function startWsBroadcast(): Promise<Served> {
   return startListening("node", [join(ROOT, "bench/baselines/ws_broadcast_server.mjs")], /listening on http:\/\/[^:]+:(\d+)/);
