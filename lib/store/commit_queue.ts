@@ -37,17 +37,6 @@ const MAX_INTERNED = 100_000;
 /** Rough bytes a cached row costs when its writer does not say. */
 const DEFAULT_WEIGHT = 128;
 
-/** Batches handed to lmdb-js at most at once: one syncing, one chained to it. */
-const DEPTH = 2;
-
-/** A batch handed to lmdb-js and not yet settled. */
-interface Flight {
-  /** The rows its jobs staged, by slot. */
-  rows: Map<string, Row>;
-  /** Only staged jobs: a chained `StoreEnv.batch`, which a next batch may build on. */
-  staged: boolean;
-}
-
 /**
  * Group commit with a write-behind cache, for the ordered log and the products' derived rows.
  *
@@ -58,11 +47,8 @@ interface Flight {
  * transaction's begin and commit were a seventh of a hot write's CPU): what it staged is
  * dropped when it throws. A batch of only such jobs runs at once on the JS thread and hands
  * its rows to lmdb-js's write thread as one atomic batch (`StoreEnv.batch`), with no
- * transaction callback. Such a batch does not wait for the one before it to settle: its jobs
- * read what that one wrote, and it is chained to it, so it commits only if that one did (a
- * failed batch fails the ones built on it, and no new one starts until they have settled).
- * At most `DEPTH` batches are in flight; a batch with a job that is not staged (it reads the
- * store inside its own transaction) goes alone, once every earlier one has settled.
+ * transaction callback. One batch commits at a time: jobs queued meanwhile run together once
+ * it has settled, so the store they read includes it.
  *
  * Rows written with `write` are staged in memory and put once per batch (the last value of a
  * key wins), then kept in a bounded cache once the commit is durable, so the next write of a hot
@@ -70,11 +56,11 @@ interface Flight {
  * never put: they are derived from other stored rows (a stream's head from its last entry), and
  * whoever reads them passes `read` a `load` that derives them again from the store.
  *
- * `read` sees, in order: the running job's own staged rows, the batch's, then the rows of the
- * batches in flight, newest first (a job sees them; a reader outside a job sees one only when
- * the caller's `fresh` accepts it, else the store as last committed), then the cache, then
- * the store (`load`, or the row as stored). The cache is only sound while every write of those
- * rows goes through this queue (a write outside a job drops the row from it); a failed commit
+ * `read` sees, in order: the running job's own staged rows, the batch's, then, for a row that
+ * the batch being committed wrote (only readers outside a job see one), that row only when the
+ * caller's `fresh` accepts it (else the store as last committed), then the cache, then the
+ * store (`load`, or the row as stored). The cache is only sound while every write of those rows
+ * goes through this queue (a write outside a job drops the row from it); a failed commit
  * empties it.
  *
  * Clustered mode (`env.replicated`): a transaction may run more than once and other nodes'
@@ -85,11 +71,10 @@ export class CommitQueue {
   #env: StoreEnv;
   #queue: Job[] = [];
   #scheduled = false;
-  /** Batches handed to lmdb-js and not yet settled, oldest first. */
-  #flights: Flight[] = [];
-  /** A batch failed while later ones were in flight (they fail too): nothing new starts
-   * until they have all settled. */
-  #failing = false;
+  /** A batch is committing: the next one waits for it (see `#flush`). */
+  #committing = false;
+  /** The rows of the batch being committed, by slot (null between batches). */
+  #settling: Map<string, Row> | null = null;
   /** Rows staged by the running batch, and by its running job; keyed by `#slot`. */
   #batch: Map<string, Row> | null = null;
   #job: Map<string, Row> | null = null;
@@ -115,14 +100,17 @@ export class CommitQueue {
     if (this.#direct) return this.#env.transaction(fn);
     return new Promise<T>((resolve, reject) => {
       this.#queue.push({ fn, staged, resolve: resolve as (v: unknown) => void, reject });
-      this.#schedule();
+      if (!this.#scheduled && !this.#committing) {
+        this.#scheduled = true;
+        setImmediate(() => void this.#flush());
+      }
     });
   }
 
   /**
    * The row's current value as the running job sees it (see the class comment). `load` reads
    * it from the store when no staged or cached copy answers (default: the row as stored);
-   * `fresh` says whether the row a batch in flight wrote is what the store now holds.
+   * `fresh` says whether the row a batch still syncing wrote is what the store now holds.
    */
   read<V>(
     db: Database<V, Key>,
@@ -134,16 +122,11 @@ export class CommitQueue {
     const slot = this.#slot(db, key);
     const staged = this.#job?.get(slot) ?? this.#batch?.get(slot);
     if (staged) return staged.value as V | undefined;
-    let inFlight = false;
-    for (let i = this.#flights.length - 1; i >= 0; i--) {
-      const row = this.#flights[i].rows.get(slot);
-      if (!row) continue;
-      // A job's batch is chained to the batches in flight: it reads what they wrote.
-      const value = row.value as V | undefined;
-      if (this.#batch || (value !== undefined && fresh?.(value))) return value;
-      inFlight = true;
+    const settling = this.#settling?.get(slot);
+    if (settling) {
+      const value = settling.value as V | undefined;
+      return value !== undefined && fresh?.(value) ? value : load();
     }
-    if (inFlight) return load();
     const cached = this.#cache.get(slot);
     return cached ? cached.value as V | undefined : load();
   }
@@ -192,36 +175,23 @@ export class CommitQueue {
     stage(this.#job, this.#slot(db, key), { db: db as Database, key, value, weight, put: false });
   }
 
-  /** Flushes the queue in a coming turn of the event loop, if it may go now (see `#ready`). */
-  #schedule(): void {
-    if (this.#scheduled || !this.#ready()) return;
-    this.#scheduled = true;
-    setImmediate(() => this.#flush());
-  }
-
-  /** Whether the queued jobs may go as a batch now: when nothing is in flight, or when they
-   * and the batches in flight are all staged (the new batch is chained to them), fewer than
-   * `DEPTH` are in flight and none of them has failed. */
-  #ready(): boolean {
-    const flights = this.#flights;
-    if (this.#queue.length === 0) return false;
-    if (flights.length === 0) return true;
-    return !this.#failing && flights.length < DEPTH && flights.every((f) => f.staged) &&
-      this.#queue.every((job) => job.staged);
-  }
-
-  /** Commits every queued job as one batch (see the class comment). */
-  #flush(): void {
+  /** Commits every queued job as one batch (see the class comment); once it has settled, the
+   * jobs queued meanwhile go as the next. */
+  async #flush(): Promise<void> {
     this.#scheduled = false;
-    if (this.#ready()) void this.#commit(this.#queue.splice(0));
+    this.#committing = true;
+    try {
+      await this.#commit(this.#queue.splice(0));
+    } finally {
+      this.#committing = false;
+      if (this.#queue.length > 0) void this.#flush();
+    }
   }
 
   /** Runs `jobs` in one commit, then settles each job and caches the rows they wrote. */
   async #commit(jobs: Job[]): Promise<void> {
     const batch = new Map<string, Row>();
-    const flight: Flight = { rows: batch, staged: jobs.every((job) => job.staged) };
-    const chained = this.#flights.length > 0;
-    this.#flights.push(flight);
+    this.#settling = batch;
     const outcomes: { ok: boolean; value: unknown }[] = [];
     const root = this.#env.root;
     const body = () => {
@@ -256,27 +226,17 @@ export class CommitQueue {
       }
     };
     try {
-      await (flight.staged ? this.#env.batch(body, chained) : this.#env.transaction(body));
+      await (jobs.every((job) => job.staged) ? this.#env.batch(body) : this.#env.transaction(body));
     } catch (err) {
-      this.#settled(flight, true);
+      this.#settling = null;
+      this.#cache.clear();
+      this.#cachedBytes = 0;
       for (const job of jobs) job.reject(err);
       return;
     }
-    this.#settled(flight, false);
+    this.#settling = null;
     for (const [slot, row] of batch) this.#remember(slot, row);
     jobs.forEach((job, i) => outcomes[i].ok ? job.resolve(outcomes[i].value) : job.reject(outcomes[i].value));
-  }
-
-  /** Takes a settled batch off the flights; a failed one empties the cache and holds new
-   * batches until the ones chained to it have failed too. Then the queue may go. */
-  #settled(flight: Flight, failed: boolean): void {
-    this.#flights.splice(this.#flights.indexOf(flight), 1);
-    if (failed) {
-      this.#cache.clear();
-      this.#cachedBytes = 0;
-    }
-    this.#failing = (this.#failing || failed) && this.#flights.length > 0;
-    this.#schedule();
   }
 
   /** Puts what the batch's staged jobs have `put` so far. */

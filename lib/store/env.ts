@@ -11,12 +11,6 @@ export function storePath(dataDir: string): string {
   return join(dataDir, "switchboard.mdb");
 }
 
-/** The chain row's key (see `StoreEnv.batch`). */
-const CHAIN_KEY = "chain";
-
-/** Why a chained batch was refused: the batch it was built on did not commit. */
-const CHAIN_BROKEN = "the write it depended on failed";
-
 /** One replicated write: `[0, db, key, value]` puts, `[1, db, key]` removes. */
 export type Write = [0, string, Key, unknown] | [1, string, Key];
 
@@ -44,7 +38,6 @@ export class StoreEnv {
   #idle: (() => void)[] = [];
   #closing = false;
   #commits: CommitQueue | undefined;
-  #chain: { db: Database<boolean, string>; version: number } | undefined;
 
   /** `syncEachCommit: false` (clustered mode, where the replicated log is the durable copy)
    * makes commits visible before they reach the disk, keeping LMDB's crash consistency. */
@@ -114,40 +107,10 @@ export class StoreEnv {
    * rejects with `StorageUnavailableError`. Nothing is undone when `fn` throws: what it put
    * before the throw still commits, so callers decide everything first and put last (as
    * `CommitQueue` does).
-   *
-   * Batches form a chain: each writes a new version of one row, and a `chained` batch commits
-   * only if the row still holds the version the batch before it wrote, that is only if that
-   * batch committed. So a batch built on rows of one still syncing can be handed over at once,
-   * and never outlives it: it rejects (`StorageUnavailableError`) with nothing written.
    */
-  batch<T>(fn: () => T, chained = false): Promise<T> {
-    const chain = (this.#chain ??= this.#openChain());
-    const after = chain.version;
-    const next = ++chain.version;
+  batch<T>(fn: () => T): Promise<T> {
     let result: T;
-    const write = () => {
-      result = fn();
-      chain.db.put(CHAIN_KEY, true, next);
-    };
-    return this.#commit(async () => {
-      if (!chained) {
-        await this.root.batch(write);
-        return result;
-      }
-      // The condition sits inside a plain batch, whose promise is lmdb-js's commit promise for
-      // the transaction: awaited here, a failed commit never rejects it unhandled.
-      let applied: Promise<boolean> | undefined;
-      const committed = this.root.batch(() => void (applied = chain.db.ifVersion(CHAIN_KEY, after, write)));
-      const [ok] = await Promise.all([applied, committed]);
-      if (!ok) throw new StorageUnavailableError(CHAIN_BROKEN);
-      return result;
-    });
-  }
-
-  /** The chain row's database and the version the last `batch` wrote (or will write). */
-  #openChain(): { db: Database<boolean, string>; version: number } {
-    const db = this.root.openDB<boolean, string>({ name: "commit-chain", useVersions: true });
-    return { db, version: db.getEntry(CHAIN_KEY)?.version ?? 0 };
+    return this.#commit(() => this.root.batch(() => void (result = fn())).then(() => result));
   }
 
   /** The group-commit queue every ordered log and product of this store writes through. */
