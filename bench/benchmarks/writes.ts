@@ -71,9 +71,9 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
     if (!peer) notes.push(`${name} peer missing: install it (Debian: apt-get install ${install}) for its rows.`);
     return peer;
   };
+  const http = await startHttpFloor();
   const redis = await startPeer("redis-server", startRedis, "redis-server");
   const jetstream = await startPeer("nats-server", startJetStream, "nats-server");
-  const http = await startHttpFloor();
 
   /** One run of a generator against a process whose CPU is sampled; with `metrics` (a
    * Switchboard's base URL), its commits over the closed-loop window too. */
