@@ -136,16 +136,16 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
         const cell = { objects, writers: concurrency, runs: reps };
         rows.push(["lmdb same-shape txn", objects, concurrency, reps, floor.perSecond, floor.p50, floor.p99, null, null, null, null, null, null, null, null, null, null, null, null, null]);
         data.push({ op: "lmdb same-shape transaction (floor)", runtime: rt.name, ...cell, writesPerSecond: round(floor.perSecond), p50Ms: floor.p50, p99Ms: floor.p99 });
-        rows.push(["http floor (no storage)", objects, concurrency, reps, bare.perSecond, bare.p50, bare.p99, null, null, null, null, null, null, null, null, null, pct(bare.serverCpu!), pct(bare.threadCpu!), pct(bare.machineCpu!), bottleneck(bare.genCpu ?? 0, bare.threadCpu!, bare.machineCpu)]);
-        data.push({ op: "http floor (bare Bun server, same requests, no storage)", ...cell, writesPerSecond: round(bare.perSecond), p50Ms: bare.p50, p99Ms: bare.p99, serverCpu: round(bare.serverCpu!, 2), mainThreadCpu: round(bare.threadCpu!, 2), generatorCpu: round(bare.genCpu ?? 0, 2), ratioToRedis: peer ? round(bare.perSecond / peer.perSecond, 3) : undefined });
-        if (peer) {
-          rows.push(["redis INCR", objects, concurrency, reps, peer.perSecond, peer.p50, peer.p99, null, null, null, null, null, null, null, null, null, pct(peer.serverCpu!), pct(peer.threadCpu!), pct(peer.machineCpu!), bottleneck(peer.genCpu ?? 0, peer.threadCpu!, peer.machineCpu)]);
-          data.push({ op: "redis INCR (appendfsync always)", ...cell, writesPerSecond: round(peer.perSecond), p50Ms: peer.p50, p99Ms: peer.p99, serverCpu: round(peer.serverCpu!, 2), mainThreadCpu: round(peer.threadCpu!, 2), generatorCpu: round(peer.genCpu ?? 0, 2) });
-        }
-        if (js) {
-          rows.push(["jetstream publish* (not durable)", objects, concurrency, reps, js.perSecond, js.p50, js.p99, null, null, null, null, null, null, null, null, null, pct(js.serverCpu!), null, pct(js.machineCpu!), bottleneck(js.genCpu ?? 0, js.serverCpu!, js.machineCpu)]);
-          data.push({ op: "jetstream publish (nats-server 2.9: acknowledged before fsync, not durable)", durable: false, ...cell, writesPerSecond: round(js.perSecond), p50Ms: js.p50, p99Ms: js.p99, serverCpu: round(js.serverCpu!, 2), generatorCpu: round(js.genCpu ?? 0, 2) });
-        }
+        /** A peer's row and record; `thread`: its main thread is what saturates (not so for
+         * JetStream, whose process figure is shown instead). */
+        const peerRow = (name: string, op: string, r: WriteResult, thread: boolean, extra: Record<string, unknown> = {}) => {
+          const limit = bottleneck(r.genCpu ?? 0, thread ? r.threadCpu! : r.serverCpu!, r.machineCpu);
+          rows.push([name, objects, concurrency, reps, r.perSecond, r.p50, r.p99, ...Array(9).fill(null), pct(r.serverCpu!), thread ? pct(r.threadCpu!) : null, pct(r.machineCpu!), limit]);
+          data.push({ op, ...cell, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, serverCpu: round(r.serverCpu!, 2), mainThreadCpu: thread ? round(r.threadCpu!, 2) : undefined, generatorCpu: round(r.genCpu ?? 0, 2), ...extra });
+        };
+        peerRow("http floor (no storage)", "http floor (bare Bun server, same requests, no storage)", bare, true, { ratioToRedis: peer ? round(bare.perSecond / peer.perSecond, 3) : undefined });
+        if (peer) peerRow("redis INCR", "redis INCR (appendfsync always)", peer, true);
+        if (js) peerRow("jetstream publish* (not durable)", "jetstream publish (nats-server 2.9: acknowledged before fsync, not durable)", js, false, { durable: false });
         for (const op of ["set", "increment"] as const) {
           const r = median(runs[op]);
           const open = runs[op][0];

@@ -24,7 +24,7 @@ export async function asStorageError(err: unknown): Promise<unknown> {
   if (!isCommitFailure(err)) return err;
   let cause = "commit failed";
   try {
-    await (err as { commitError: Promise<unknown> }).commitError;
+    await err.commitError;
   } catch (e) {
     cause = describe(e);
   }
@@ -36,7 +36,7 @@ export async function asStorageError(err: unknown): Promise<unknown> {
  * commit promise of its own event-turn batch that no caller holds; `StoreEnv` has already
  * refused and logged that commit, so such a stray rejection needs no report of its own.
  */
-export function isCommitFailure(err: unknown): boolean {
+export function isCommitFailure(err: unknown): err is { commitError: Promise<unknown> } {
   return (err as { commitError?: unknown })?.commitError instanceof Promise;
 }
 
