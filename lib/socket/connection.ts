@@ -99,7 +99,7 @@ export class Connection extends SubscriberSocket implements LiveSocket {
         this.#leave(topic, "leave");
         this.#reply(joinRef, ref, topic, { status: "ok", response: {} });
       } else {
-        void this.#push(joinRef, ref, topic, event, payload);
+        this.#push(joinRef, ref, topic, event, payload);
       }
     } catch (err) {
       this.#crash(topic, joinRef, err);
@@ -217,22 +217,30 @@ export class Connection extends SubscriberSocket implements LiveSocket {
     ctx.accept({});
   }
 
-  async #push(joinRef: string | null, ref: string | null, topic: string, event: string, payload: Record<string, unknown>) {
+  /** Handles a push; a synchronous handler's reply is sent without a promise round trip. */
+  #push(joinRef: string | null, ref: string | null, topic: string, event: string, payload: Record<string, unknown>) {
     const member = this.#members.get(topic);
     if (!member || !member.instance || (joinRef !== null && joinRef !== member.joinRef)) {
       return this.#reply(joinRef, ref, topic, { status: "error", response: { reason: "unmatched topic" } });
     }
-    let reply: PushReply;
-    try {
-      reply = member.instance.handleIn
-        ? await member.instance.handleIn(event, payload)
-        : { status: "error", response: { reason: "unknown event" } };
-    } catch (err) {
+    const answer = (reply: PushReply) => {
+      if (reply && ref !== null) this.#reply(member.joinRef, ref, topic, reply);
+    };
+    const failed = (err: unknown) => {
       // Storage refusing a write is the push's answer, not a crash of the channel.
       if (!(err instanceof StorageUnavailableError)) return this.#crash(topic, member.joinRef, err);
-      reply = { status: "error", response: { reason: err.reason } };
+      answer({ status: "error", response: { reason: err.reason } });
+    };
+    let reply: PushReply | Promise<PushReply>;
+    try {
+      reply = member.instance.handleIn
+        ? member.instance.handleIn(event, payload)
+        : { status: "error", response: { reason: "unknown event" } };
+    } catch (err) {
+      return failed(err);
     }
-    if (reply && ref !== null) this.#reply(member.joinRef, ref, topic, reply);
+    if (reply instanceof Promise) reply.then(answer, failed);
+    else answer(reply);
   }
 
   #leave(topic: string, why: "leave" | "rejoin" | "close" | "kick", notifyOld = false) {

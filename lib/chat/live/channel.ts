@@ -143,16 +143,15 @@ export function threadChannel(
       }
 
       return {
-        async handleIn(event: string, payload: Record<string, unknown>): Promise<PushReply> {
+        handleIn(event: string, payload: Record<string, unknown>): PushReply | Promise<PushReply> {
+          const ok = (response: unknown): PushReply => ({ status: "ok", response });
+          const refused = (err: unknown): PushReply => ({ status: "error", response: { reason: reasonOf(err) } });
           try {
-            const response = await handlePush(
-              { svc, live, window, app, threadId, member },
-              event,
-              payload ?? {},
-            );
-            return { status: "ok", response };
+            // Token pushes answer synchronously: no promise per token frame.
+            const response = handlePush({ svc, live, window, app, threadId, member }, event, payload ?? {});
+            return response instanceof Promise ? response.then(ok, refused) : ok(response);
           } catch (err) {
-            return { status: "error", response: { reason: reasonOf(err) } };
+            return refused(err);
           }
         },
         terminate() {
