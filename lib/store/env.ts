@@ -5,6 +5,7 @@ import { record } from "../metrics/mod.ts";
 import { log } from "../log/mod.ts";
 import { CommitQueue } from "./commit_queue.ts";
 import { CODEC_OPTIONS } from "./codec.ts";
+import { prefixCachedKeys } from "./keys.ts";
 
 /** The LMDB environment's path inside the data dir. */
 export function storePath(dataDir: string): string {
@@ -57,9 +58,12 @@ export class StoreEnv {
   db<V = unknown>(name: string): Database<V, Key> {
     let db = this.#dbs.get(name);
     if (!db) {
+      // ordered-binary keys, their leading string decoded once per run (keys.ts); lmdb-js
+      // takes a `keyEncoder` that its types do not declare.
+      const keys: Record<string, unknown> = { keyEncoder: prefixCachedKeys() };
       db = this.root.openDB({
         name,
-        keyEncoding: "ordered-binary",
+        ...keys,
         encoding: "msgpack",
         ...CODEC_OPTIONS,
       });
