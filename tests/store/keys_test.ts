@@ -24,7 +24,7 @@ const part = fc.oneof(
 const key = fc.oneof(part, fc.array(part, { minLength: 2, maxLength: 4 }));
 
 /** Encodes `k` the way lmdb-js does (null-terminated ordered-binary) into a fresh buffer. */
-function encode(k: unknown): { bytes: Uint8Array; end: number } {
+function encode(k: Parameters<typeof writeKey>[0]): { bytes: Uint8Array; end: number } {
   const bytes = new Uint8Array(4096);
   const end = writeKey(k, bytes, 0);
   return { bytes, end };
