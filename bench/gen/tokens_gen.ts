@@ -37,14 +37,13 @@ const pct = (p: number) => {
   return NaN;
 };
 
-/** A minimal Phoenix V2 client: joins, pushes with replies, and an event callback. */
+/** A minimal Phoenix V2 client: joins, pushes with replies, and a `stream` delta callback. */
 class Phx {
   #ws: WebSocket;
   #ref = 0;
   #waiting = new Map<string, (payload: { status: string; response: Record<string, unknown> }) => void>();
   errors = 0;
   closed = false;
-  onEvent: (topic: string, event: string, payload: any) => void = () => {};
   /** Viewers' hot path: a `stream` delta's offset and text length, read without a full parse. */
   onDelta: ((offset: number, length: number) => void) | null = null;
   constructor(ws: WebSocket) {
@@ -53,7 +52,8 @@ class Phx {
       if (this.onDelta && readDelta(e.data as string, this.onDelta)) return;
       // Agents' hot path: an ok reply to a token push nobody waits for.
       if (this.#waiting.size === 0 && (e.data as string).includes('"phx_reply",{"status":"ok"')) return;
-      const [, ref, topic, event, payload] = JSON.parse(e.data as string);
+      // Replies settle pushes; other events (run lifecycle, snapshots) are not measured.
+      const [, ref, , event, payload] = JSON.parse(e.data as string);
       if (event === "phx_reply") {
         const w = this.#waiting.get(ref);
         if (w) {
@@ -62,7 +62,7 @@ class Phx {
         } else if (payload.status !== "ok") {
           if (++this.errors < 4) log(`push refused: ${JSON.stringify(payload)}`);
         }
-      } else this.onEvent(topic, event, payload);
+      }
     };
     ws.onclose = () => (this.closed = true);
   }
