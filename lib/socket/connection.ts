@@ -223,24 +223,32 @@ export class Connection extends SubscriberSocket implements LiveSocket {
     if (!member || !member.instance || (joinRef !== null && joinRef !== member.joinRef)) {
       return this.#reply(joinRef, ref, topic, { status: "error", response: { reason: "unmatched topic" } });
     }
-    const answer = (reply: PushReply) => {
-      if (reply && ref !== null) this.#reply(member.joinRef, ref, topic, reply);
-    };
-    const failed = (err: unknown) => {
-      // Storage refusing a write is the push's answer, not a crash of the channel.
-      if (!(err instanceof StorageUnavailableError)) return this.#crash(topic, member.joinRef, err);
-      answer({ status: "error", response: { reason: err.reason } });
-    };
     let reply: PushReply | Promise<PushReply>;
     try {
       reply = member.instance.handleIn
         ? member.instance.handleIn(event, payload)
         : { status: "error", response: { reason: "unknown event" } };
     } catch (err) {
-      return failed(err);
+      return this.#pushFailed(member.joinRef, ref, topic, err);
     }
-    if (reply instanceof Promise) reply.then(answer, failed);
-    else answer(reply);
+    if (reply instanceof Promise) {
+      reply.then(
+        (r) => this.#answer(member.joinRef, ref, topic, r),
+        (err) => this.#pushFailed(member.joinRef, ref, topic, err),
+      );
+    } else this.#answer(member.joinRef, ref, topic, reply);
+  }
+
+  /** Sends a push's reply (none for a push without a ref). */
+  #answer(joinRef: string, ref: string | null, topic: string, reply: PushReply) {
+    if (reply && ref !== null) this.#reply(joinRef, ref, topic, reply);
+  }
+
+  /** A push's handler threw: storage refusing a write is the push's answer, not a crash of the
+   * channel; anything else crashes the channel. */
+  #pushFailed(joinRef: string, ref: string | null, topic: string, err: unknown) {
+    if (!(err instanceof StorageUnavailableError)) return this.#crash(topic, joinRef, err);
+    this.#answer(joinRef, ref, topic, { status: "error", response: { reason: err.reason } });
   }
 
   #leave(topic: string, why: "leave" | "rejoin" | "close" | "kick", notifyOld = false) {

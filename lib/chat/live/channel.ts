@@ -144,14 +144,12 @@ export function threadChannel(
 
       return {
         handleIn(event: string, payload: Record<string, unknown>): PushReply | Promise<PushReply> {
-          const ok = (response: unknown): PushReply => ({ status: "ok", response });
-          const refused = (err: unknown): PushReply => ({ status: "error", response: { reason: reasonOf(err) } });
           try {
             // Token pushes answer synchronously: no promise per token frame.
             const response = handlePush({ svc, live, window, app, threadId, member }, event, payload ?? {});
-            return response instanceof Promise ? response.then(ok, refused) : ok(response);
+            return response instanceof Promise ? response.then(okReply, refusedReply) : okReply(response);
           } catch (err) {
-            return refused(err);
+            return refusedReply(err);
           }
         },
         terminate() {
@@ -161,6 +159,16 @@ export function threadChannel(
       };
     },
   };
+}
+
+/** A push's ok reply. */
+function okReply(response: unknown): PushReply {
+  return { status: "ok", response };
+}
+
+/** A push's error reply, with the spec's reason for `err`. */
+function refusedReply(err: unknown): PushReply {
+  return { status: "error", response: { reason: reasonOf(err) } };
 }
 
 export { LiveError };
