@@ -243,6 +243,7 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
       unsubscribe: (t = topic) => this.#deps.hub.unsubscribe(t, this),
       close: () => this.#unsubscribe(name),
       buffered: () => this.transport.bufferedAmount(),
+      corked: (fn) => this.corked(fn),
       drained: () => this.drainedWhile(() => sub.live),
     };
   }

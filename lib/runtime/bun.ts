@@ -47,6 +47,7 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
           send: (bytes) => ws.send(bytes),
           close: (code, reason) => ws.close(code, reason),
           bufferedAmount: () => ws.getBufferedAmount(),
+          cork: (fn) => ws.cork(fn),
           subscribe: (name) => ws.subscribe(name),
           unsubscribe: (name) => ws.unsubscribe(name),
           publish: (name, bytes) => ws.publish(name, bytes),

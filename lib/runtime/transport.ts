@@ -7,6 +7,9 @@ export interface Transport {
   close(code: number, reason: string): void;
   /** Bytes queued but not yet written to the network. */
   bufferedAmount(): number;
+  /** Runs `fn` with the sends it makes gathered into one network write (Bun's cork); without
+   * it, each send outside the runtime's own message callback is a write of its own. */
+  cork?(fn: () => void): void;
   /** Runtime-native topic membership and publish-to-others (Bun only). */
   subscribe?(name: string): void;
   unsubscribe?(name: string): void;

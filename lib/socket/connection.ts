@@ -185,6 +185,7 @@ export class Connection extends SubscriberSocket implements LiveSocket {
         this.#send([jr, null, topic, "phx_close", reason ? { reason } : {}]);
       },
       buffered: () => this.transport.bufferedAmount(),
+      corked: (fn) => this.corked(fn),
       drained: () => this.drainedWhile(() => member.live),
     };
     let outcome: ChannelInstance | { error: string };

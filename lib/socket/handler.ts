@@ -21,6 +21,9 @@ export interface JoinContext {
   verify(token: unknown): Promise<Principal | null>;
   /** Sends an event to this member only. */
   push(event: string, payload: unknown): void;
+  /** Runs `fn` at once; the frames it pushes and sends leave in one network write where the
+   * runtime can, instead of one write each (a replay pushes its chunks this way). */
+  corked(fn: () => void): void;
   /** Sends the ok join reply now (once). */
   accept(response?: unknown): void;
   /** Starts live delivery of hub broadcasts on `topic` (default: this join's topic). */

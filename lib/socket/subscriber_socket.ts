@@ -8,6 +8,7 @@ import type { Transport } from "../runtime/transport.ts";
 import { record } from "../metrics/mod.ts";
 import { log } from "../log/mod.ts";
 import { REPLAY_LOW_WATER } from "./handler.ts";
+import { setImmediate } from "node:timers";
 
 /** See the module comment. Subclasses set `isClosed` when the socket ends. */
 export abstract class SubscriberSocket implements Subscriber {
@@ -66,11 +67,21 @@ export abstract class SubscriberSocket implements Subscriber {
     if (!this.isClosed) this.transport.publish?.(name, data);
   }
 
+  /** Runs `fn`, its sends gathered into one network write where the runtime can (a join's
+   * `corked`). */
+  protected corked(fn: () => void): void {
+    if (this.transport.cork && !this.isClosed) this.transport.cork(fn);
+    else fn();
+  }
+
   /**
    * Resolves true once the queue is down to REPLAY_LOW_WATER, or false as soon as `live()`
-   * turns false or the socket closes (a join's `drained`).
+   * turns false or the socket closes (a join's `drained`). It first yields a turn of the event
+   * loop, so what a replay has pushed so far goes out (and the client reads it) while the
+   * replay reads its next chunk, and other sockets are served in between.
    */
   protected async drainedWhile(live: () => boolean): Promise<boolean> {
+    await new Promise((resolve) => setImmediate(resolve));
     while (live() && !this.isClosed) {
       if (this.transport.bufferedAmount() <= REPLAY_LOW_WATER) return true;
       await new Promise((r) => setTimeout(r, 5));

@@ -100,14 +100,17 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
       pos = first - 1;
     }
     if (records.length === 0) break;
-    for (const rec of records) {
-      push(rec);
-      pos = rec.position;
-      // Large entries: wait inside a chunk too, so the queue never nears the slow-consumer bound.
-      if (ctx.buffered() > REPLAY_HIGH_WATER && !(await ctx.drained())) return false;
+    let i = 0;
+    while (i < records.length) {
+      // One network write per run of pushes. Large entries end a run early, so the queue
+      // never nears the slow-consumer bound.
+      ctx.corked(() => {
+        do push(records[i++]); while (i < records.length && ctx.buffered() <= REPLAY_HIGH_WATER);
+      });
+      pos = records[i - 1].position;
+      if (!(await ctx.drained())) return false;
     }
     record.replay(records.length);
-    if (!(await ctx.drained())) return false;
   }
   if (pos !== undefined && !(await ctx.drained())) return false;
 
@@ -115,7 +118,7 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
   const snap = spec.snapshot();
   const n = snap.position;
   return await new Promise<boolean>((resolve, reject) => {
-    log.whenPublished(stream, n, () => {
+    log.whenPublished(stream, n, () => ctx.corked(() => {
       try {
         let first = log.first(stream);
         let replay: ReplayOutcome["replay"] = reset ? "reset" : "none";
@@ -141,7 +144,7 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
       } catch (err) {
         reject(err); // the join crashes; the log's publishing goes on
       }
-    });
+    }));
   });
 }
 
