@@ -1,6 +1,6 @@
 // Token streaming: N concurrent agent runs at 1,500 tokens/s each, 10 viewers per thread;
 // finds the largest N whose p99 token-to-viewer latency stays under 100 ms (with every token
-// delivered, no refused pushes, no dropped sockets). Doubling, then one midpoint step.
+// delivered, no refused pushes, no dropped sockets). Doubling, then up to three bisection steps.
 import { TOKEN_FLUSH_MS } from "../../sdk/client/chat_agent.ts";
 import { CpuMeter, runGenerator, startSwitchboard } from "../lib/proc.ts";
 import { type BenchContext, type BenchReport, bottleneck, pct, pending } from "../lib/report.ts";
@@ -24,6 +24,8 @@ const VIEWERS = 10;
 const LIMIT_MS = 100;
 /** Runs whose agent shares one socket: an agent worker's ChatClient serving 16 threads. */
 const RUNS_PER_AGENT_SOCKET = 16;
+/** Bisection steps after the doubling sweep first fails (256 -> 512 ends within 32 runs). */
+const BISECT_STEPS = 3;
 
 /** Runs the token-streaming sweep. */
 export async function tokens(ctx: BenchContext): Promise<BenchReport> {
@@ -64,9 +66,11 @@ export async function tokens(ctx: BenchContext): Promise<BenchReport> {
       best = n;
       n *= 2;
     }
-    if (failedAt && best && failedAt - best > 1) {
+    // Bisect between the last sustained step and the first failed one, to within 1/16 of it.
+    for (let k = 0; k < BISECT_STEPS && failedAt && best && failedAt - best > Math.max(1, best / 16); k++) {
       const mid = Math.round((best + failedAt) / 2);
       if (await tryN(mid)) best = mid;
+      else failedAt = mid;
     }
     if (!failedAt) notes.push(`sweep stopped at its cap of ${maxN} runs without crossing the limit`);
   } finally {
