@@ -65,7 +65,7 @@ export class RawWebSocket {
 
   /** Sends `text` as one masked text frame. */
   send(text: string): void {
-    this.#frame(1, Buffer.from(text, "utf8"));
+    this.#frame(1, text);
   }
 
   /** Closes the connection without the closing handshake (the generator is done with it). */
@@ -137,11 +137,11 @@ export class RawWebSocket {
     }
   }
 
-  /** Writes one masked frame (FIN set) of `opcode` carrying `payload`. */
-  #frame(opcode: number, payload: Uint8Array): void {
-    const n = payload.length;
+  /** Writes one masked frame (FIN set) of `opcode` carrying `payload` (a string as UTF-8). */
+  #frame(opcode: number, payload: string | Uint8Array): void {
+    const n = typeof payload === "string" ? Buffer.byteLength(payload) : payload.length;
     const header = n < 126 ? 2 : n < 65536 ? 4 : 10;
-    const out = new Uint8Array(header + 4 + n);
+    const out = Buffer.allocUnsafe(header + 4 + n);
     out[0] = 0x80 | opcode;
     if (n < 126) out[1] = 0x80 | n;
     else if (n < 65536) {
@@ -150,11 +150,14 @@ export class RawWebSocket {
       out[3] = n & 0xff;
     } else {
       out[1] = 0x80 | 127;
-      new DataView(out.buffer).setBigUint64(2, BigInt(n));
+      out.writeBigUInt64BE(BigInt(n), 2);
     }
     const mask = crypto.getRandomValues(new Uint8Array(4));
     out.set(mask, header);
-    for (let i = 0; i < n; i++) out[header + 4 + i] = payload[i] ^ mask[i & 3];
+    const body = header + 4;
+    if (typeof payload === "string") out.write(payload, body, "utf8");
+    else out.set(payload, body);
+    for (let i = 0; i < n; i++) out[body + i] ^= mask[i & 3];
     this.#write(out);
   }
 }
