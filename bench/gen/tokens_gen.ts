@@ -1,7 +1,8 @@
 // Token-streaming load generator (Bun): `runs` chat threads, each with one agent streaming
 // tokens at `tokensPerSecond` into an active run and `viewers` viewer sockets. Latency is per
-// token, from the agent sending it to a viewer receiving the `stream` roll-up that carries it
-// (tokens have a fixed length, so a roll-up's offset maps back to token indexes). Sockets are
+// token (every SAMPLE_EVERY-th), from its due time to a viewer receiving the `stream` roll-up
+// that carries it (tokens have a fixed length, so a roll-up's offset maps back to token
+// indexes). Sockets are
 // raw (raw_ws.ts), which cost the generator a fraction of the built-in WebSocket client per
 // frame, so the server rather than the generator is the limit.
 import { config, done, log, mark, pool, SelfCpu, sleep } from "./common.ts";
@@ -106,6 +107,8 @@ class Phx {
 }
 
 const STREAM = Buffer.from(',"stream",{');
+const TEXT = Buffer.from('"text":"');
+const OFFSET = Buffer.from('"offset":');
 const REPLY = Buffer.from(',"phx_reply",');
 const OK_REPLY = Buffer.from('"phx_reply",{"status":"ok"');
 
@@ -114,8 +117,6 @@ function within(buf: Buffer, needle: Buffer, start: number, end: number): boolea
   const at = buf.indexOf(needle, start);
   return at >= 0 && at + needle.length <= end;
 }
-const TEXT = Buffer.from('"text":"');
-const OFFSET = Buffer.from('"offset":');
 
 /**
  * Reads `{"runId":..,"text":"tok ..","offset":n}` of a `stream` frame (`buf[start, end)`) with
