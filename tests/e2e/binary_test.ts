@@ -3,10 +3,10 @@
 // from a directory with no node_modules, as a user would).
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { copyFileSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { serverCommand } from "../helpers/server.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
 import { FLAGS } from "../../lib/config/config.ts";
 import { VERSION } from "../../lib/version.ts";
 
@@ -16,7 +16,7 @@ const binary = Deno.env.get("SWITCHBOARD_BIN");
 /** Runs the CLI to completion (20 s cap); the binary runs from an empty directory. */
 function runCli(args: string[], env: Record<string, string> = {}) {
   const { cmd, args: pre } = serverCommand();
-  const cwd = binary ? mkdtempSync(join(tmpdir(), "sb-cwd-")) : root;
+  const cwd = binary ? tempDir("sb-cwd-") : root;
   const child = spawn(cmd, [...pre, ...args], { cwd, env: { ...Deno.env.toObject(), ...env } });
   let stdout = "", stderr = "";
   child.stdout.on("data", (c) => (stdout += c));
@@ -39,7 +39,7 @@ function runCli(args: string[], env: Record<string, string> = {}) {
  */
 async function spawnServer(dataDir: string) {
   const { cmd, args: pre } = serverCommand();
-  const cwd = binary ? mkdtempSync(join(tmpdir(), "sb-cwd-")) : root;
+  const cwd = binary ? tempDir("sb-cwd-") : root;
   const args = [...pre, "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, "--log-format", "text"];
   const child = new Deno.Command(cmd, { args, cwd, stdout: "piped", stderr: "piped" }).spawn();
   let output = "";
@@ -101,7 +101,7 @@ Deno.test("--version prints the release version", async () => {
 });
 
 Deno.test("invalid configuration exits 2 with one line naming the problem", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "sb-bad-"));
+  const dir = tempDir("sb-bad-");
   const app = { id: "a", key: "k", secret: "s" };
   const cases: [string, string | null, RegExp, string[]?][] = [
     ["bad JSON", "{ apps: [", /not valid JSON/],
@@ -128,7 +128,7 @@ Deno.test("invalid configuration exits 2 with one line naming the problem", asyn
 });
 
 Deno.test("the development app is created on first start and reused on the next", async () => {
-  const dataDir = mkdtempSync(join(tmpdir(), "sb-dev-"));
+  const dataDir = tempDir("sb-dev-");
   const first = await spawnServer(dataDir);
   const app = devApp(first.output());
   assert.match(first.output(), /development app \(created/);
@@ -140,7 +140,7 @@ Deno.test("the development app is created on first start and reused on the next"
 });
 
 Deno.test("SIGTERM stops a server with an open socket and exits 0", async () => {
-  const server = await spawnServer(mkdtempSync(join(tmpdir(), "sb-term-")));
+  const server = await spawnServer(tempDir("sb-term-"));
   const ws = new WebSocket(server.wsUrl(devApp(server.output()).key));
   await new Promise((resolve, reject) => {
     ws.onmessage = resolve;
@@ -153,12 +153,12 @@ Deno.test("SIGTERM stops a server with an open socket and exits 0", async () => 
 });
 
 Deno.test("backup of a running server is a copy a new server starts on", async () => {
-  const server = await spawnServer(mkdtempSync(join(tmpdir(), "sb-live-")));
+  const server = await spawnServer(tempDir("sb-live-"));
   const dataDir = server.output().match(/kept in (.+)\):/)![1];
   const app = devApp(server.output());
   const headers = { "x-app-key": app.key, "x-app-secret": app.secret, "content-type": "application/json" };
   const objectUrl = (base: string) => `${base}/api/v1/objects/${app.id}/note/backup`;
-  const backupFile = join(mkdtempSync(join(tmpdir(), "sb-backup-")), "copy.mdb");
+  const backupFile = join(tempDir("sb-backup-"), "copy.mdb");
   try {
     const put = await fetch(`${objectUrl(server.baseUrl)}/text`, {
       method: "PUT",
@@ -175,7 +175,7 @@ Deno.test("backup of a running server is a copy a new server starts on", async (
   } finally {
     assert.equal(await server.stop(), 0);
   }
-  const restored = mkdtempSync(join(tmpdir(), "sb-restored-"));
+  const restored = tempDir("sb-restored-");
   copyFileSync(backupFile, join(restored, "switchboard.mdb"));
   const copy = await spawnServer(restored);
   try {

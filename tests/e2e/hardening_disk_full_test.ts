@@ -90,5 +90,6 @@ Deno.test("disk full: writes answer 503 and keep nothing, reads and live deliver
     await sub.close();
     await server.stop();
     await sh("umount", "-l", mnt);
+    await Deno.remove(mnt);
   }
 });

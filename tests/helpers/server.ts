@@ -2,9 +2,9 @@
 // set, the compiled binary is started instead of `deno run main.ts`, so the same end-to-end
 // suite covers both.
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { removeAtExit, tempDir } from "./temp_dir.ts";
 
 /** An app as written to the test apps file. */
 export interface TestApp {
@@ -64,7 +64,7 @@ export function serverCommand(): { cmd: string; args: string[] } {
 /** Starts a server and waits until it listens. */
 export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
   const apps = opts.apps === undefined ? APPS : opts.apps;
-  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "sb-test-"));
+  const dataDir = opts.dataDir ?? tempDir("sb-test-");
   // Text logs keep the start-up banner as a block the tests read; tests/e2e/logs_test.ts
   // covers the default JSON format.
   const args = [
@@ -79,7 +79,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
     ...(opts.args ?? []),
   ];
   if (apps) {
-    const file = join(dataDir, "..", `apps-${crypto.randomUUID()}.json`);
+    const file = removeAtExit(join(dataDir, "..", `apps-${crypto.randomUUID()}.json`));
     writeFileSync(file, JSON.stringify({ apps }));
     args.push("--apps", file);
   }
