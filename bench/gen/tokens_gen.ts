@@ -87,11 +87,10 @@ class Phx {
   sendBuilt(build: (ref: number) => string) {
     this.#ws.send(build(++this.#ref));
   }
-  /** Sends a frame; with `reply` resolves with the reply payload (and throws on error). */
-  send(joinRef: string | null, topic: string, event: string, payload: unknown, reply = true) {
+  /** Sends a frame; resolves with the reply payload (and throws on an error reply). */
+  send(joinRef: string | null, topic: string, event: string, payload: unknown) {
     const ref = String(++this.#ref);
     this.#ws.send(JSON.stringify([joinRef ?? ref, ref, topic, event, payload]));
-    if (!reply) return Promise.resolve(undefined);
     return new Promise<Record<string, unknown>>((resolve, reject) => {
       const t = setTimeout(() => reject(new Error(`${event} on ${topic}: no reply`)), 20_000);
       this.#waiting.set(ref, (p) => {

@@ -6,6 +6,7 @@ import process from "node:process";
 import { createServer } from "node:net";
 import { APPS, serverCommand } from "../helpers/server.ts";
 import { RawSocket } from "../helpers/raw_socket.ts";
+import { removeAtExit, tempDir } from "../helpers/temp_dir.ts";
 
 interface Proc {
   baseUrl: string;
@@ -18,7 +19,7 @@ interface Proc {
 
 /** Starts the server (or the binary) with Deno.Command, so its exit code can be asserted. */
 async function spawnServer(dataDir: string): Promise<Proc> {
-  const apps = `${dataDir}.apps.json`;
+  const apps = removeAtExit(`${dataDir}.apps.json`);
   await Deno.writeTextFile(apps, JSON.stringify({ apps: APPS }));
   const { cmd, args } = serverCommand();
   const child = new Deno.Command(cmd, {
@@ -112,25 +113,8 @@ function storm(server: Proc, writers: number): { acked: number[]; done: Promise<
   return { acked, done: Promise.all([...loops, ...chatters]).then(() => {}) };
 }
 
-/** Removes test data dirs (and the apps file `spawnServer` writes beside one). */
-async function removeAll(...dirs: string[]): Promise<void> {
-  for (const dir of dirs) {
-    await Deno.remove(dir, { recursive: true }).catch(() => {});
-    await Deno.remove(`${dir}.apps.json`).catch(() => {});
-  }
-}
-
 Deno.test("process: SIGTERM under a write storm exits 0 and keeps every acknowledged write (5 rounds)", async () => {
-  const dataDir = await Deno.makeTempDir();
-  try {
-    await stormRounds(dataDir);
-  } finally {
-    await removeAll(dataDir);
-  }
-});
-
-/** Five rounds of SIGTERM under a write storm on `dataDir`, each checked after a restart. */
-async function stormRounds(dataDir: string): Promise<void> {
+  const dataDir = tempDir("sb-proc-");
   let total = 0;
   for (let round = 0; round < 5; round++) {
     const server = await spawnServer(dataDir);
@@ -159,17 +143,16 @@ async function stormRounds(dataDir: string): Promise<void> {
     }
   }
   assert.ok(total >= 250);
-}
+});
 
 Deno.test("process: a port already in use is refused with one line and exit code 2", async () => {
   const blocker = createServer();
   await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
   const port = (blocker.address() as { port: number }).port;
-  const dataDir = await Deno.makeTempDir();
   try {
     const { cmd, args } = serverCommand();
     const out = await new Deno.Command(cmd, {
-      args: [...args, "--port", String(port), "--host", "127.0.0.1", "--data-dir", dataDir],
+      args: [...args, "--port", String(port), "--host", "127.0.0.1", "--data-dir", tempDir("sb-proc-")],
       stdout: "piped",
       stderr: "piped",
     }).output();
@@ -178,13 +161,11 @@ Deno.test("process: a port already in use is refused with one line and exit code
     assert.equal(stderr, `switchboard: 127.0.0.1:${port} is already in use (--port / PORT)`);
   } finally {
     blocker.close();
-    await removeAll(dataDir);
   }
 });
 
 Deno.test("process: `deno task start` passes SIGTERM on to the server", async () => {
   const root = new URL("../../", import.meta.url).pathname;
-  const dataDir = await Deno.makeTempDir();
   const task = spawn(Deno.execPath(), [
     "task",
     "start",
@@ -193,7 +174,7 @@ Deno.test("process: `deno task start` passes SIGTERM on to the server", async ()
     "--host",
     "127.0.0.1",
     "--data-dir",
-    dataDir,
+    tempDir("sb-proc-"),
   ], { cwd: root, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let out = "";
   task.stdout!.on("data", (c: Uint8Array) => (out += new TextDecoder().decode(c)));
@@ -230,6 +211,5 @@ Deno.test("process: `deno task start` passes SIGTERM on to the server", async ()
     } catch { /* already gone */ }
     task.stdout?.destroy();
     task.stderr?.destroy();
-    await removeAll(dataDir);
   }
 });
