@@ -28,6 +28,28 @@ async function main() {
   process.on("unhandledRejection", (err) => {
     if (!isCommitFailure(err)) log.error("unhandled rejection", errorFields(err));
   });
+  const started = Promise.withResolvers<Awaited<ReturnType<typeof startSwitchboard>> | null>();
+  // Signals are handled from before start-up, so one that arrives while the store opens or the
+  // banner is written still shuts down gracefully (the default action would exit 143 and skip
+  // the close): it waits for start-up, then stops as usual.
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    const sb = await started.promise;
+    if (!sb) return; // start-up failed: main() reports it and exits
+    log.info(`${signal}: shutting down`);
+    try {
+      await sb.shutdown();
+    } catch (err) {
+      log.error("shutdown failed", errorFields(err));
+      process.exit(1);
+    }
+    log.info("stopped");
+    process.exit(0);
+  };
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+  process.on("SIGINT", () => void stop("SIGINT"));
   log.info("starting", {
     version: VERSION,
     host: config.host,
@@ -44,12 +66,14 @@ async function main() {
   try {
     sb = await startSwitchboard(config);
   } catch (err) {
+    started.resolve(null);
     if (isAddressInUse(err)) {
       throw new ConfigError(`${config.host}:${config.port} is already in use (--port / PORT)`);
     }
     if (err instanceof DataDirLockedError) throw new ConfigError(err.message);
     throw err;
   }
+  started.resolve(sb);
   const shown = sb.server.hostname === "0.0.0.0" ? "localhost" : sb.server.hostname;
   const listening = `switchboard ${VERSION} listening on http://${shown}:${sb.server.port}`;
   const websocket = `ws://${shown}:${sb.server.port}/socket/websocket?app_key=APP_KEY&vsn=2.0.0`;
@@ -75,22 +99,6 @@ async function main() {
       : undefined;
     console.log(textBanner(listening, websocket, metrics, dev));
   }
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info(`${signal}: shutting down`);
-    try {
-      await sb.shutdown();
-    } catch (err) {
-      log.error("shutdown failed", errorFields(err));
-      process.exit(1);
-    }
-    log.info("stopped");
-    process.exit(0);
-  };
-  process.on("SIGTERM", () => void stop("SIGTERM"));
-  process.on("SIGINT", () => void stop("SIGINT"));
 }
 
 /** The start-up banner of `--log-format text`, with the development app when there is one. */

@@ -37,7 +37,7 @@ function runCli(args: string[], env: Record<string, string> = {}) {
  * Starts the server with Deno.Command (node:child_process under Deno reports a SIGTERMed
  * child as killed by the signal even when it exits 0, so exit codes are read this way).
  */
-async function spawnServer(dataDir: string) {
+async function spawnServer(dataDir: string, ready = /app secret:\s+\S+\n/) {
   const { cmd, args: pre } = serverCommand();
   const cwd = binary ? tempDir("sb-cwd-") : root;
   const args = [...pre, "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, "--log-format", "text"];
@@ -49,14 +49,14 @@ async function spawnServer(dataDir: string) {
   const pumped = Promise.all([pump(child.stdout), pump(child.stderr)]);
   const deadline = Date.now() + 20_000;
   // Every server in this file runs with the development app, printed last in the banner.
-  while (!/app secret:\s+\S+\n/.test(output)) {
+  while (!ready.test(output)) {
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
       throw new Error(`server did not start:\n${output}`);
     }
     await new Promise((r) => setTimeout(r, 25));
   }
-  const port = Number(output.match(/listening on http:\/\/[^:]+:(\d+)/)![1]);
+  const port = Number(output.match(/listening on http:\/\/[^:]+:(\d+)/)?.[1]);
   return {
     baseUrl: `http://127.0.0.1:${port}`,
     wsUrl: (key: string) => `ws://127.0.0.1:${port}/socket/websocket?app_key=${key}&vsn=2.0.0`,
@@ -150,6 +150,14 @@ Deno.test("SIGTERM stops a server with an open socket and exits 0", async () => 
   assert.equal(await server.stop(), 0);
   await closed;
   assert.match(server.output(), /SIGTERM: shutting down/);
+});
+
+Deno.test("SIGTERM during start-up waits for the start, then shuts down and exits 0", async () => {
+  // The "starting" line is logged before the store opens, so the signal lands mid start-up.
+  const server = await spawnServer(tempDir("sb-early-"), /starting/);
+  assert.equal(await server.stop(), 0, server.output());
+  assert.match(server.output(), /SIGTERM: shutting down/);
+  assert.match(server.output(), /stopped/);
 });
 
 Deno.test("backup of a running server is a copy a new server starts on", async () => {
