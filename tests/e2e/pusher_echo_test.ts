@@ -20,12 +20,17 @@ Deno.test("Laravel Echo: listen, private, presence and whisper through Switchboa
     const ann = echo("ann");
     const ben = echo("ben");
     await Promise.all(clients.map(connected));
+    const [annPusher, benPusher] = clients;
+    /** Resolves once pusher-js has the channel's subscription_succeeded. */
+    const subscribedOn = (p: Pusher, name: string) =>
+      until(() => p.channel(name)?.subscribed === true, 5000, `${name} subscribed`);
 
     const news: unknown[] = [];
     const orders: unknown[] = [];
     ann.channel("news").listen(".published", (e: unknown) => news.push(e));
     ann.private("orders.1").listen(".OrderShipped", (e: unknown) => orders.push(e));
-    await new Promise((r) => setTimeout(r, 300)); // subscriptions settle
+    await subscribedOn(annPusher, "news");
+    await subscribedOn(annPusher, "private-orders.1");
     await lib.trigger("news", "published", { title: "hello" });
     await lib.trigger("private-orders.1", "OrderShipped", { id: 1 });
     await until(() => news.length === 1 && orders.length === 1, 5000, "public and private events");
@@ -46,7 +51,7 @@ Deno.test("Laravel Echo: listen, private, presence and whisper through Switchboa
     const benRoom = ben.join("room");
     await until(() => joining.length === 1, 5000, "joining");
     assert.deepEqual(joining, ["ben"]);
-    await new Promise((r) => setTimeout(r, 200));
+    await subscribedOn(benPusher, "presence-room");
     benRoom.whisper("typing", { who: "ben" });
     await until(() => whispers.length === 1, 5000, "whisper");
     assert.deepEqual(whispers, [{ who: "ben" }]);
