@@ -2,12 +2,12 @@
  * Limits shared by every product, and how sizes are counted (UTF-8 bytes, JSON text). Every
  * limit of the service is listed in docs/limits.md.
  */
+import { Buffer } from "node:buffer";
 
-const encoder = new TextEncoder();
-
-/** UTF-8 byte length of a string. */
+/** UTF-8 byte length of a string (a lone surrogate counts 3, as its encoding U+FFFD does);
+ * counted without encoding it (TextEncoder allocates the bytes: 1.5 µs a call under Deno). */
 export function byteLength(s: string): number {
-  return encoder.encode(s).length;
+  return Buffer.byteLength(s, "utf8");
 }
 
 /** Bytes a value takes as JSON text (0 for undefined). */
