@@ -1,8 +1,14 @@
-// Builds the single binary with Bun. Two dependencies need a hand to survive bundling:
+// Builds the single binary with Bun. Three dependencies need a hand to survive bundling:
 //
 // - lmdb-js loads its native addon through a dynamic path lookup that `bun build --compile`
 //   cannot follow, so a plugin swaps that lookup for a static require of the linux-x64 glibc
 //   addon, which Bun then embeds.
+// - msgpackr-extract (msgpackr's native string extraction, used by lmdb-js's decoder) looks
+//   its addon up from `__dirname`, which the bundler fixes to the build machine's absolute
+//   path: the binary then loaded the addon from the build tree when that path existed (as on
+//   the machine that built and tested it) and ran without it anywhere else. The plugin embeds
+//   it the same way, and the build fails if any other module still resolves files from the
+//   build tree at run time (pino's worker transports, which Switchboard never starts, aside).
 // - ordered-binary (lmdb's key encoder) decodes string keys with code it generates at run time
 //   from the source text of its own `finishUtf8` helper. The bundler renames the module
 //   variables that text refers to (`position` becomes `position6`), so every key holding a
@@ -55,6 +61,15 @@ const bundlePatches = {
       ),
       loader: "js",
     }));
+    build.onLoad({ filter: /msgpackr-extract[\\/]index\.js$/ }, async (args: { path: string }) => ({
+      contents: patch(
+        await Bun.file(args.path).text(),
+        "require('node-gyp-build-optional-packages')(__dirname)",
+        'require("@msgpackr-extract/msgpackr-extract-linux-x64/node.napi.glibc.node")',
+        "msgpackr-extract's addon loader",
+      ),
+      loader: "js",
+    }));
     build.onLoad(
       { filter: /ordered-binary[\\/]index\.js$/ },
       async (args: { path: string }) => ({
@@ -81,6 +96,16 @@ const result = await Bun.build({
 });
 if (!result.success) {
   for (const log of result.logs) console.error(log);
+  process.exit(1);
+}
+// Modules whose `__dirname` is the build tree may only be ones Switchboard never runs.
+const UNUSED_AT_RUN_TIME = ["node_modules/pino/lib", "node_modules/thread-stream"];
+const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+const text = new TextDecoder().decode(await Bun.file(out).arrayBuffer());
+const pinned = [...text.matchAll(/__dirname = "([^"]*)"/g)].map((m) => m[1])
+  .filter((dir) => dir.startsWith(root) && !UNUSED_AT_RUN_TIME.some((ok) => dir.endsWith(ok)));
+if (pinned.length > 0) {
+  console.error(`bun_build: modules would read files from the build tree at run time: ${pinned.join(", ")}`);
   process.exit(1);
 }
 console.log(`built ${out}`);
