@@ -2,9 +2,8 @@
 // tokens at `tokensPerSecond` into an active run and `viewers` viewer sockets. Latency is per
 // token (every SAMPLE_EVERY-th), from its due time to a viewer receiving the `stream` roll-up
 // that carries it (tokens have a fixed length, so a roll-up's offset maps back to token
-// indexes). Sockets are
-// raw (raw_ws.ts), which cost the generator a fraction of the built-in WebSocket client per
-// frame, so the server rather than the generator is the limit.
+// indexes). Sockets are raw (raw_ws.ts), which cost the generator a fraction of the built-in
+// WebSocket client per frame, so the server rather than the generator is the limit.
 import { config, done, log, mark, pool, SelfCpu, sleep } from "./common.ts";
 import { Buffer } from "node:buffer";
 import { RawWebSocket } from "./raw_ws.ts";
