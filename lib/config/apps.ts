@@ -21,6 +21,8 @@ export interface App {
   allowed_origins?: string[];
   /** Pusher-style channel webhooks (docs/pusher.md "Webhooks"). */
   webhooks?: AppWebhook[];
+  /** True: webhook events staged together go in one request; default one event per request. */
+  webhook_batching?: boolean;
 }
 
 /** The channel events a webhook can ask for (Pusher's names). */

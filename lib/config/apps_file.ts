@@ -8,6 +8,7 @@ const KNOWN = new Set([
   "max_client_events_per_sec", "max_backend_events_per_sec", "allowed_origins", "webhooks",
   "max_connections",
 ]);
+KNOWN.add("webhook_batching");
 
 /** `*`, or `scheme://host[:port]` with an optional leading `*.` on the host. */
 const ORIGIN_RE = /^(\*|[a-z][a-z0-9+.-]*:\/\/(\*\.)?[^/*\s]+)$/i;
@@ -78,8 +79,15 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
       max_connections: rate("max_connections"),
       ...(r.allowed_origins !== undefined ? { allowed_origins: origins(r.allowed_origins, at) } : {}),
       ...(r.webhooks !== undefined ? { webhooks: webhooks(r.webhooks, at) } : {}),
+      ...(r.webhook_batching !== undefined ? { webhook_batching: trueOrFalse(r.webhook_batching, `${at}: webhook_batching`) } : {}),
     };
   });
+}
+
+/** `v` when it is a boolean, else a ConfigError naming `what`. */
+function trueOrFalse(v: unknown, what: string): boolean {
+  if (typeof v !== "boolean") throw new ConfigError(`${what} must be true or false`);
+  return v;
 }
 
 /** Validates `allowed_origins`: a non-empty array of origins (see ORIGIN_RE). */

@@ -46,7 +46,28 @@ const commits = new client.Histogram({
   buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
   registers: [registry],
 });
-const webhooks = counter("switchboard_webhook_deliveries_total", "Webhook delivery attempts by result: delivered, retried, given_up.", ["result"]);
+const webhooks = counter(
+  "switchboard_webhook_deliveries_total",
+  "Webhook delivery attempts by kind (pusher, bot) and result: delivered, retried, given_up, discarded.",
+  ["kind", "result"],
+);
+const webhooksDropped = counter("switchboard_webhook_dropped_total", "Webhook deliveries dropped unsent because their app's outbox was full, by kind.", ["kind"]);
+/** Outbox readers per kind, read at scrape time. */
+const outboxes = new Map<string, () => { depth: number; bytes: number; oldestAgeSeconds: number }>();
+const outboxGauge = (name: string, help: string, pick: (s: { depth: number; bytes: number; oldestAgeSeconds: number }) => number) =>
+  new client.Gauge({
+    name,
+    help,
+    labelNames: ["kind"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [kind, read] of outboxes) this.set({ kind }, pick(read()));
+    },
+  });
+outboxGauge("switchboard_webhook_outbox_depth", "Webhook deliveries waiting in the outbox, by kind.", (s) => s.depth);
+outboxGauge("switchboard_webhook_outbox_bytes", "Body bytes of the webhook deliveries waiting in the outbox, by kind.", (s) => s.bytes);
+outboxGauge("switchboard_webhook_outbox_oldest_age_seconds", "Age of the oldest webhook delivery waiting in the outbox (0 when empty), by kind.", (s) => s.oldestAgeSeconds);
 const runs = counter("switchboard_chat_runs_total", "Chat run transitions by the state entered.", ["state"]);
 const tokens = counter("switchboard_chat_tokens_total", "Tokens streamed into chat runs by agents.");
 const storageErrors = counter("switchboard_storage_errors_total", "Commits refused by storage (disk full, I/O error).");
@@ -127,9 +148,19 @@ export const record = {
   token(): void {
     tokens.inc();
   },
-  /** One webhook attempt's result. */
-  webhook(result: "delivered" | "retried" | "given_up"): void {
-    webhooks.inc({ result });
+  /** One webhook attempt's result, by outbox kind (`pusher`, `bot`). */
+  webhook(kind: string, result: "delivered" | "retried" | "given_up" | "discarded"): void {
+    webhooks.inc({ kind, result });
+  },
+  /** `count` webhook deliveries dropped unsent (their app's outbox was full). */
+  webhookDropped(kind: string, count: number): void {
+    webhooksDropped.inc({ kind }, count);
+  },
+  /** Serves the outbox gauges of `kind` from `read` (the latest outbox of a kind wins). */
+  webhookOutbox(kind: string, read: () => { depth: number; bytes: number; oldestAgeSeconds: number }): void {
+    outboxes.set(kind, read);
+    webhooksDropped.inc({ kind }, 0);
+    for (const result of ["delivered", "retried", "given_up"] as const) webhooks.inc({ kind, result }, 0);
   },
   /** One answered HTTP request; `route` is the matched route template. */
   http(method: string, route: string, status: number, seconds: number): void {

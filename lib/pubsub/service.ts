@@ -64,7 +64,7 @@ export class ChannelService {
   #maxCount: number;
   #maxAgeMs: number;
   #trim = new Map<string, { appends: number; lastAgeTrim: number; running: boolean }>();
-  #clientEventObservers: ((app: App, channel: string, event: StoredEvent) => void)[] = [];
+  #clientEventObservers: ((app: App, channel: string, event: StoredEvent) => void | Promise<void>)[] = [];
 
   constructor(log: StreamLog, hub: Hub, config: Pick<Config, "historyMaxCount" | "historyMaxAgeSeconds">) {
     this.log = log;
@@ -121,17 +121,18 @@ export class ChannelService {
   }
 
   /**
-   * Publishes one client event (sent by a socket, whichever protocol) and tells the observers
-   * (webhooks) once it is published. Resolves with its serial.
+   * Publishes one client event (sent by a socket, whichever protocol) once every observer
+   * (webhooks) has durably taken it, so no subscriber sees an event whose webhook a crash
+   * could lose. Resolves with its serial; rejects, publishing nothing, when an observer fails.
    */
   async publishClient(app: App, channel: string, event: StoredEvent, excludeSocketId?: string): Promise<number | null> {
+    await Promise.all(this.#clientEventObservers.map((fn) => fn(app, channel, event)));
     const [serial] = await this.publish(app, channel, [event], excludeSocketId);
-    for (const fn of this.#clientEventObservers) fn(app, channel, event);
     return serial;
   }
 
-  /** Calls `fn` after every published client event. */
-  onClientEvent(fn: (app: App, channel: string, event: StoredEvent) => void): void {
+  /** Calls `fn` with every client event before it is published; the publish waits for its promise. */
+  onClientEvent(fn: (app: App, channel: string, event: StoredEvent) => void | Promise<void>): void {
     this.#clientEventObservers.push(fn);
   }
 

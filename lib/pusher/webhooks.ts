@@ -2,12 +2,27 @@
  * Pusher-style channel webhooks (CONTRACT.md "Pusher protocol", docs/pusher.md "Webhooks"):
  * `channel_occupied` / `channel_vacated` (first subscriber in / last out, either protocol),
  * `member_added` / `member_removed` (presence, one user counted once), and `client_event`
- * (client events of either protocol). Events are batched per app for `BATCH_MS`, POSTed as
- * `{ time_ms, events }` to each of the app's webhooks that asked for them, signed like
- * Pusher (`X-Pusher-Key`, `X-Pusher-Signature` = HMAC-SHA256 hex of the body with the app
- * secret), and retried through the durable outbox (db `pusher:outbox`). In a cluster,
- * occupancy and presence are cluster-wide and only a channel's owner node reports its changes.
+ * (client events of either protocol). POSTed as `{ time_ms, events }` to each of the app's
+ * webhooks that asked for them (one event per request, or every event staged together in one
+ * request with the app's `webhook_batching`), signed like Pusher (`X-Pusher-Key`,
+ * `X-Pusher-Signature` = HMAC-SHA256 hex of the body with the app secret), and retried through
+ * the durable, bounded outbox (db `pusher:outbox`, node-local; lib/webhooks/).
+ *
+ * Nothing a crash can lose:
+ * - a client event is published only once its webhook is durable (`enqueue` resolves then;
+ *   `ChannelService.publishClient` waits for it), so no subscriber sees an event whose
+ *   webhook a crash could lose;
+ * - occupancy and presence changes are staged within one commit of the change, together with
+ *   a record of what this node has reported (`["l", topic, userId | ""]` rows of the same
+ *   database): a member or channel whose `member_added` / `channel_occupied` is stored keeps
+ *   its record until its `member_removed` / `channel_vacated` is stored in the same
+ *   transaction. A restart turns the records left by a crash into `member_removed` and
+ *   `channel_vacated` (in clustered mode, a few heartbeats after start, only for those no node
+ *   holds any more: the other nodes reported the rest when the crashed node went silent).
+ * In a cluster, occupancy and presence are cluster-wide and only a channel's owner node reports
+ * its changes.
  */
+import type { Database, Key } from "lmdb";
 import type { App, AppRegistry, WebhookEventType } from "../config/apps.ts";
 import type { Hub } from "../hub/hub.ts";
 import type { ChannelService, StoredEvent } from "../pubsub/service.ts";
@@ -19,11 +34,17 @@ import { VERSION } from "../version.ts";
 import { hmacHex } from "./signature.ts";
 import { pusherData } from "./wire.ts";
 
-/** Events of one app are collected this long before they are sent as one batch. */
-export const BATCH_MS = 100;
+/** With `webhook_batching`, at most this many events go in one request. */
+export const MAX_BATCH_EVENTS = 100;
+
+/** Clustered mode: the restart's reconciliation waits this long for the other nodes' state. */
+const CLUSTER_RECONCILE_MS = 5_000;
+
+/** The database of the outbox and of the reported-state records. */
+const DB = "pusher:outbox";
 
 /** One event of a webhook body. */
-type WebhookEvent = { name: WebhookEventType; channel: string } & Record<string, unknown>;
+export type WebhookEvent = { name: WebhookEventType; channel: string } & Record<string, unknown>;
 
 /** One stored delivery: the body for one webhook URL of one app. */
 interface Delivery extends OutboxEntry {
@@ -31,78 +52,192 @@ interface Delivery extends OutboxEntry {
   url: string;
 }
 
+/** Events and record changes written in one transaction. */
+interface Batch {
+  events: { app: App; event: WebhookEvent }[];
+  /** record id -> its key and whether it is stored (true) or removed. */
+  records: Map<string, { key: Key; put: boolean }>;
+  promise: Promise<void>;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
 /** See the module comment. */
 export class PusherWebhooks {
   #apps: AppRegistry;
   #outbox: WebhookOutbox<Delivery>;
   #sender: OutboxSender<Delivery>;
-  #pending = new Map<string, { app: App; events: WebhookEvent[] }>();
-  #timer?: ReturnType<typeof setTimeout>;
+  #db: Database<number, Key>;
+  #open?: Batch;
+  #running = false;
+  #closed = false;
+  /** Record ids this node means to have stored (updated as changes are queued). */
+  #records = new Set<string>();
+  /** Records found at start, not yet reconciled nor touched since. */
+  #stale = new Map<string, Key>();
+  #reconcileTimer?: ReturnType<typeof setTimeout>;
 
   /** Observes the hub, presence and client events of `svc` for apps that have webhooks. */
   constructor(apps: AppRegistry, env: StoreEnv, hub: Hub, svc: ChannelService) {
     this.#apps = apps;
-    this.#outbox = new WebhookOutbox<Delivery>(env, "pusher:outbox");
+    this.#db = env.db<number>(DB);
+    this.#outbox = new WebhookOutbox<Delivery>(env, DB, { kind: "pusher", laneOf: (d) => `${d.appId}\n${d.url}` });
     this.#sender = new OutboxSender(this.#outbox, (d, signal) => this.#deliver(d, signal));
     // In a cluster every node sees a channel's changes; the topic's owner reports them.
     svc.occupancy.observe((topic, occupied) => {
-      if (hub.owns(topic)) this.#add(topic, { name: occupied ? "channel_occupied" : "channel_vacated" });
+      this.#change(topic, "", occupied ? "channel_occupied" : "channel_vacated", hub.owns(topic), {});
     });
     svc.presence.observe((topic, userId, joined) => {
-      if (hub.owns(topic)) this.#add(topic, { name: joined ? "member_added" : "member_removed", user_id: userId });
+      this.#change(topic, userId, joined ? "member_added" : "member_removed", hub.owns(topic), { user_id: userId });
     });
     svc.onClientEvent((app, channel, e: StoredEvent) => {
       const event: WebhookEvent = { name: "client_event", channel, event: e.event, data: pusherData(e.data) };
       if (e.socket_id !== undefined) event.socket_id = e.socket_id;
       if (e.client_id !== undefined) event.user_id = e.client_id;
-      this.#queue(app, event);
+      return this.enqueue(app, event);
     });
+    for (const key of this.#db.getKeys({ start: ["l"], end: ["m"] })) {
+      const [, topic, user] = key as [string, string, string];
+      this.#stale.set(recordId(topic, user), key);
+    }
+    if (this.#stale.size > 0) {
+      if (env.replicated) {
+        this.#reconcileTimer = setTimeout(() => this.#reconcile(svc), CLUSTER_RECONCILE_MS);
+      } else this.#reconcile();
+    }
+  }
+
+  /**
+   * Queues one webhook event of `app` for the webhooks that asked for its type; resolves once
+   * it is durable in the outbox (at once when no webhook wants it). Rejects when storage
+   * refused it.
+   */
+  enqueue(app: App, event: WebhookEvent): Promise<void> {
+    if (this.#closed || !wants(app, event.name)) return Promise.resolve();
+    const batch = this.#batch();
+    batch.events.push({ app, event });
+    return batch.promise;
   }
 
   /** Stops sending; staged deliveries stay in the outbox for the next start. */
   async close(): Promise<void> {
-    clearTimeout(this.#timer);
-    await this.#flush();
+    clearTimeout(this.#reconcileTimer);
+    while (this.#running || this.#open) await (this.#open?.promise ?? new Promise((r) => setTimeout(r, 5))).catch(() => {});
+    this.#closed = true;
     this.#sender.close();
   }
 
-  /** Queues a channel event of the topic `pubsub:{key}:{channel}`. */
-  #add(topic: string, event: Omit<WebhookEvent, "channel">) {
-    if (!topic.startsWith("pubsub:")) return;
+  /** One occupancy or presence change of the topic `pubsub:{key}:{channel}`. */
+  #change(topic: string, user: string, name: WebhookEventType, owned: boolean, fields: Record<string, unknown>) {
+    if (this.#closed || !topic.startsWith("pubsub:")) return;
     const keyEnd = topic.indexOf(":", 7);
     const app = this.#apps.byKey(topic.slice(7, keyEnd));
-    if (app) this.#queue(app, { ...event, channel: topic.slice(keyEnd + 1) } as WebhookEvent);
+    if (!app) return;
+    const id = recordId(topic, user);
+    this.#stale.delete(id); // a change after the start supersedes what a crash left
+    const added = name === "channel_occupied" || name === "member_added";
+    const closing = user === "" ? "channel_vacated" : "member_removed";
+    let record: { key: Key; put: boolean } | undefined;
+    if (added && owned && wants(app, closing)) {
+      this.#records.add(id);
+      record = { key: ["l", topic, user], put: true };
+    } else if (!added && this.#records.delete(id)) {
+      record = { key: ["l", topic, user], put: false };
+    }
+    const event = owned ? { name, channel: topic.slice(keyEnd + 1), ...fields } as WebhookEvent : undefined;
+    if (event && wants(app, name)) {
+      const batch = this.#batch();
+      batch.events.push({ app, event });
+      if (record) batch.records.set(id, record);
+    } else if (record) this.#batch().records.set(id, record);
   }
 
-  #queue(app: App, event: WebhookEvent) {
-    if (!app.webhooks?.some((w) => w.event_types.includes(event.name))) return;
-    let batch = this.#pending.get(app.id);
-    if (!batch) this.#pending.set(app.id, (batch = { app, events: [] }));
-    batch.events.push(event);
-    this.#timer ??= setTimeout(() => void this.#flush(), BATCH_MS);
+  /**
+   * What a crash left: every record still stale becomes `member_removed` / `channel_vacated`
+   * (members first), unless (clustered mode) the cluster still has that member or channel.
+   */
+  #reconcile(svc?: ChannelService): void {
+    const stale = [...this.#stale].sort(([a], [b]) => Number(a.endsWith("\u0000")) - Number(b.endsWith("\u0000")));
+    this.#stale.clear();
+    const batch = this.#batch();
+    let events = 0;
+    for (const [id, key] of stale) {
+      const [, topic, user] = key as [string, string, string];
+      batch.records.set(id, { key, put: false });
+      if (svc && (user === "" ? svc.occupancy.count(topic) > 0 : svc.presence.members(topic).some((m) => m.user_id === user))) {
+        continue; // still there: its owner reports its end
+      }
+      const keyEnd = topic.indexOf(":", 7);
+      const app = this.#apps.byKey(topic.slice(7, keyEnd));
+      const name: WebhookEventType = user === "" ? "channel_vacated" : "member_removed";
+      if (!app || !wants(app, name)) continue;
+      const event = { name, channel: topic.slice(keyEnd + 1), ...(user === "" ? {} : { user_id: user }) } as WebhookEvent;
+      batch.events.push({ app, event });
+      events++;
+    }
+    log.info("webhooks: reconciled what the last run left", { records: stale.length, events });
   }
 
-  /** Stages one delivery per app and webhook for what was collected, then wakes the sender. */
-  async #flush() {
-    this.#timer = undefined;
-    const batches = [...this.#pending.values()];
-    this.#pending.clear();
+  /** The batch the next write takes (one write runs at a time; the next gathers meanwhile). */
+  #batch(): Batch {
+    if (this.#open) return this.#open;
+    let resolve!: () => void, reject!: (err: unknown) => void;
+    const promise = new Promise<void>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    promise.catch(() => {}); // presence changes do not wait; client events see the rejection
+    this.#open = { events: [], records: new Map(), promise, resolve, reject };
+    if (!this.#running) setTimeout(() => void this.#run(), 0);
+    return this.#open;
+  }
+
+  async #run(): Promise<void> {
+    if (this.#running) return;
+    this.#running = true;
+    try {
+      for (let batch = this.#open; batch; batch = this.#open) {
+        this.#open = undefined;
+        try {
+          await this.#write(batch);
+          batch.resolve();
+        } catch (err) {
+          log.error("webhook events could not be staged", { events: batch.events.length, ...errorFields(err) });
+          batch.reject(err);
+        }
+      }
+    } finally {
+      this.#running = false;
+    }
+  }
+
+  /** Stages one delivery per event (or per batch) and webhook, with the record changes. */
+  async #write(batch: Batch): Promise<void> {
+    const byApp = new Map<App, WebhookEvent[]>();
+    for (const { app, event } of batch.events) {
+      let list = byApp.get(app);
+      if (!list) byApp.set(app, (list = []));
+      list.push(event);
+    }
     const items: Delivery[] = [];
-    for (const { app, events } of batches) {
+    const time_ms = Date.now();
+    for (const [app, events] of byApp) {
       for (const hook of app.webhooks ?? []) {
-        const wanted = events.filter((e) => hook.event_types.includes(e.name));
-        if (wanted.length === 0) continue;
-        const body = JSON.stringify({ time_ms: Date.now(), events: wanted });
-        items.push({ id: crypto.randomUUID(), appId: app.id, url: hook.url, body, attempt: 0 });
+        const wanted = events.filter((e) => (hook.event_types as string[]).includes(e.name));
+        const size = app.webhook_batching ? MAX_BATCH_EVENTS : 1;
+        for (let i = 0; i < wanted.length; i += size) {
+          const body = JSON.stringify({ time_ms, events: wanted.slice(i, i + size) });
+          items.push({ id: crypto.randomUUID(), appId: app.id, url: hook.url, body, attempt: 0 });
+        }
       }
     }
-    if (items.length === 0) return;
-    try {
-      await this.#outbox.add(items);
-      this.#sender.wake(0);
-    } catch (err) {
-      log.error("webhook events could not be staged", { deliveries: items.length, ...errorFields(err) });
-    }
+    if (items.length === 0 && batch.records.size === 0) return;
+    await this.#outbox.add(items, () => {
+      for (const { key, put } of batch.records.values()) {
+        if (put) this.#db.put(key, 1);
+        else this.#db.remove(key);
+      }
+    });
   }
 
   /** One attempt; a webhook no longer configured (apps file changed) ends the delivery. */
@@ -116,4 +251,14 @@ export class PusherWebhooks {
     }, d.body, signal);
     return ok ? "delivered" : "retry";
   }
+}
+
+/** Whether any of the app's webhooks asked for events named `name`. */
+function wants(app: App, name: string): boolean {
+  return app.webhooks?.some((w) => (w.event_types as string[]).includes(name)) ?? false;
+}
+
+/** A reported-state record's id: topic and user (`""` for the channel itself). */
+function recordId(topic: string, user: string): string {
+  return `${topic}\u0000${user}`;
 }

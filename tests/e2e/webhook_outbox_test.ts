@@ -17,7 +17,7 @@ Deno.test("webhook outbox: a retry pending at shutdown is sent after the restart
       // Stop once the failure is recorded in the outbox (the retry is scheduled, not sent).
       for (let i = 0; i < 100; i++) {
         const m = await (await fetch(`${first.baseUrl}/metrics`)).text();
-        if (/switchboard_webhook_deliveries_total\{result="retried"\} 1/.test(m)) break;
+        if (/switchboard_webhook_deliveries_total\{kind="bot",result="retried"\} 1/.test(m)) break;
         await new Promise((r) => setTimeout(r, 10));
       }
     } finally {
@@ -32,7 +32,7 @@ Deno.test("webhook outbox: a retry pending at shutdown is sent after the restart
       assert.equal(b.headers.get("x-switchboard-attempt"), "2");
       assert.equal(b.body, a.body);
       // The success is counted once the receiver's answer is processed.
-      const delivered = /switchboard_webhook_deliveries_total\{result="delivered"\} 1/;
+      const delivered = /switchboard_webhook_deliveries_total\{kind="bot",result="delivered"\} 1/;
       let metrics = "";
       for (let i = 0; i < 200 && !delivered.test(metrics); i++) {
         metrics = await (await fetch(`${again.baseUrl}/metrics`)).text();

@@ -29,7 +29,7 @@ export interface OutboxItem extends OutboxEntry {
 
 /** The chat bot outbox. */
 export function chatOutbox(env: ConstructorParameters<typeof WebhookOutbox>[0]): WebhookOutbox<OutboxItem> {
-  return new WebhookOutbox<OutboxItem>(env, "chat:outbox");
+  return new WebhookOutbox<OutboxItem>(env, "chat:outbox", { kind: "bot", laneOf: (d) => `${d.appId}\n${d.botId}` });
 }
 
 /** Stages bot deliveries with the thread-log entries that cause them and sends them. */
@@ -53,7 +53,7 @@ export class WebhookDispatcher {
       return items.length ? () => items.forEach((item) => outbox.stage(item)) : undefined;
     });
     this.#sender = new OutboxSender(outbox, (item, signal) => this.#send(item, signal), opts);
-    this.#unsubscribe = threadLog.onEntry(() => this.#sender.wake(0));
+    this.#unsubscribe = threadLog.onEntry(() => this.#sender.wake());
   }
 
   /** Stops sending; pending deliveries stay in the outbox for the next start. */
