@@ -18,6 +18,7 @@ import type { LiveSocket } from "../socket/endpoint.ts";
 import type { JoinContext } from "../socket/handler.ts";
 import { SubscriberSocket } from "../socket/subscriber_socket.ts";
 import { newSocketId } from "../socket/connection.ts";
+import { ChurnLimit, JOIN_RATE } from "../socket/churn.ts";
 import { StorageUnavailableError } from "../store/errors.ts";
 import { parsePosition } from "../streams/mod.ts";
 import { idProblem } from "../limits.ts";
@@ -49,6 +50,8 @@ interface Subscription {
 
 /** The longest wait for a `pusher:pong` after the server's ping (Pusher's 30 s). */
 const PONG_WAIT_MS = 30_000;
+/** The subscription error of a subscribe over the socket's churn bound. */
+const JOIN_RATE_ERROR = `Rate limit exceeded: more than ${JOIN_RATE} subscribe and unsubscribe per second on this connection`;
 
 /** Close code and reason for a subscriber whose queue went over the bound (clients back off). */
 export const PUSHER_SLOW_CONSUMER = { code: 4100, reason: "slow consumer: send buffer limit exceeded" };
@@ -62,6 +65,8 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
   #app: App;
   #deps: PusherDeps;
   #subs = new Map<string, Subscription>();
+  /** Subscribe/unsubscribe churn bound (lib/socket/churn.ts). */
+  #churn = new ChurnLimit();
   #user?: string;
   #pingSentAt?: number;
 
@@ -143,8 +148,10 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
         case "pusher:pong":
           return;
         case "pusher:subscribe":
+          if (!this.#churn.take()) return this.#subscriptionError(String(objectOf(data).channel ?? ""), "LimitReached", 429, JOIN_RATE_ERROR);
           return void this.#subscribe(objectOf(data));
         case "pusher:unsubscribe":
+          this.#churn.take(); // counted, always honoured
           return this.#unsubscribe(String(objectOf(data).channel ?? ""));
         case "pusher:signin":
           return this.#signin(objectOf(data));

@@ -10,6 +10,7 @@ import {
 } from "./handler.ts";
 import { SubscriberSocket } from "./subscriber_socket.ts";
 import { parseTopic } from "./topics.ts";
+import { ChurnLimit, JOIN_RATE_REASON } from "./churn.ts";
 import type { LiveSocket } from "./endpoint.ts";
 import { StorageUnavailableError } from "../store/errors.ts";
 import { record } from "../metrics/mod.ts";
@@ -56,6 +57,8 @@ export class Connection extends SubscriberSocket implements LiveSocket {
   lastSeen = Date.now();
   #deps: SocketDeps;
   #members = new Map<string, Membership>();
+  /** Join/leave churn bound (churn.ts). */
+  #churn = new ChurnLimit();
 
   constructor(app: App, format: WireFormat, transport: Transport, deps: SocketDeps) {
     super(transport, deps.maxBufferedBytes);
@@ -94,8 +97,10 @@ export class Connection extends SubscriberSocket implements LiveSocket {
       if (topic === "phoenix" && event === "heartbeat") {
         this.#reply(null, ref, topic, { status: "ok", response: {} });
       } else if (event === "phx_join") {
-        void this.#join(joinRef ?? ref, ref, topic, payload);
+        if (this.#churn.take()) void this.#join(joinRef ?? ref, ref, topic, payload);
+        else this.#reply(joinRef ?? ref, ref, topic, { status: "error", response: { reason: JOIN_RATE_REASON } });
       } else if (event === "phx_leave") {
+        this.#churn.take(); // counted, always honoured
         this.#leave(topic, "leave");
         this.#reply(joinRef, ref, topic, { status: "ok", response: {} });
       } else {
