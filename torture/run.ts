@@ -1,12 +1,13 @@
 // The fault suite: `deno task torture [--short] [--minutes N] [--seed S]`. Runs against the
 // binary (SWITCHBOARD_BIN, default dist/switchboard) on loopback only, each part bounded in
-// time; prints the counts and exits 1 on any failure. `--short` is the CI form (~2 minutes).
+// time; prints the counts and exits 1 on any failure. `--short` is the CI form (~3 minutes).
 // `--seed S` replays a run; the default seed is fixed, `--seed random` picks one.
 import { existsSync } from "node:fs";
 import process from "node:process";
 import { churn } from "./churn.ts";
 import { crashLoop } from "./crash.ts";
 import { fuzz } from "./fuzz.ts";
+import { webhooks } from "./webhooks.ts";
 import type { PartResult } from "./common.ts";
 
 const args = process.argv.slice(2);
@@ -26,11 +27,11 @@ if (!existsSync(bin)) {
 }
 Deno.env.set("SWITCHBOARD_BIN", bin);
 
-// Budget shares: fuzzing 40%, crash loop 35%, churn 25%.
+// Budget shares: fuzzing 40%, crash loop 35%, churn 25%; webhooks under faults on top (50%).
 const total = minutes * 60_000;
 console.log(`torture: ${short ? "short" : "long"} run, ${minutes} min, seed ${seed}, binary ${bin}`);
 const results: PartResult[] = [];
-for (const [part, share] of [[fuzz, 0.4], [crashLoop, 0.35], [churn, 0.25]] as const) {
+for (const [part, share] of [[fuzz, 0.4], [crashLoop, 0.35], [churn, 0.25], [webhooks, 0.5]] as const) {
   const started = Date.now();
   const r = await part({ ms: total * share, seed });
   results.push(r);
