@@ -87,6 +87,17 @@ export async function enterChannel(
   ctx: JoinContext,
   opts: { member?: PresenceMember; after?: number; epoch?: string },
 ): Promise<boolean> {
+  // The join waits until what it makes observable is reported (webhooks, ChannelService.onEnter).
+  const entered = await svc.beforeEnter(ctx.app, ctx.topic, opts.member?.user_id);
+  return await joinChannel(svc, ctx, opts).finally(entered);
+}
+
+/** The join of `enterChannel` itself. */
+async function joinChannel(
+  svc: ChannelService,
+  ctx: JoinContext,
+  opts: { member?: PresenceMember; after?: number; epoch?: string },
+): Promise<boolean> {
   const { member, after, epoch } = opts;
   if (channelKind(ctx.name) === "ephemeral") {
     ctx.accept({ serial: null, replay: "none" });

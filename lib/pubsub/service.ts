@@ -30,6 +30,9 @@ export interface StoredEvent {
   exclude?: string;
 }
 
+/** See `ChannelService.onEnter`: undefined when the join need not wait. */
+export type EnterHook = (app: App, topic: string, userId: string | undefined) => Promise<(() => void) | void> | undefined;
+
 /** One event of the history route. */
 export interface HistoryItem extends StoredEvent {
   serial: number;
@@ -65,6 +68,7 @@ export class ChannelService {
   #maxAgeMs: number;
   #trim = new Map<string, { appends: number; lastAgeTrim: number; running: boolean }>();
   #clientEventObservers: ((app: App, channel: string, event: StoredEvent) => void | Promise<void>)[] = [];
+  #enterHooks: EnterHook[] = [];
 
   constructor(log: StreamLog, hub: Hub, config: Pick<Config, "historyMaxCount" | "historyMaxAgeSeconds">) {
     this.log = log;
@@ -134,6 +138,24 @@ export class ChannelService {
   /** Calls `fn` with every client event before it is published; the publish waits for its promise. */
   onClientEvent(fn: (app: App, channel: string, event: StoredEvent) => void | Promise<void>): void {
     this.#clientEventObservers.push(fn);
+  }
+
+  /**
+   * Calls `fn` before each join enters a channel (either protocol); the join waits for the
+   * promise it returns (webhooks store what the join will make observable), and the function
+   * that promise resolves with runs once the join has ended, entered or not.
+   */
+  onEnter(fn: EnterHook): void {
+    this.#enterHooks.push(fn);
+  }
+
+  /** Runs the enter hooks of a join of `topic` (by `userId` on a presence channel); resolves
+   * with what to run once the join has ended. Rejects (the join fails) when a hook does. */
+  async beforeEnter(app: App, topic: string, userId?: string): Promise<() => void> {
+    const pending = this.#enterHooks.map((fn) => fn(app, topic, userId)).filter((p) => p !== undefined);
+    if (pending.length === 0) return () => {};
+    const afters = await Promise.all(pending);
+    return () => afters.forEach((after) => after?.());
   }
 
   /** Current serial (head) of a channel; 0 when never published. */

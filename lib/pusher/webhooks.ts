@@ -12,10 +12,11 @@
  * - a client event is published only once its webhook is durable (`enqueue` resolves then;
  *   `ChannelService.publishClient` waits for it), so no subscriber sees an event whose
  *   webhook a crash could lose;
- * - occupancy and presence changes are staged within one commit of the change, together with
- *   a record of what this node has reported (`["l", topic, userId | ""]` rows of the same
- *   database): a member or channel whose `member_added` / `channel_occupied` is stored keeps
- *   its record until its `member_removed` / `channel_vacated` is stored in the same
+ * - a join that will occupy a channel or add a member waits (`ChannelService.onEnter`) until
+ *   its `channel_occupied` / `member_added` are durable, together with a record of what this
+ *   node has reported (`["l", topic, userId | ""]` rows of the same database; other changes,
+ *   such as a cluster peer's, are staged within one commit). A member or channel keeps its
+ *   record until its `member_removed` / `channel_vacated` is stored in the same
  *   transaction. A restart turns the records left by a crash into `member_removed` and
  *   `channel_vacated` (in clustered mode, a few heartbeats after start, only for those no node
  *   holds any more: the other nodes reported the rest when the crashed node went silent).
@@ -76,6 +77,9 @@ export class PusherWebhooks {
   /** Records found at start, not yet reconciled nor touched since. */
   #stale = new Map<string, Key>();
   #reconcileTimer?: ReturnType<typeof setTimeout>;
+  /** Record ids reported ahead of their join (`#beforeEnter`), until the change itself is seen:
+   * the write holding each. */
+  #announced = new Map<string, Promise<void>>();
 
   /** Observes the hub, presence and client events of `svc` for apps that have webhooks. */
   constructor(apps: AppRegistry, env: StoreEnv, hub: Hub, svc: ChannelService) {
@@ -90,6 +94,7 @@ export class PusherWebhooks {
     svc.presence.observe((topic, userId, joined) => {
       this.#change(topic, userId, joined ? "member_added" : "member_removed", hub.owns(topic), { user_id: userId });
     });
+    svc.onEnter((app, topic, userId) => this.#beforeEnter(svc, hub, app, topic, userId));
     svc.onClientEvent((app, channel, e: StoredEvent) => {
       const event: WebhookEvent = { name: "client_event", channel, event: e.event, data: pusherData(e.data) };
       if (e.socket_id !== undefined) event.socket_id = e.socket_id;
@@ -127,6 +132,54 @@ export class PusherWebhooks {
     this.#sender.close();
   }
 
+  /**
+   * Before a join on this node: the `channel_occupied` / `member_added` it is about to cause
+   * (the channel is empty, the user absent) are stored, with their records, before it goes on,
+   * so no client sees a join whose webhook a crash could lose. What the join ends up not
+   * causing (it failed, or the socket left first) is reported closed once it has ended.
+   */
+  #beforeEnter(svc: ChannelService, hub: Hub, app: App, topic: string, userId?: string): Promise<() => void> | undefined {
+    if (this.#closed || !app.webhooks?.length || !topic.startsWith("pubsub:") || !hub.owns(topic)) return;
+    const channel = topic.slice(topic.indexOf(":", 7) + 1);
+    const mine: [string, string][] = [];
+    const waits: Promise<void>[] = [];
+    const announce = (user: string, name: WebhookEventType, closing: WebhookEventType, fields: Record<string, unknown>) => {
+      const id = recordId(topic, user);
+      const known = this.#announced.get(id);
+      if (known) return void waits.push(known);
+      const present = user === "" ? svc.occupancy.count(topic) > 0 : svc.presence.members(topic).some((m) => m.user_id === user);
+      if (present || !(wants(app, name) || wants(app, closing))) return;
+      const batch = this.#batch();
+      if (wants(app, name)) batch.events.push({ app, event: { name, channel, ...fields } as WebhookEvent });
+      if (wants(app, closing)) {
+        this.#records.add(id);
+        batch.records.set(id, { key: ["l", topic, user], put: true });
+      }
+      this.#stale.delete(id);
+      this.#announced.set(id, batch.promise);
+      mine.push([id, user]);
+      waits.push(batch.promise);
+    };
+    announce("", "channel_occupied", "channel_vacated", {});
+    if (userId !== undefined) announce(userId, "member_added", "member_removed", { user_id: userId });
+    if (waits.length === 0) return;
+    const settle = () => {
+      // Members first, then the channel (as Pusher orders them).
+      for (const [id, user] of mine.reverse()) {
+        if (!this.#announced.delete(id)) continue; // the change itself was seen
+        const closing = user === "" ? "channel_vacated" : "member_removed";
+        this.#change(topic, user, closing, true, user === "" ? {} : { user_id: user });
+      }
+    };
+    return Promise.all(waits).then(() => settle, (err) => {
+      for (const [id] of mine) {
+        this.#announced.delete(id);
+        this.#records.delete(id);
+      }
+      throw err;
+    });
+  }
+
   /** One occupancy or presence change of the topic `pubsub:{key}:{channel}`. */
   #change(topic: string, user: string, name: WebhookEventType, owned: boolean, fields: Record<string, unknown>) {
     if (this.#closed || !topic.startsWith("pubsub:")) return;
@@ -136,6 +189,7 @@ export class PusherWebhooks {
     const id = recordId(topic, user);
     this.#stale.delete(id); // a change after the start supersedes what a crash left
     const added = name === "channel_occupied" || name === "member_added";
+    if (added && this.#announced.delete(id)) return; // stored before its join went on
     const closing = user === "" ? "channel_vacated" : "member_removed";
     let record: { key: Key; put: boolean } | undefined;
     if (added && owned && wants(app, closing)) {

@@ -156,22 +156,30 @@ Deno.test("Pusher webhooks: a SIGKILL loses no client_event webhook; the restart
     for (let i = 0; i < N; i++) sender.send("client-n", { i }, "presence-room");
     const isN = (m: Message) => m.event === "client-n";
     await until(() => listener.messages.filter(isN).length === N, 8000, "the listener to get every client event");
-    await first.kill(); // right after the last event was seen
+    // A last join, killed the moment it succeeded: its member_added and channel_occupied were
+    // stored before the client saw it.
+    const late = await RawPusher.connect(first, "key1");
+    const lateAuth = lib.authorizeChannel(late.socketId, "presence-late", { user_id: "dave" });
+    late.send("pusher:subscribe", { channel: "presence-late", auth: lateAuth.auth, channel_data: JSON.stringify({ user_id: "dave" }) });
+    await late.waitFor((m) => m.event === "pusher_internal:subscription_succeeded", 8000);
+    await first.kill();
     hook.state.up = true;
     const second = await startServer({ apps, dataDir: first.dataDir });
     try {
       const want = (e: Event[]) =>
         e.filter((x) => x.name === "client_event").length >= N &&
-        e.filter((x) => x.name === "member_removed").length >= 3 &&
-        e.filter((x) => x.name === "channel_vacated").length >= 3;
+        e.filter((x) => x.name === "member_removed").length >= 4 &&
+        e.filter((x) => x.name === "channel_vacated").length >= 4;
       await until(() => want(eventsOf(hook.got)), 20_000, "every client_event and the restart's leaves");
       const events = eventsOf(hook.got);
       const client = events.filter((e) => e.name === "client_event").map((e) => JSON.parse(e.data as string).i);
       assert.deepEqual([...new Set(client)].sort((x, y) => x - y), Array.from({ length: N }, (_, i) => i));
       const removed = events.filter((e) => e.name === "member_removed").map((e) => `${e.channel}:${e.user_id}`);
-      assert.deepEqual([...new Set(removed)].sort(), ["presence-ph:carol", "presence-room:alice", "presence-room:bob"]);
+      assert.deepEqual([...new Set(removed)].sort(), ["presence-late:dave", "presence-ph:carol", "presence-room:alice", "presence-room:bob"]);
       const vacated = events.filter((e) => e.name === "channel_vacated").map((e) => e.channel);
-      assert.deepEqual([...new Set(vacated)].sort(), ["news", "presence-ph", "presence-room"]);
+      assert.deepEqual([...new Set(vacated)].sort(), ["news", "presence-late", "presence-ph", "presence-room"]);
+      assert.ok(events.some((e) => e.name === "member_added" && e.user_id === "dave"), "the last join's member_added");
+      assert.ok(events.some((e) => e.name === "channel_occupied" && e.channel === "presence-late"), "the last join's channel_occupied");
       for (const d of hook.got) assert.ok(lib.webhook({ headers: Object.fromEntries(d.headers), rawBody: d.body }).isValid());
     } finally {
       await second.stop();
