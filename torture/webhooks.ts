@@ -198,6 +198,7 @@ async function churn(ms: number, counts: Record<string, number>): Promise<string
       sock.close();
     });
     let maxBytes = 0;
+    const fileAtStart = await metric(server, /switchboard_lmdb_size_bytes (\d+)/);
     const deadline = Date.now() + ms;
     while (Date.now() < deadline) {
       maxBytes = Math.max(maxBytes, await metric(server, /switchboard_webhook_outbox_bytes\{kind="pusher"\} (\d+)/));
@@ -209,6 +210,11 @@ async function churn(ms: number, counts: Record<string, number>): Promise<string
     counts.churnOps = ops;
     counts.outboxMaxBytes = maxBytes;
     counts.dropped = dropped;
+    const fileGrowth = await metric(server, /switchboard_lmdb_size_bytes (\d+)/) - fileAtStart;
+    counts.dataFileGrowthKiB = Math.round(fileGrowth / 1024);
+    counts.residentMiB = Math.round(await metric(server, /switchboard_process_resident_memory_bytes (\d+)/) / 2 ** 20);
+    // Generous: the bound is 256 KiB of bodies; LMDB keeps freed pages for reuse.
+    if (fileGrowth > 64 * 2 ** 20) failures.push(`the data file grew by ${fileGrowth} bytes under churn`);
     if (!(maxBytes <= MAX_BYTES)) failures.push(`outbox bytes reached ${maxBytes}, over the bound ${MAX_BYTES}`);
     if (!(dropped > 0)) failures.push("nothing was dropped: the churn never filled the outbox (vacuous)");
   } finally {
