@@ -7,6 +7,7 @@ import process from "node:process";
 import { churn } from "./churn.ts";
 import { crashLoop } from "./crash.ts";
 import { fuzz } from "./fuzz.ts";
+import { staleLock } from "./stale_lock.ts";
 import type { PartResult } from "./common.ts";
 
 const args = process.argv.slice(2);
@@ -30,7 +31,7 @@ Deno.env.set("SWITCHBOARD_BIN", bin);
 const total = minutes * 60_000;
 console.log(`torture: ${short ? "short" : "long"} run, ${minutes} min, seed ${seed}, binary ${bin}`);
 const results: PartResult[] = [];
-for (const [part, share] of [[fuzz, 0.4], [crashLoop, 0.35], [churn, 0.25]] as const) {
+for (const [part, share] of [[fuzz, 0.4], [crashLoop, 0.35], [churn, 0.25], [staleLock, 0]] as const) {
   const started = Date.now();
   const r = await part({ ms: total * share, seed });
   results.push(r);

@@ -74,6 +74,12 @@ export class PusherWebhooks {
     if (app) this.#queue(app, { ...event, channel: topic.slice(keyEnd + 1) } as WebhookEvent);
   }
 
+  /** Queues one event of `app` for its webhooks that asked for its kind (`cache_miss` comes
+   * this way, from lib/pusher/mod.ts). */
+  enqueue(app: App, event: WebhookEvent): void {
+    this.#queue(app, event);
+  }
+
   #queue(app: App, event: WebhookEvent) {
     if (!app.webhooks?.some((w) => w.event_types.includes(event.name))) return;
     let batch = this.#pending.get(app.id);
