@@ -11,7 +11,8 @@ import { type Budget, type PartResult, start } from "./common.ts";
 export async function staleLock(_budget: Budget): Promise<PartResult> {
   const counts = { restarts: 0, refusedSecond: 0 };
   const failures: string[] = [];
-  const other = new Deno.Command("sleep", { args: ["120"], stdout: "null", stderr: "null" }).spawn();
+  const other = new Deno.Command("sleep", { args: ["120"], stdout: "null", stderr: "null" })
+    .spawn();
   let server = await start();
   const dataDir = server.dataDir;
   try {
@@ -22,10 +23,16 @@ export async function staleLock(_budget: Budget): Promise<PartResult> {
         server = await start({ dataDir });
         const res = await fetch(`${server.baseUrl}/healthz`);
         await res.body?.cancel();
-        if (res.status !== 200) failures.push(`after a stale lock ${JSON.stringify(lock)}: /healthz ${res.status}`);
+        if (res.status !== 200) {
+          failures.push(`after a stale lock ${JSON.stringify(lock)}: /healthz ${res.status}`);
+        }
         counts.restarts++;
       } catch (err) {
-        failures.push(`a stale lock ${JSON.stringify(lock)} blocked the start: ${(err as Error).message.slice(0, 300)}`);
+        failures.push(
+          `a stale lock ${JSON.stringify(lock)} blocked the start: ${
+            (err as Error).message.slice(0, 300)
+          }`,
+        );
         server = await start({ dataDir: dataDir + "-fallback" });
         break;
       }

@@ -231,7 +231,7 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
       if (member && !sub.live) leavePresence(svc, topic, member, this.socketId);
       return;
     }
-    if (kind === "private" || kind === "presence") this.#authorized = true;
+    if (kind === "private" || kind === "presence") this.#authorize();
     record.join(topic);
   }
 
@@ -313,7 +313,7 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     if (this.#userTopic !== undefined) this.#deps.hub.unsubscribe(this.#userTopic, this);
     this.#subs.delete(SERVER_TO_USER + (this.#user ?? ""));
     this.#user = id;
-    this.#authorized = true;
+    this.#authorize();
     this.#deps.users.signedIn(this.#app, id, this);
     // The user's events reach this socket from signin_success on, whether or not the client
     // subscribes to #server-to-user-{id} (pusher-js does so a moment later).
@@ -353,6 +353,12 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
       if (!(err instanceof StorageUnavailableError)) log.error("pusher client event failed", errorFields(err));
       return this.#send(errorMessage(null, `Client event rejected: ${reason}`));
     }
+  }
+
+  /** Signed in or subscribed to an authorized channel: `user_authentication_timeout` is met. */
+  #authorize() {
+    this.#authorized = true;
+    clearTimeout(this.#authTimer);
   }
 
   #subscriptionError(channel: string, type: string, status: number, error: string) {

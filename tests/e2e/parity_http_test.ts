@@ -16,13 +16,19 @@ Deno.test("CORS *: health probes, the root and unknown paths; never authenticate
   const server = await startServer();
   try {
     for (const path of ["/healthz", "/readyz", "/", "/no/such/path"]) {
-      const res = await fetch(server.baseUrl + path, { headers: { origin: "https://elsewhere.example" } });
+      const res = await fetch(server.baseUrl + path, {
+        headers: { origin: "https://elsewhere.example" },
+      });
       await res.body?.cancel();
       assert.equal(res.headers.get("access-control-allow-origin"), "*", path);
     }
     const authed = [
-      fetch(`${server.baseUrl}/api/apps/app-1/channels/news/history`, { headers: { ...server.headers(), origin: "https://x.example" } }),
-      fetch(`${server.baseUrl}/api/apps/app-1/channels/news/history`, { headers: { origin: "https://x.example" } }),
+      fetch(`${server.baseUrl}/api/apps/app-1/channels/news/history`, {
+        headers: { ...server.headers(), origin: "https://x.example" },
+      }),
+      fetch(`${server.baseUrl}/api/apps/app-1/channels/news/history`, {
+        headers: { origin: "https://x.example" },
+      }),
       fetch(`${server.baseUrl}/apps/app-1/channels`, { headers: { origin: "https://x.example" } }),
       fetch(`${server.baseUrl}/metrics`),
     ];

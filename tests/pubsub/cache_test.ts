@@ -5,21 +5,28 @@ import { Hub } from "../../lib/hub/hub.ts";
 import { CACHE_TTL_MS, isCacheChannel } from "../../lib/pubsub/names.ts";
 import { CACHE_MISS_EVERY_MS, ChannelService } from "../../lib/pubsub/service.ts";
 import { OrderedLog } from "../../lib/store/ordered_log.ts";
-import { APP_DEFAULTS, type App } from "../../lib/config/apps.ts";
+import { type App, APP_DEFAULTS } from "../../lib/config/apps.ts";
 import { tempStore } from "../helpers/temp_store.ts";
 
 const app: App = { id: "a", key: "k", secret: "s", ...APP_DEFAULTS };
 
 Deno.test("isCacheChannel() knows Pusher's four cache prefixes", () => {
-  for (const n of ["cache-x", "private-cache-x", "private-encrypted-cache-x", "presence-cache-x"]) assert.ok(isCacheChannel(n), n);
-  for (const n of ["x-cache-", "private-x", "presence-x", "cachex", "ephemeral-cache-x"]) assert.ok(!isCacheChannel(n), n);
+  for (const n of ["cache-x", "private-cache-x", "private-encrypted-cache-x", "presence-cache-x"]) {
+    assert.ok(isCacheChannel(n), n);
+  }
+  for (const n of ["x-cache-", "private-x", "presence-x", "cachex", "ephemeral-cache-x"]) {
+    assert.ok(!isCacheChannel(n), n);
+  }
 });
 
 Deno.test("ChannelService.cached(): the last event within 30 minutes, else a miss; misses reported once per 5 s", async () => {
   const { env } = tempStore();
   const realNow = Date.now;
   try {
-    const svc = new ChannelService(new OrderedLog(env), new Hub(), { historyMaxCount: 1000, historyMaxAgeSeconds: 86_400 });
+    const svc = new ChannelService(new OrderedLog(env), new Hub(), {
+      historyMaxCount: 1000,
+      historyMaxAgeSeconds: 86_400,
+    });
     const stream = svc.stream(app, "cache-a");
     assert.equal(svc.cached(stream, 0), null);
     await svc.publish(app, "cache-a", [{ event: "e", data: 1 }, { event: "e", data: 2 }]);

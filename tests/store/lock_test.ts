@@ -48,8 +48,12 @@ Deno.test("lock: the live owner (pid and start time match) still refuses a secon
   try {
     const dir = tempDir("sb-lock-");
     writeFileSync(join(dir, LOCK_FILE), `${child.pid}\n${processStart(child.pid)}\n\n`);
-    assert.throws(() => lockDataDir(dir), (e) =>
-      e instanceof DataDirLockedError && e.message === `data dir ${dir} is in use by process ${child.pid}`);
+    assert.throws(
+      () => lockDataDir(dir),
+      (e) =>
+        e instanceof DataDirLockedError &&
+        e.message === `data dir ${dir} is in use by process ${child.pid}`,
+    );
   } finally {
     child.kill("SIGKILL");
     await child.status;
