@@ -172,7 +172,7 @@ export class ChannelService {
     this.#cacheMissObservers.push(fn);
   }
 
-  /** Whether joins of `channel` get the cache (a cache channel that is not ephemeral). */
+  /** Whether joins of `channel` get the cache (its name has one of Pusher's cache prefixes). */
   isCache(channel: string): boolean {
     return isCacheChannel(channel);
   }
