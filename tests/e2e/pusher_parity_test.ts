@@ -250,6 +250,27 @@ Deno.test("Pusher parity: cache channels, auth timeout, disabled apps, sign-in d
       },
     );
 
+    await t.step("pusher-js: sendToUser sent on signin_success arrives, every time", async () => {
+      for (let i = 0; i < 10; i++) {
+        const id = `js-${i}`;
+        const p = open({ user_id: id });
+        const got: unknown[] = [];
+        p.user.bind("note", (d: unknown) => got.push(d));
+        const sent = new Promise<void>((resolve, reject) => {
+          p.connection.bind("message", (m: { event: string }) => {
+            if (m.event === "pusher:signin_success") {
+              lib.sendToUser(id, "note", { i }).then(() => resolve(), reject);
+            }
+          });
+        });
+        p.signin();
+        await sent;
+        await until(() => got.length === 1, 5000, `sendToUser ${i}`);
+        assert.deepEqual(got, [{ i }]);
+        p.disconnect();
+      }
+    });
+
     await t.step(
       "presence user_id numbers past 2^53 are refused on both protocols; two users never merge",
       async () => {
