@@ -25,6 +25,7 @@ import { authRoutes } from "../routes/auth.ts";
 import { createObjects } from "./objects/mod.ts";
 import { createPubsub } from "./pubsub/mod.ts";
 import { createPusher } from "./pusher/mod.ts";
+import { isPusherRestPath } from "./pusher/rest.ts";
 import { createChat } from "./chat/mod.ts";
 import { createSpaces } from "./spaces/mod.ts";
 import { createShipping } from "../routes/shipping.ts";
@@ -78,6 +79,9 @@ function dispatch(req: Request, direct: DirectRoute[], router: Hono): Response |
   }
   return router.fetch(req);
 }
+
+/** Unauthenticated paths that carry `Access-Control-Allow-Origin: *`. */
+const PUBLIC_CORS_PATHS = new Set(["/healthz", "/readyz", "/"]);
 
 /** Longest a shutdown waits for in-flight HTTP requests before closing storage anyway. */
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -157,14 +161,25 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   // MAX_BODY_BYTES, never held whole in memory first.
   http.use("*", bodyLimit({
     maxSize: MAX_BODY_BYTES,
-    onError: (c) => errorResponse(new HTTPException(413, { message: "request body too large" }), c.req.path),
+    onError: (c) =>
+      isPusherRestPath(c.req.path) // Pusher's API answers in plain text
+        ? c.text(`Request body too large: the limit is ${MAX_BODY_BYTES} bytes`, 413)
+        : errorResponse(new HTTPException(413, { message: "request body too large" }), c.req.path),
   }));
   // Storage (MessagePack) cannot keep an object key named __proto__: refuse it up front rather
   // than store a renamed key. Free for bodies that do not contain the text at all.
   http.use("*", async (c, next) => {
     const type = c.req.header("content-type");
-    if (c.req.method === "GET" || !type?.includes("json") || !protoProblem(await c.req.text(), type)) return next();
+    // The Pusher REST API checks its own bodies (body_md5 over the raw bytes, then __proto__).
+    if (c.req.method === "GET" || isPusherRestPath(c.req.path)) return next();
+    if (!type?.includes("json") || !protoProblem(await c.req.text(), type)) return next();
     return errorResponse(new HTTPException(422, { message: PROTO_PROBLEM }), c.req.path);
+  });
+  // Public probes and the root answer any origin (a browser health check from another origin);
+  // authenticated routes never do. The 404 of an unknown path gets it in notFound below.
+  http.use("*", async (c, next) => {
+    await next();
+    if (PUBLIC_CORS_PATHS.has(c.req.path)) c.res.headers.set("Access-Control-Allow-Origin", "*");
   });
   http.route("/", healthRoutes(env));
   gaugeFrom("switchboard_lmdb_size_bytes", "Size of the LMDB data file.", () => lmdbSize(config.dataDir));
@@ -178,7 +193,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   if (config.metricsPort === undefined) http.route("/", metricsRoutes);
   http.route("/", authRoutes(apps));
   for (const m of modules) if (m.routes) http.route("/", m.routes);
-  http.notFound((c) => c.json({ errors: [{ status: "404", title: "Not Found" }] }, 404));
+  http.notFound((c) => c.json({ errors: [{ status: "404", title: "Not Found" }] }, 404, { "Access-Control-Allow-Origin": "*" }));
   http.onError((err, c) => errorResponse(err, c.req.path));
 
   const sockets = new SocketServer(apps, {

@@ -8,6 +8,7 @@ import { churn } from "./churn.ts";
 import { crashLoop } from "./crash.ts";
 import { fuzz } from "./fuzz.ts";
 import { webhooks } from "./webhooks.ts";
+import { staleLock } from "./stale_lock.ts";
 import type { PartResult } from "./common.ts";
 
 const args = process.argv.slice(2);
@@ -31,7 +32,7 @@ Deno.env.set("SWITCHBOARD_BIN", bin);
 const total = minutes * 60_000;
 console.log(`torture: ${short ? "short" : "long"} run, ${minutes} min, seed ${seed}, binary ${bin}`);
 const results: PartResult[] = [];
-for (const [part, share] of [[fuzz, 0.4], [crashLoop, 0.35], [churn, 0.25], [webhooks, 0.5]] as const) {
+for (const [part, share] of [[fuzz, 0.4], [crashLoop, 0.35], [churn, 0.25], [staleLock, 0], [webhooks, 0.5]] as const) {
   const started = Date.now();
   const r = await part({ ms: total * share, seed });
   results.push(r);

@@ -9,6 +9,9 @@ export type AppEnv = { Variables: { app: App } };
 /** The exact 401 body the spec prescribes for bad server credentials. */
 export const UNAUTHORIZED_BODY = { errors: [{ status: "401", title: "Unauthorized" }] };
 
+/** The 403 body of every authenticated call to an app switched off with `enabled: false`. */
+export const DISABLED_BODY = { errors: [{ status: "403", title: "Forbidden", detail: "app disabled" }] };
+
 /** Compared against when the key is unknown, so both failure paths do similar work. */
 const DUMMY_SECRET = "x".repeat(32);
 
@@ -46,6 +49,7 @@ export function appCredentials(registry: AppRegistry): MiddlewareHandler<AppEnv>
     if (!app || (pathAppId !== undefined && registry.byIdOrKey(pathAppId) !== app)) {
       return c.json(UNAUTHORIZED_BODY, 401);
     }
+    if (app.enabled === false) return c.json(DISABLED_BODY, 403);
     c.set("app", app);
     await next();
   };

@@ -21,12 +21,21 @@ export interface App {
   allowed_origins?: string[];
   /** Pusher-style channel webhooks (docs/pusher.md "Webhooks"). */
   webhooks?: AppWebhook[];
+  /** False: the app is switched off (Pusher sockets 4003, Phoenix joins and HTTP calls 403). */
+  enabled?: boolean;
+  /** Seconds a Pusher socket may stay without signing in or an authorized subscription (4009). */
+  user_authentication_timeout?: number;
   /** True: webhook events staged together go in one request; default one event per request. */
   webhook_batching?: boolean;
 }
 
+/** Whether `app` is switched on (`enabled` absent or true). */
+export function appEnabled(app: App): boolean {
+  return app.enabled !== false;
+}
+
 /** The channel events a webhook can ask for (Pusher's names). */
-export const WEBHOOK_EVENT_TYPES = ["channel_occupied", "channel_vacated", "member_added", "member_removed", "client_event"] as const;
+export const WEBHOOK_EVENT_TYPES = ["channel_occupied", "channel_vacated", "member_added", "member_removed", "client_event", "cache_miss"] as const;
 
 /** One of `WEBHOOK_EVENT_TYPES`. */
 export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number];

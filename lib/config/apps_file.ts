@@ -6,9 +6,21 @@ import { idProblem } from "../limits.ts";
 const KNOWN = new Set([
   "id", "key", "secret", "name", "enable_user_authentication", "enable_client_messages",
   "max_client_events_per_sec", "max_backend_events_per_sec", "allowed_origins", "webhooks",
-  "max_connections",
+  "max_connections", "enabled", "user_authentication_timeout", "webhook_batching",
 ]);
-KNOWN.add("webhook_batching");
+
+/** The keys of one webhook entry. */
+const WEBHOOK_KEYS = new Set(["url", "event_types"]);
+
+/** Keys other Pusher-protocol servers accept that Switchboard does not implement: named in the
+ * start-up error, so nobody believes a filter or header is applied when it is not. */
+const FOREIGN_HINT = new Set(["filter", "headers", "lambda", "lambda_function", "batch_size", "max_presence_members_per_channel"]);
+
+/** The start-up error for an unknown key `k` at `at`. */
+function unknownKey(at: string, k: string): ConfigError {
+  const hint = FOREIGN_HINT.has(k) ? " (a setting of other Pusher servers that Switchboard does not support; remove it)" : "";
+  return new ConfigError(`${at} has unknown setting "${k}"${hint}`);
+}
 
 /** `*`, or `scheme://host[:port]` with an optional leading `*.` on the host. */
 const ORIGIN_RE = /^(\*|[a-z][a-z0-9+.-]*:\/\/(\*\.)?[^/*\s]+)$/i;
@@ -33,6 +45,9 @@ export function loadAppsFile(path: string): App[] {
 /** Validates an apps document `{ apps: [...] }`. */
 export function parseApps(doc: unknown, where = "apps file"): App[] {
   const list = (doc as { apps?: unknown })?.apps;
+  if (doc && typeof doc === "object" && !Array.isArray(doc)) {
+    for (const k of Object.keys(doc)) if (k !== "apps") throw unknownKey(where, k);
+  }
   if (!Array.isArray(list) || list.length === 0) {
     throw new ConfigError(`${where}: expected { "apps": [ ... ] } with at least one app`);
   }
@@ -42,7 +57,7 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
     const at = `${where}: apps[${i}]`;
     if (!raw || typeof raw !== "object" || Array.isArray(raw)) throw new ConfigError(`${at} must be an object`);
     const r = raw as Record<string, unknown>;
-    for (const k of Object.keys(r)) if (!KNOWN.has(k)) throw new ConfigError(`${at} has unknown setting "${k}"`);
+    for (const k of Object.keys(r)) if (!KNOWN.has(k)) throw unknownKey(at, k);
     for (const k of ["id", "key", "secret"]) {
       if (typeof r[k] !== "string" || r[k] === "") throw new ConfigError(`${at} is missing "${k}" (a non-empty string)`);
     }
@@ -69,6 +84,14 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
       }
       return v;
     };
+    if (r.enabled !== undefined && typeof r.enabled !== "boolean") throw new ConfigError(`${at}: enabled must be true or false`);
+    if (r.webhook_batching !== undefined && typeof r.webhook_batching !== "boolean") {
+      throw new ConfigError(`${at}: webhook_batching must be true or false`);
+    }
+    const uat = r.user_authentication_timeout;
+    if (uat !== undefined && (typeof uat !== "number" || !Number.isInteger(uat) || uat < 1 || uat > 86_400)) {
+      throw new ConfigError(`${at}: user_authentication_timeout must be a whole number of seconds, 1 to 86400`);
+    }
     return {
       id, key, secret: r.secret as string,
       ...(typeof r.name === "string" ? { name: r.name } : {}),
@@ -79,15 +102,11 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
       max_connections: rate("max_connections"),
       ...(r.allowed_origins !== undefined ? { allowed_origins: origins(r.allowed_origins, at) } : {}),
       ...(r.webhooks !== undefined ? { webhooks: webhooks(r.webhooks, at) } : {}),
-      ...(r.webhook_batching !== undefined ? { webhook_batching: trueOrFalse(r.webhook_batching, `${at}: webhook_batching`) } : {}),
+      ...(r.enabled !== undefined ? { enabled: r.enabled as boolean } : {}),
+      ...(uat !== undefined ? { user_authentication_timeout: uat as number } : {}),
+      ...(r.webhook_batching !== undefined ? { webhook_batching: r.webhook_batching as boolean } : {}),
     };
   });
-}
-
-/** `v` when it is a boolean, else a ConfigError naming `what`. */
-function trueOrFalse(v: unknown, what: string): boolean {
-  if (typeof v !== "boolean") throw new ConfigError(`${what} must be true or false`);
-  return v;
 }
 
 /** Validates `allowed_origins`: a non-empty array of origins (see ORIGIN_RE). */
@@ -107,6 +126,9 @@ function webhooks(v: unknown, at: string): AppWebhook[] {
   return v.map((w, i) => {
     const url = (w as { url?: unknown })?.url;
     const events = (w as { event_types?: unknown })?.event_types;
+    if (w && typeof w === "object" && !Array.isArray(w)) {
+      for (const k of Object.keys(w)) if (!WEBHOOK_KEYS.has(k)) throw unknownKey(`${at}: webhooks[${i}]`, k);
+    }
     if (typeof url !== "string" || !/^https?:\/\/[^\s]+$/.test(url)) {
       throw new ConfigError(`${at}: webhooks[${i}].url must be an http:// or https:// URL`);
     }

@@ -16,6 +16,22 @@ client.collectDefaultMetrics({ register: registry, prefix: "switchboard_" });
 for (const part of ["total", "used", "available"]) {
   registry.removeSingleMetric(`switchboard_nodejs_heap_space_size_${part}_bytes`);
 }
+// prom-client's event-loop lag reads `perf_hooks.monitorEventLoopDelay`, which Bun does not
+// implement: every one of those series is NaN in the binary. Replaced by a gauge measured at
+// scrape time (below), the same in both runtimes.
+for (const m of registry.getMetricsAsArray()) {
+  if (m.name.startsWith("switchboard_nodejs_eventloop_lag")) registry.removeSingleMetric(m.name);
+}
+new client.Gauge({
+  name: "switchboard_nodejs_eventloop_lag_seconds",
+  help: "Event loop lag: how late a zero-delay timer set at scrape time fired.",
+  registers: [registry],
+  async collect() {
+    const started = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    this.set((performance.now() - started) / 1000);
+  },
+});
 
 const counter = (name: string, help: string, labelNames: string[] = []) =>
   new client.Counter({ name, help, labelNames, registers: [registry] });
@@ -26,6 +42,8 @@ const connections = new client.Gauge({
   labelNames: ["protocol"],
   registers: [registry],
 });
+// Both protocols have a sample from the first scrape (dashboards and alerts see 0, not "no data").
+for (const protocol of ["phoenix", "pusher"]) connections.set({ protocol }, 0);
 // Recorded on every write, broadcast or request: deferred (see deferred.ts).
 const published = deferredCounter(registry, "switchboard_messages_published_total", "Broadcasts published to the hub.", ["product"]);
 const delivered = deferredCounter(registry, "switchboard_messages_delivered_total", "Broadcast frames handed to subscribers.", ["product"]);
@@ -118,8 +136,8 @@ export const record = {
   append(topic: string, count: number): void {
     appendsBy(productOf(topic)).inc(count);
   },
-  /** A socket opened (+1) or closed (-1). */
-  connection(delta: 1 | -1, protocol = "phoenix"): void {
+  /** A socket of `protocol` (`phoenix`, `pusher`) opened (+1) or closed (-1). */
+  connection(delta: 1 | -1, protocol: "phoenix" | "pusher" = "phoenix"): void {
     connections.inc({ protocol }, delta);
   },
   /** A join's outcome: `ok`, or the refusal reason (reduced to its kind: the text before `:`). */

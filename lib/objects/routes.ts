@@ -176,7 +176,8 @@ export function objectDirect(apps: AppRegistry, store: ObjectStore): DirectRoute
     const h = req.headers;
     const app = appFromCredentials(apps, h.get("x-app-key") ?? undefined, h.get("x-app-secret") ?? undefined);
     const declared = h.get("content-length");
-    if (!app || apps.byIdOrKey(parts[4]) !== app || declared === null) return undefined;
+    // A disabled app falls through to the router, whose credentials check answers 403.
+    if (!app || app.enabled === false || apps.byIdOrKey(parts[4]) !== app || declared === null) return undefined;
     return {
       route: route.path,
       app: app.key,

@@ -16,7 +16,7 @@ import {
   validChannelName,
 } from "./names.ts";
 import { memberOf, type PresenceMember } from "./presence.ts";
-import { type ChannelService, type StoredEvent } from "./service.ts";
+import { type ChannelService, deliveryPayload, type StoredEvent } from "./service.ts";
 import { parseEpoch, parsePosition } from "../streams/mod.ts";
 
 type JoinOutcome = ChannelInstance | { error: string };
@@ -67,6 +67,10 @@ async function join(svc: ChannelService, ctx: JoinContext): Promise<JoinOutcome>
 export function presenceMember(raw: unknown): PresenceMember | { error: string } {
   const data = parseChannelData(raw);
   if (!data) return { error: "invalid channel_data" };
+  // A number past 2^53 has already lost digits (two users would merge; 1e400 is Infinity).
+  if (typeof data.user_id === "number" && !Number.isSafeInteger(data.user_id)) {
+    return { error: "invalid channel_data: user_id is a number that is not a safe integer (beyond 2^53 - 1 or fractional): send it as a string" };
+  }
   if (jsonBytes(data.user_info) > MAX_MEMBER_INFO_BYTES) {
     return { error: `invalid channel_data: user_info larger than ${MAX_MEMBER_INFO_BYTES} bytes` };
   }
@@ -127,6 +131,13 @@ async function joinChannel(
         }
         const members = svc.presence.members(ctx.topic);
         response.presence = { members, count: members.length };
+      }
+      if (svc.isCache(ctx.name)) {
+        // The cache at the snapshot: live delivery starts right after it, so nothing is lost
+        // or repeated between the cached event and the next one.
+        const hit = svc.cached(addr.stream, snap.serial);
+        response.cache = hit ? { event: hit.event, payload: deliveryPayload(hit.serial, hit) } : null;
+        if (!hit && after === undefined) svc.cacheMiss(ctx.app, ctx.name);
       }
       return response;
     },

@@ -27,6 +27,18 @@ export function channelKind(name: string): ChannelKind {
   return "public";
 }
 
+/** Pusher's cache channels: their last event is handed to each new subscriber. */
+const CACHE_PREFIXES = ["cache-", "private-cache-", "private-encrypted-cache-", "presence-cache-"];
+
+/** How long a cache channel's last event stays the cached one (Pusher's 30 minutes). */
+export const CACHE_TTL_MS = 30 * 60 * 1000;
+
+/** Whether `name` is a cache channel (`cache-`, `private-cache-`, `private-encrypted-cache-`,
+ * `presence-cache-`); its kind, and so its auth rules, is still that of its base prefix. */
+export function isCacheChannel(name: string): boolean {
+  return CACHE_PREFIXES.some((p) => name.startsWith(p));
+}
+
 /** Whether `name` is a valid channel name: 1..164 chars of `[A-Za-z0-9_\-=@,.;:]`. */
 export function validChannelName(name: unknown): name is string {
   return typeof name === "string" && name.length > 0 && name.length <= MAX_CHANNEL_NAME &&

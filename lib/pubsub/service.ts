@@ -13,7 +13,7 @@ import {
   type StreamAddress,
   type StreamLog,
 } from "../streams/mod.ts";
-import { channelKind } from "./names.ts";
+import { CACHE_TTL_MS, channelKind, isCacheChannel } from "./names.ts";
 import { PresenceRegistry } from "./presence.ts";
 import { RateLimiter } from "./rate_limit.ts";
 import { errorFields, log } from "../log/mod.ts";
@@ -54,6 +54,9 @@ const TRIM_SLACK_MIN = 16;
 const AGE_TRIM_EVERY_APPENDS = 256;
 const AGE_TRIM_EVERY_MS = 30_000;
 
+/** At most one `cache_miss` report per channel in this window (Pusher rate-limits the webhook). */
+export const CACHE_MISS_EVERY_MS = 5_000;
+
 /** Serial-numbered channels over one OrderedLog (stream `{appId}/{channel}`). */
 export class ChannelService {
   readonly log: StreamLog;
@@ -69,6 +72,9 @@ export class ChannelService {
   #trim = new Map<string, { appends: number; lastAgeTrim: number; running: boolean }>();
   #clientEventObservers: ((app: App, channel: string, event: StoredEvent) => void | Promise<void>)[] = [];
   #enterHooks: EnterHook[] = [];
+  #cacheMissObservers: ((app: App, channel: string) => void)[] = [];
+  /** `{appId}\n{channel}` -> when its last cache_miss was reported. */
+  #lastMiss = new Map<string, number>();
 
   constructor(log: StreamLog, hub: Hub, config: Pick<Config, "historyMaxCount" | "historyMaxAgeSeconds">) {
     this.log = log;
@@ -156,6 +162,42 @@ export class ChannelService {
     if (pending.length === 0) return () => {};
     const afters = await Promise.all(pending);
     return () => afters.forEach((after) => after?.());
+  }
+
+  /**
+   * The cached event of a cache channel at serial `head` (its last event, if retained and at
+   * most 30 minutes old), or null on a cache miss. The channel's own log is the cache: nothing
+   * is stored twice, and a restart keeps it.
+   */
+  cached(stream: string, head: number): HistoryItem | null {
+    if (head < 1) return null;
+    const [last] = this.records(stream, head - 1, head, 1).records;
+    if (!last || last.position !== head || last.time < Date.now() - CACHE_TTL_MS) return null;
+    const { exclude: _, ...entry } = last.entry;
+    return { serial: last.position, published_at: last.time, ...entry };
+  }
+
+  /** Reports a cache miss on a cache channel (webhooks listen; rate-limited per channel). */
+  cacheMiss(app: App, channel: string): void {
+    const k = `${app.id}\n${channel}`;
+    const now = Date.now();
+    const last = this.#lastMiss.get(k);
+    if (last !== undefined && now - last < CACHE_MISS_EVERY_MS) return;
+    if (this.#lastMiss.size >= 10_000) {
+      for (const [key, at] of this.#lastMiss) if (now - at >= CACHE_MISS_EVERY_MS) this.#lastMiss.delete(key);
+    }
+    this.#lastMiss.set(k, now);
+    for (const fn of this.#cacheMissObservers) fn(app, channel);
+  }
+
+  /** Calls `fn` on a cache miss, at most once per channel every 5 seconds. */
+  onCacheMiss(fn: (app: App, channel: string) => void): void {
+    this.#cacheMissObservers.push(fn);
+  }
+
+  /** Whether joins of `channel` get the cache (its name has one of Pusher's cache prefixes). */
+  isCache(channel: string): boolean {
+    return isCacheChannel(channel);
   }
 
   /** Current serial (head) of a channel; 0 when never published. */

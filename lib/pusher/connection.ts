@@ -20,7 +20,7 @@ import { SubscriberSocket } from "../socket/subscriber_socket.ts";
 import { newSocketId } from "../socket/connection.ts";
 import { ChurnLimit, JOIN_RATE } from "../socket/churn.ts";
 import { StorageUnavailableError } from "../store/errors.ts";
-import { parsePosition } from "../streams/mod.ts";
+import { parseEpoch, parsePosition } from "../streams/mod.ts";
 import { idProblem } from "../limits.ts";
 import { jsonProblem, MAX_FRAME_BYTES } from "../wire/codec.ts";
 import type { Refusal } from "./endpoint.ts";
@@ -46,6 +46,8 @@ interface Subscription {
   member?: PresenceMember;
   /** False once unsubscribed or replaced; a late join result is then discarded. */
   live: boolean;
+  /** The `#server-to-user-{id}` channel, delivered while signed in (not by this entry). */
+  user?: boolean;
 }
 
 /** The longest wait for a `pusher:pong` after the server's ping (Pusher's 30 s). */
@@ -68,7 +70,13 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
   /** Subscribe/unsubscribe churn bound (lib/socket/churn.ts). */
   #churn = new ChurnLimit();
   #user?: string;
+  /** The hub topic of the signed-in user's `#server-to-user-{id}` deliveries. */
+  #userTopic?: string;
   #pingSentAt?: number;
+  /** Closes the socket with 4009 at the app's `user_authentication_timeout` unless authorized. */
+  #authTimer?: ReturnType<typeof setTimeout>;
+  /** Signed in, or subscribed to a private or presence channel at least once. */
+  #authorized = false;
 
   constructor(app: App | undefined, refusal: Refusal | undefined, transport: Transport, deps: PusherDeps) {
     super(transport, deps.maxBufferedBytes);
@@ -82,7 +90,15 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
       return;
     }
     deps.hub.attach(this);
-    record.connection(1);
+    record.connection(1, "pusher");
+    const limit = app.user_authentication_timeout;
+    if (limit !== undefined) {
+      this.#authTimer = setTimeout(() => {
+        if (!this.#authorized) {
+          this.fail(4009, `Connection not authorized within ${limit} seconds: use pusher:signin or subscribe to a private or presence channel`);
+        }
+      }, limit * 1000);
+    }
     this.#send(message("pusher:connection_established", {
       socket_id: this.socketId,
       activity_timeout: deps.activitySeconds,
@@ -166,8 +182,9 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
 
   #ended() {
     this.isClosed = true;
+    clearTimeout(this.#authTimer);
     this.#deps.hub.detach(this);
-    record.connection(-1);
+    record.connection(-1, "pusher");
     for (const name of [...this.#subs.keys()]) this.#unsubscribe(name);
     if (this.#user !== undefined) this.#deps.users.signedOut(this.#app, this.#user, this);
   }
@@ -198,15 +215,19 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     }
     const after = parsePosition(data.after_serial);
     if (after === null) return this.#subscriptionError(name, "InvalidRequest", 400, "invalid after_serial");
+    const epoch = parseEpoch(data.epoch);
+    if (epoch === null) {
+      return this.#subscriptionError(name, "InvalidRequest", 400, "invalid epoch: a string of at most 64 characters, as given in subscription_succeeded");
+    }
 
     const svc = this.#deps.svc;
     const topic = svc.topic(app, name);
     const sub: Subscription = { topic, member, live: true };
     this.#subs.set(name, sub);
-    const ctx = this.#joinContext(name, topic, sub);
+    const ctx = this.#joinContext(name, topic, sub, after !== undefined);
     let joined: boolean;
     try {
-      joined = await enterChannel(svc, ctx, { member, after });
+      joined = await enterChannel(svc, ctx, { member, after, epoch });
     } catch (err) {
       if (this.#subs.get(name) === sub) this.#unsubscribe(name);
       if (!(err instanceof StorageUnavailableError)) log.error("pusher subscribe crashed", { ...errorFields(err) });
@@ -217,11 +238,16 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
       if (member && !sub.live) leavePresence(svc, topic, member, this.socketId);
       return;
     }
+    if (kind === "private" || kind === "presence") this.#authorize();
     record.join(topic);
   }
 
-  /** The join as the channel join sees it: replay pushes, the reply, live delivery. */
-  #joinContext(name: string, topic: string, sub: Subscription): JoinContext {
+  /**
+   * The join as the channel join sees it: replay pushes, the reply, live delivery. On a cache
+   * channel the reply is followed, in the same turn, by the cached event or
+   * `pusher:cache_miss` (not on a resume with `after_serial`: the replay is the catch-up).
+   */
+  #joinContext(name: string, topic: string, sub: Subscription, resuming: boolean): JoinContext {
     let replied = false;
     return {
       app: this.#app,
@@ -243,6 +269,10 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
         const extra: Record<string, unknown> = { serial: r.serial, epoch: r.epoch };
         if (r.replay !== undefined) Object.assign(extra, { replay: r.replay, first_serial: r.first_serial });
         this.#send(message("pusher_internal:subscription_succeeded", data, name, extra));
+        if (!("cache" in r) || resuming) return;
+        const cache = r.cache as { event: string; payload: unknown } | null;
+        const cached = cache && encodeForPusher([null, null, topic, cache.event, cache.payload]);
+        this.#send(cached || message("pusher:cache_miss", {}, name));
       },
       subscribe: (t = topic) => {
         if (sub.live && !this.isClosed) this.#deps.hub.subscribe(t, this);
@@ -260,9 +290,8 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     if (this.#user === undefined || this.#user !== userId) {
       return this.#subscriptionError(name, "AuthError", 401, "Only the signed-in user may subscribe to its own channel");
     }
-    const topic = userTopic(this.#app.key, userId);
-    this.#subs.set(name, { topic, live: true });
-    this.#deps.hub.subscribe(topic, this);
+    // Delivery already runs since pusher:signin_success (see #signin): nothing to subscribe.
+    this.#subs.set(name, { topic: userTopic(this.#app.key, userId), live: true, user: true });
     this.#send(message("pusher_internal:subscription_succeeded", {}, name));
   }
 
@@ -271,7 +300,7 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     if (!sub) return;
     this.#subs.delete(name);
     sub.live = false;
-    this.#deps.hub.unsubscribe(sub.topic, this);
+    if (!sub.user) this.#deps.hub.unsubscribe(sub.topic, this);
     if (sub.member) leavePresence(this.#deps.svc, sub.topic, sub.member, this.socketId);
   }
 
@@ -288,8 +317,15 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
       return this.fail(4009, "Invalid signature for pusher:signin");
     }
     if (this.#user !== undefined) this.#deps.users.signedOut(this.#app, this.#user, this);
+    if (this.#userTopic !== undefined) this.#deps.hub.unsubscribe(this.#userTopic, this);
+    this.#subs.delete(SERVER_TO_USER + (this.#user ?? ""));
     this.#user = id;
+    this.#authorize();
     this.#deps.users.signedIn(this.#app, id, this);
+    // The user's events reach this socket from signin_success on, whether or not the client
+    // subscribes to #server-to-user-{id} (pusher-js does so a moment later).
+    this.#userTopic = userTopic(this.#app.key, id);
+    this.#deps.hub.subscribe(this.#userTopic, this);
     this.#send(message("pusher:signin_success", { user_data: userData }));
   }
 
@@ -324,6 +360,12 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
       if (!(err instanceof StorageUnavailableError)) log.error("pusher client event failed", errorFields(err));
       return this.#send(errorMessage(null, `Client event rejected: ${reason}`));
     }
+  }
+
+  /** Signed in or subscribed to an authorized channel: `user_authentication_timeout` is met. */
+  #authorize() {
+    this.#authorized = true;
+    clearTimeout(this.#authTimer);
   }
 
   #subscriptionError(channel: string, type: string, status: number, error: string) {

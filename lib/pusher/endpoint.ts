@@ -4,7 +4,7 @@
  * socket, which is what Pusher clients act on), registers the Pusher wire format with the
  * hub, and keeps the users signed in with `pusher:signin` for the REST API.
  */
-import { type App, originAllowed } from "../config/apps.ts";
+import { type App, appEnabled, originAllowed } from "../config/apps.ts";
 import type { ProductDeps } from "../product.ts";
 import type { ChannelService } from "../pubsub/service.ts";
 import type { Transport } from "../runtime/transport.ts";
@@ -54,6 +54,8 @@ export class PusherSockets implements SocketEndpoint, PusherUsers {
     let refusal: Refusal | undefined;
     if (!app) {
       refusal = { code: 4001, message: `App key ${key.slice(0, 100)} does not exist` };
+    } else if (!appEnabled(app)) {
+      refusal = { code: 4003, message: "App is disabled" };
     } else if (!PROTOCOLS.has(url.searchParams.get("protocol") ?? "7")) {
       refusal = { code: 4007, message: "Unsupported protocol version: use 7" };
     } else if (!originAllowed(app, origin)) {

@@ -14,6 +14,8 @@ import { PusherWebhooks } from "./webhooks.ts";
 export function createPusher(deps: ProductDeps, svc: ChannelService): ProductModule {
   const sockets = new PusherSockets(deps, svc);
   const webhooks = new PusherWebhooks(deps.apps, deps.env, deps.hub, svc);
+  // A cache channel joined with nothing cached (either protocol; rate-limited by the service).
+  svc.onCacheMiss((app, channel) => webhooks.enqueue(app, { name: "cache_miss", channel }));
   return {
     routes: pusherRoutes(deps.apps, svc, sockets),
     endpoints: [sockets],

@@ -20,6 +20,13 @@ export interface PusherUsers {
   sendToUser(app: App, userId: string, event: string, data: string): void;
 }
 
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** Whether `path` is under the Pusher REST API (its errors are plain text, Pusher's way). */
+export function isPusherRestPath(path: string): boolean {
+  return path.startsWith("/apps/");
+}
+
 /** Pusher's limit on the channels of one `events` call. */
 export const MAX_TRIGGER_CHANNELS = 100;
 /** Pusher's limit on the events of one `batch_events` call. */
@@ -52,10 +59,18 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
   r.use("/apps/:app_id/*", async (c, next) => {
     const app = apps.byId(c.req.param("app_id"));
     if (!app) return c.text("Unknown app", 404);
-    const body = c.req.method === "GET" ? "" : await c.req.text();
+    // body_md5 covers the raw bytes; only a body that passed it is decoded (UTF-8, strictly).
+    const raw = c.req.method === "GET" ? new Uint8Array() : new Uint8Array(await c.req.arrayBuffer());
     const url = new URL(c.req.url);
-    const problem = requestProblem(app, c.req.method, url.pathname, url.searchParams, body);
+    const problem = requestProblem(app, c.req.method, url.pathname, url.searchParams, raw);
     if (problem) return c.text(problem, 401);
+    if (app.enabled === false) return c.text("App is disabled", 403);
+    let body: string;
+    try {
+      body = UTF8.decode(raw);
+    } catch {
+      return c.text("Invalid body: not UTF-8 text", 400);
+    }
     c.set("app", app);
     c.set("body", body);
     await next();
@@ -79,7 +94,10 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
     const batch = jsonBody(c).batch;
     if (!Array.isArray(batch) || batch.length === 0) throw new Refused(400, "Missing batch: an array of events");
     if (batch.length > MAX_BATCH_EVENTS) throw new Refused(400, `Batch too large: at most ${MAX_BATCH_EVENTS} events`);
-    const out = batch.map((e) => checkEvent(isObject(e) ? e : {}));
+    const out = batch.map((e, i) => {
+      if (!isObject(e)) throw new Refused(400, `Invalid batch item ${i}: expected an object { channel, name, data }, got ${e === null ? "null" : Array.isArray(e) ? "an array" : typeof e}`);
+      return checkEvent(e);
+    });
     const info = await publish(c, svc, users, out);
     return c.json(out.some((o) => o.info.size > 0) ? { batch: info } : {});
   });

@@ -15,9 +15,9 @@ export function hmacHex(secret: string, data: string): string {
   return createHmac("sha256", secret).update(data, "utf8").digest("hex");
 }
 
-/** MD5 of `body` (UTF-8), lowercase hex: the REST API's `body_md5`. */
-export function md5Hex(body: string): string {
-  return createHash("md5").update(body, "utf8").digest("hex");
+/** MD5 of `body` (a string as UTF-8, or raw bytes), lowercase hex: the REST API's `body_md5`. */
+export function md5Hex(body: string | Uint8Array): string {
+  return typeof body === "string" ? createHash("md5").update(body, "utf8").digest("hex") : createHash("md5").update(body).digest("hex");
 }
 
 /** Compares two strings in time that depends only on their lengths. */
@@ -72,7 +72,7 @@ export function requestProblem(
   method: string,
   path: string,
   query: URLSearchParams,
-  body: string,
+  body: string | Uint8Array,
   nowS = Date.now() / 1000,
 ): string | null {
   const key = query.get("auth_key");
@@ -80,12 +80,15 @@ export function requestProblem(
   if (query.get("auth_version") !== null && query.get("auth_version") !== "1.0") {
     return "Unsupported auth_version: use 1.0";
   }
-  const ts = Number(query.get("auth_timestamp"));
-  if (!query.get("auth_timestamp") || !Number.isFinite(ts)) return "Missing auth_timestamp";
+  const rawTs = query.get("auth_timestamp");
+  if (!rawTs) return "Missing auth_timestamp";
+  // Whole seconds in decimal digits only: Number() would also take "0x...", "1e9" or " 1".
+  if (!/^\d{1,12}$/.test(rawTs)) return "Invalid auth_timestamp: whole seconds since the epoch, in decimal digits";
+  const ts = Number(rawTs);
   if (Math.abs(nowS - ts) > MAX_CLOCK_SKEW_S) {
     return `Timestamp expired: Given timestamp (${query.get("auth_timestamp")}) not within ${MAX_CLOCK_SKEW_S}s of server time (${Math.floor(nowS)})`;
   }
-  if (body !== "") {
+  if (body.length > 0) {
     const md5 = query.get("body_md5");
     if (md5 === null || !safeEqual(md5.toLowerCase(), md5Hex(body))) return "Invalid body_md5: it does not match the body";
   }

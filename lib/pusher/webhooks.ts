@@ -113,9 +113,9 @@ export class PusherWebhooks {
   }
 
   /**
-   * Queues one webhook event of `app` for the webhooks that asked for its type; resolves once
-   * it is durable in the outbox (at once when no webhook wants it). Rejects when storage
-   * refused it.
+   * Queues one webhook event of `app` for the webhooks that asked for its type (client events
+   * and, from lib/pusher/mod.ts, `cache_miss` come this way); resolves once it is durable in
+   * the outbox (at once when no webhook wants it). Rejects when storage refused it.
    */
   enqueue(app: App, event: WebhookEvent): Promise<void> {
     if (this.#closed || !wants(app, event.name)) return Promise.resolve();

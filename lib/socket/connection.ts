@@ -145,6 +145,10 @@ export class Connection extends SubscriberSocket implements LiveSocket {
   async #join(joinRef: string | null, ref: string | null, topic: string, params: Record<string, unknown>) {
     const jr = joinRef ?? "0";
     if (this.#members.has(topic)) this.#leave(topic, "rejoin", true);
+    if (this.app.enabled === false) {
+      record.join(topic, "app disabled");
+      return this.#reply(jr, ref, topic, { status: "error", response: { reason: "app disabled" } });
+    }
     const handlers = this.#deps.handlers;
     const parsed = parseTopic(topic, this.app.key, (prefix) => Object.hasOwn(handlers, prefix));
     if (typeof parsed === "string") {

@@ -61,6 +61,7 @@ export function chatCredentials(registry: AppRegistry): MiddlewareHandler<ChatEn
       c.req.header("X-App-Secret"),
     );
     if (!app) return sendError(c, 401);
+    if (app.enabled === false) return sendError(c, 403, "app disabled");
     c.set("app", app);
     await next();
   };
