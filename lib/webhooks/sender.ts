@@ -181,10 +181,12 @@ export class OutboxSender<T extends OutboxEntry> {
         continue;
       }
       lane.inFlight++;
-      void this.#attempt(lane, seq).finally(() => {
-        lane.inFlight--;
-        this.#pump(lane);
-      });
+      void this.#attempt(lane, seq)
+        .catch((err) => log.error("webhook attempt failed", errorFields(err)))
+        .finally(() => {
+          lane.inFlight--;
+          this.#pump(lane);
+        });
     }
     const next = lane.later.peek();
     if (next) this.#wakeAt(lane, next.dueAt);
