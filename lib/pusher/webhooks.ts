@@ -104,6 +104,7 @@ export class PusherWebhooks {
     for (const key of this.#db.getKeys({ start: ["l"], end: ["m"] })) {
       const [, topic, user] = key as [string, string, string];
       this.#stale.set(recordId(topic, user), key);
+      this.#records.add(recordId(topic, user)); // stored: a change before the reconciliation ends it
     }
     if (this.#stale.size > 0) {
       if (env.replicated) {
@@ -217,6 +218,7 @@ export class PusherWebhooks {
     let events = 0;
     for (const [id, key] of stale) {
       const [, topic, user] = key as [string, string, string];
+      this.#records.delete(id);
       batch.records.set(id, { key, put: false });
       if (svc && (user === "" ? svc.occupancy.count(topic) > 0 : svc.presence.members(topic).some((m) => m.user_id === user))) {
         continue; // still there: its owner reports its end
