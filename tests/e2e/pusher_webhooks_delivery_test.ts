@@ -212,3 +212,19 @@ Deno.test("subscribe churn: a socket over its join/leave rate is refused (Pusher
     await server.stop();
   }
 });
+
+Deno.test("webhook metrics: outbox depth, bytes and oldest age of both kinds from the first scrape", async () => {
+  const server = await startServer();
+  try {
+    const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
+    for (const kind of ["pusher", "bot"]) {
+      assert.match(text, new RegExp(`switchboard_webhook_outbox_depth\\{kind="${kind}"\\} 0\\n`));
+      assert.match(text, new RegExp(`switchboard_webhook_outbox_bytes\\{kind="${kind}"\\} 0\\n`));
+      assert.match(text, new RegExp(`switchboard_webhook_outbox_oldest_age_seconds\\{kind="${kind}"\\} 0\\n`));
+      assert.match(text, new RegExp(`switchboard_webhook_dropped_total\\{kind="${kind}"\\} 0\\n`));
+      assert.match(text, new RegExp(`switchboard_webhook_deliveries_total\\{kind="${kind}",result="delivered"\\} 0\\n`));
+    }
+  } finally {
+    await server.stop();
+  }
+});
