@@ -14,7 +14,13 @@ import { RawPusher, serverLib } from "../tests/pusher/helpers.ts";
 import { type Budget, crashLines, type PartResult, sleep, start } from "./common.ts";
 
 type Event = { name: string; channel: string; [k: string]: unknown };
-const ALL = ["channel_occupied", "channel_vacated", "member_added", "member_removed", "client_event"];
+const ALL = [
+  "channel_occupied",
+  "channel_vacated",
+  "member_added",
+  "member_removed",
+  "client_event",
+];
 
 /** A loopback receiver on a fixed port that can be down (nothing listening) or up. */
 class Receiver {
@@ -33,10 +39,13 @@ class Receiver {
   }
 
   up(status = 200): void {
-    this.#server = Deno.serve({ hostname: "127.0.0.1", port: this.port, onListen() {} }, async (req) => {
-      this.bodies.add(await req.text());
-      return new Response(null, { status });
-    });
+    this.#server = Deno.serve(
+      { hostname: "127.0.0.1", port: this.port, onListen() {} },
+      async (req) => {
+        this.bodies.add(await req.text());
+        return new Response(null, { status });
+      },
+    );
   }
 
   async down(): Promise<void> {
@@ -67,7 +76,13 @@ async function metric(server: TestServer, re: RegExp): Promise<number> {
 /** One crash round: returns failures. */
 async function crashRound(round: number, counts: Record<string, number>): Promise<string[]> {
   const hook = new Receiver(); // down
-  const apps: TestApp[] = [{ id: "app-1", key: "key1", secret: "secret1", enable_client_messages: true, webhooks: [{ url: hook.url, event_types: ALL }] }];
+  const apps: TestApp[] = [{
+    id: "app-1",
+    key: "key1",
+    secret: "secret1",
+    enable_client_messages: true,
+    webhooks: [{ url: hook.url, event_types: ALL }],
+  }];
   const failures: string[] = [];
   const first = await start({ apps });
   let second: TestServer | undefined;
@@ -78,19 +93,38 @@ async function crashRound(round: number, counts: Record<string, number>): Promis
     const channel = `presence-r${round}`;
     for (const [sock, user] of [[sender, "alice"], [listener, "bob"]] as const) {
       const auth = lib.authorizeChannel(sock.socketId, channel, { user_id: user });
-      sock.send("pusher:subscribe", { channel, auth: auth.auth, channel_data: JSON.stringify({ user_id: user }) });
+      sock.send("pusher:subscribe", {
+        channel,
+        auth: auth.auth,
+        channel_data: JSON.stringify({ user_id: user }),
+      });
       await sock.waitFor((m) => m.event === "pusher_internal:subscription_succeeded");
     }
     const phoenix = await RawSocket.connect(first.wsUrl("key1"));
-    const tok = await token(first, apps[0], phoenix.socketId, [`channel:subscribe:presence-ph${round}`, `channel:presence:presence-ph${round}`], "carol");
-    await phoenix.join(`pubsub:key1:presence-ph${round}`, { auth: tok, channel_data: { user_id: "carol" } });
+    const tok = await token(first, apps[0], phoenix.socketId, [
+      `channel:subscribe:presence-ph${round}`,
+      `channel:presence:presence-ph${round}`,
+    ], "carol");
+    await phoenix.join(`pubsub:key1:presence-ph${round}`, {
+      auth: tok,
+      channel_data: { user_id: "carol" },
+    });
     const N = 50;
     for (let i = 0; i < N; i++) {
       sender.send("client-n", { i }, channel);
       if (i % 10 === 9) await sleep(5);
     }
-    const seen = await waitUntil(() => listener.messages.filter((m) => m.event === "client-n").length === N, 10_000);
-    if (!seen) failures.push(`round ${round}: the listener saw ${listener.messages.filter((m) => m.event === "client-n").length} of ${N} client events`);
+    const seen = await waitUntil(
+      () => listener.messages.filter((m) => m.event === "client-n").length === N,
+      10_000,
+    );
+    if (!seen) {
+      failures.push(
+        `round ${round}: the listener saw ${
+          listener.messages.filter((m) => m.event === "client-n").length
+        } of ${N} client events`,
+      );
+    }
     await first.kill(); // the last events were seen a moment ago
     counts.kills++;
     hook.up();
@@ -98,25 +132,37 @@ async function crashRound(round: number, counts: Record<string, number>): Promis
     const done = () => {
       const e = hook.events();
       return new Set(e.filter((x) => x.name === "client_event").map((x) => x.data)).size >= N &&
-        new Set(e.filter((x) => x.name === "member_removed").map((x) => `${x.channel}:${x.user_id}`)).size >= 3 &&
+        new Set(
+            e.filter((x) => x.name === "member_removed").map((x) => `${x.channel}:${x.user_id}`),
+          ).size >= 3 &&
         new Set(e.filter((x) => x.name === "channel_vacated").map((x) => x.channel)).size >= 2;
     };
     await waitUntil(done, 45_000);
     const e = hook.events();
     const client = new Set(e.filter((x) => x.name === "client_event").map((x) => x.data));
     counts.clientEventWebhooks += client.size;
-    if (client.size !== N) failures.push(`round ${round}: ${client.size} of ${N} client_event webhooks arrived`);
-    const removed = new Set(e.filter((x) => x.name === "member_removed").map((x) => `${x.channel}:${x.user_id}`));
+    if (client.size !== N) {
+      failures.push(`round ${round}: ${client.size} of ${N} client_event webhooks arrived`);
+    }
+    const removed = new Set(
+      e.filter((x) => x.name === "member_removed").map((x) => `${x.channel}:${x.user_id}`),
+    );
     const want = [`${channel}:alice`, `${channel}:bob`, `presence-ph${round}:carol`];
-    for (const w of want) if (!removed.has(w)) failures.push(`round ${round}: no member_removed for ${w}`);
+    for (const w of want) {
+      if (!removed.has(w)) failures.push(`round ${round}: no member_removed for ${w}`);
+    }
     const vacated = new Set(e.filter((x) => x.name === "channel_vacated").map((x) => x.channel));
-    for (const c of [channel, `presence-ph${round}`]) if (!vacated.has(c)) failures.push(`round ${round}: no channel_vacated for ${c}`);
+    for (const c of [channel, `presence-ph${round}`]) {
+      if (!vacated.has(c)) failures.push(`round ${round}: no channel_vacated for ${c}`);
+    }
     counts.leavesReported += removed.size + vacated.size;
   } finally {
     await first.kill().catch(() => {});
     if (second) {
       await second.stop();
-      failures.push(...crashLines(second.output()).slice(0, 5).map((l) => `server output: ${l.slice(0, 300)}`));
+      failures.push(
+        ...crashLines(second.output()).slice(0, 5).map((l) => `server output: ${l.slice(0, 300)}`),
+      );
     }
     await hook.down();
   }
@@ -134,12 +180,27 @@ async function isolation(counts: Record<string, number>): Promise<string[]> {
   });
   const arrivals = new Map<string, number>();
   const b = Deno.serve({ hostname: "127.0.0.1", port: 0, onListen() {} }, async (req) => {
-    for (const e of JSON.parse(await req.text()).events as Event[]) if (!arrivals.has(e.channel)) arrivals.set(e.channel, Date.now());
+    for (const e of JSON.parse(await req.text()).events as Event[]) {
+      if (!arrivals.has(e.channel)) arrivals.set(e.channel, Date.now());
+    }
     return new Response(null);
   });
   const apps: TestApp[] = [
-    { id: "app-a", key: "keya", secret: "secreta", webhooks: [{ url: `http://127.0.0.1:${a.addr.port}/h`, event_types: ["channel_occupied", "channel_vacated"] }] },
-    { id: "app-b", key: "keyb", secret: "secretb", webhooks: [{ url: `http://127.0.0.1:${b.addr.port}/h`, event_types: ["channel_occupied"] }] },
+    {
+      id: "app-a",
+      key: "keya",
+      secret: "secreta",
+      webhooks: [{
+        url: `http://127.0.0.1:${a.addr.port}/h`,
+        event_types: ["channel_occupied", "channel_vacated"],
+      }],
+    },
+    {
+      id: "app-b",
+      key: "keyb",
+      secret: "secretb",
+      webhooks: [{ url: `http://127.0.0.1:${b.addr.port}/h`, event_types: ["channel_occupied"] }],
+    },
   ];
   const server = await start({ apps });
   try {
@@ -154,14 +215,20 @@ async function isolation(counts: Record<string, number>): Promise<string[]> {
       await sleep(20);
     }
     const all = await waitUntil(() => arrivals.size === 30, 10_000);
-    if (!all) failures.push(`app B: ${arrivals.size} of 30 webhooks arrived while app A's receiver hung`);
-    if (hanging.length !== aRequests) failures.push("app A's receiver answered: the case did not hang it");
+    if (!all) {
+      failures.push(`app B: ${arrivals.size} of 30 webhooks arrived while app A's receiver hung`);
+    }
+    if (hanging.length !== aRequests) {
+      failures.push("app A's receiver answered: the case did not hang it");
+    }
     let slowest = 0;
     for (const [ch, at] of arrivals) slowest = Math.max(slowest, at - sent.get(ch)!);
     counts.bSlowestMs = slowest;
     counts.aHangingRequests = aRequests;
     // Generous bound (a loaded CI machine): "within a second" is the target.
-    if (slowest > 5000) failures.push(`app B's slowest webhook took ${slowest} ms while app A's receiver hung`);
+    if (slowest > 5000) {
+      failures.push(`app B's slowest webhook took ${slowest} ms while app A's receiver hung`);
+    }
     sa.close();
     sb.close();
   } finally {
@@ -169,7 +236,9 @@ async function isolation(counts: Record<string, number>): Promise<string[]> {
     for (const release of hanging) release();
     await a.shutdown();
     await b.shutdown();
-    failures.push(...crashLines(server.output()).slice(0, 5).map((l) => `server output: ${l.slice(0, 300)}`));
+    failures.push(
+      ...crashLines(server.output()).slice(0, 5).map((l) => `server output: ${l.slice(0, 300)}`),
+    );
   }
   return failures;
 }
@@ -180,8 +249,16 @@ async function churn(ms: number, counts: Record<string, number>): Promise<string
   const MAX_BYTES = 256 * 1024;
   const hook = new Receiver();
   hook.up(500);
-  const apps: TestApp[] = [{ id: "app-1", key: "key1", secret: "secret1", webhooks: [{ url: hook.url, event_types: ["channel_occupied", "channel_vacated"] }] }];
-  const server = await start({ apps, env: { SWITCHBOARD_WEBHOOK_OUTBOX_MAX_BYTES: String(MAX_BYTES) } });
+  const apps: TestApp[] = [{
+    id: "app-1",
+    key: "key1",
+    secret: "secret1",
+    webhooks: [{ url: hook.url, event_types: ["channel_occupied", "channel_vacated"] }],
+  }];
+  const server = await start({
+    apps,
+    env: { SWITCHBOARD_WEBHOOK_OUTBOX_MAX_BYTES: String(MAX_BYTES) },
+  });
   try {
     let going = true;
     let ops = 0;
@@ -201,26 +278,42 @@ async function churn(ms: number, counts: Record<string, number>): Promise<string
     const fileAtStart = await metric(server, /switchboard_lmdb_size_bytes (\d+)/);
     const deadline = Date.now() + ms;
     while (Date.now() < deadline) {
-      maxBytes = Math.max(maxBytes, await metric(server, /switchboard_webhook_outbox_bytes\{kind="pusher"\} (\d+)/));
+      maxBytes = Math.max(
+        maxBytes,
+        await metric(server, /switchboard_webhook_outbox_bytes\{kind="pusher"\} (\d+)/),
+      );
       await sleep(250);
     }
     going = false;
     await Promise.all(loops);
-    const dropped = await metric(server, /switchboard_webhook_dropped_total\{kind="pusher"\} (\d+)/);
+    const dropped = await metric(
+      server,
+      /switchboard_webhook_dropped_total\{kind="pusher"\} (\d+)/,
+    );
     counts.churnOps = ops;
     counts.outboxMaxBytes = maxBytes;
     counts.dropped = dropped;
     const fileGrowth = await metric(server, /switchboard_lmdb_size_bytes (\d+)/) - fileAtStart;
     counts.dataFileGrowthKiB = Math.round(fileGrowth / 1024);
-    counts.residentMiB = Math.round(await metric(server, /switchboard_process_resident_memory_bytes (\d+)/) / 2 ** 20);
+    counts.residentMiB = Math.round(
+      await metric(server, /switchboard_process_resident_memory_bytes (\d+)/) / 2 ** 20,
+    );
     // Generous: the bound is 256 KiB of bodies; LMDB keeps freed pages for reuse.
-    if (fileGrowth > 64 * 2 ** 20) failures.push(`the data file grew by ${fileGrowth} bytes under churn`);
-    if (!(maxBytes <= MAX_BYTES)) failures.push(`outbox bytes reached ${maxBytes}, over the bound ${MAX_BYTES}`);
-    if (!(dropped > 0)) failures.push("nothing was dropped: the churn never filled the outbox (vacuous)");
+    if (fileGrowth > 64 * 2 ** 20) {
+      failures.push(`the data file grew by ${fileGrowth} bytes under churn`);
+    }
+    if (!(maxBytes <= MAX_BYTES)) {
+      failures.push(`outbox bytes reached ${maxBytes}, over the bound ${MAX_BYTES}`);
+    }
+    if (!(dropped > 0)) {
+      failures.push("nothing was dropped: the churn never filled the outbox (vacuous)");
+    }
   } finally {
     await server.stop();
     await hook.down();
-    failures.push(...crashLines(server.output()).slice(0, 5).map((l) => `server output: ${l.slice(0, 300)}`));
+    failures.push(
+      ...crashLines(server.output()).slice(0, 5).map((l) => `server output: ${l.slice(0, 300)}`),
+    );
   }
   return failures;
 }

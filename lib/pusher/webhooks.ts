@@ -85,18 +85,34 @@ export class PusherWebhooks {
   constructor(apps: AppRegistry, env: StoreEnv, hub: Hub, svc: ChannelService) {
     this.#apps = apps;
     this.#db = env.db<number>(DB);
-    this.#outbox = new WebhookOutbox<Delivery>(env, DB, { kind: "pusher", laneOf: (d) => `${d.appId}\n${d.url}` });
+    this.#outbox = new WebhookOutbox<Delivery>(env, DB, {
+      kind: "pusher",
+      laneOf: (d) => `${d.appId}\n${d.url}`,
+    });
     this.#sender = new OutboxSender(this.#outbox, (d, signal) => this.#deliver(d, signal));
     // In a cluster every node sees a channel's changes; the topic's owner reports them.
     svc.occupancy.observe((topic, occupied) => {
-      this.#change(topic, "", occupied ? "channel_occupied" : "channel_vacated", hub.owns(topic), {});
+      this.#change(
+        topic,
+        "",
+        occupied ? "channel_occupied" : "channel_vacated",
+        hub.owns(topic),
+        {},
+      );
     });
     svc.presence.observe((topic, userId, joined) => {
-      this.#change(topic, userId, joined ? "member_added" : "member_removed", hub.owns(topic), { user_id: userId });
+      this.#change(topic, userId, joined ? "member_added" : "member_removed", hub.owns(topic), {
+        user_id: userId,
+      });
     });
     svc.onEnter((app, topic, userId) => this.#beforeEnter(svc, hub, app, topic, userId));
     svc.onClientEvent((app, channel, e: StoredEvent) => {
-      const event: WebhookEvent = { name: "client_event", channel, event: e.event, data: pusherData(e.data) };
+      const event: WebhookEvent = {
+        name: "client_event",
+        channel,
+        event: e.event,
+        data: pusherData(e.data),
+      };
       if (e.socket_id !== undefined) event.socket_id = e.socket_id;
       if (e.client_id !== undefined) event.user_id = e.client_id;
       return this.enqueue(app, event);
@@ -128,7 +144,9 @@ export class PusherWebhooks {
   /** Stops sending; staged deliveries stay in the outbox for the next start. */
   async close(): Promise<void> {
     clearTimeout(this.#reconcileTimer);
-    while (this.#running || this.#open) await (this.#open?.promise ?? new Promise((r) => setTimeout(r, 5))).catch(() => {});
+    while (this.#running || this.#open) {
+      await (this.#open?.promise ?? new Promise((r) => setTimeout(r, 5))).catch(() => {});
+    }
     this.#closed = true;
     this.#sender.close();
   }
@@ -139,19 +157,36 @@ export class PusherWebhooks {
    * so no client sees a join whose webhook a crash could lose. What the join ends up not
    * causing (it failed, or the socket left first) is reported closed once it has ended.
    */
-  #beforeEnter(svc: ChannelService, hub: Hub, app: App, topic: string, userId?: string): Promise<() => void> | undefined {
-    if (this.#closed || !app.webhooks?.length || !topic.startsWith("pubsub:") || !hub.owns(topic)) return;
+  #beforeEnter(
+    svc: ChannelService,
+    hub: Hub,
+    app: App,
+    topic: string,
+    userId?: string,
+  ): Promise<() => void> | undefined {
+    if (this.#closed || !app.webhooks?.length || !topic.startsWith("pubsub:") || !hub.owns(topic)) {
+      return;
+    }
     const channel = topic.slice(topic.indexOf(":", 7) + 1);
     const mine: [string, string][] = [];
     const waits: Promise<void>[] = [];
-    const announce = (user: string, name: WebhookEventType, closing: WebhookEventType, fields: Record<string, unknown>) => {
+    const announce = (
+      user: string,
+      name: WebhookEventType,
+      closing: WebhookEventType,
+      fields: Record<string, unknown>,
+    ) => {
       const id = recordId(topic, user);
       const known = this.#announced.get(id);
       if (known) return void waits.push(known);
-      const present = user === "" ? svc.occupancy.count(topic) > 0 : svc.presence.members(topic).some((m) => m.user_id === user);
+      const present = user === ""
+        ? svc.occupancy.count(topic) > 0
+        : svc.presence.members(topic).some((m) => m.user_id === user);
       if (present || !(wants(app, name) || wants(app, closing))) return;
       const batch = this.#batch();
-      if (wants(app, name)) batch.events.push({ app, event: { name, channel, ...fields } as WebhookEvent });
+      if (wants(app, name)) {
+        batch.events.push({ app, event: { name, channel, ...fields } as WebhookEvent });
+      }
       if (wants(app, closing)) {
         this.#records.add(id);
         batch.records.set(id, { key: ["l", topic, user], put: true });
@@ -162,7 +197,9 @@ export class PusherWebhooks {
       waits.push(batch.promise);
     };
     announce("", "channel_occupied", "channel_vacated", {});
-    if (userId !== undefined) announce(userId, "member_added", "member_removed", { user_id: userId });
+    if (userId !== undefined) {
+      announce(userId, "member_added", "member_removed", { user_id: userId });
+    }
     if (waits.length === 0) return;
     const settle = () => {
       // Members first, then the channel (as Pusher orders them).
@@ -182,7 +219,13 @@ export class PusherWebhooks {
   }
 
   /** One occupancy or presence change of the topic `pubsub:{key}:{channel}`. */
-  #change(topic: string, user: string, name: WebhookEventType, owned: boolean, fields: Record<string, unknown>) {
+  #change(
+    topic: string,
+    user: string,
+    name: WebhookEventType,
+    owned: boolean,
+    fields: Record<string, unknown>,
+  ) {
     if (this.#closed || !topic.startsWith("pubsub:")) return;
     const keyEnd = topic.indexOf(":", 7);
     const app = this.#apps.byKey(topic.slice(7, keyEnd));
@@ -199,7 +242,9 @@ export class PusherWebhooks {
     } else if (!added && this.#records.delete(id)) {
       record = { key: ["l", topic, user], put: false };
     }
-    const event = owned ? { name, channel: topic.slice(keyEnd + 1), ...fields } as WebhookEvent : undefined;
+    const event = owned
+      ? { name, channel: topic.slice(keyEnd + 1), ...fields } as WebhookEvent
+      : undefined;
     if (event && wants(app, name)) {
       const batch = this.#batch();
       batch.events.push({ app, event });
@@ -212,7 +257,9 @@ export class PusherWebhooks {
    * (members first), unless (clustered mode) the cluster still has that member or channel.
    */
   #reconcile(svc?: ChannelService): void {
-    const stale = [...this.#stale].sort(([a], [b]) => Number(a.endsWith("\u0000")) - Number(b.endsWith("\u0000")));
+    const stale = [...this.#stale].sort(([a], [b]) =>
+      Number(a.endsWith("\u0000")) - Number(b.endsWith("\u0000"))
+    );
     this.#stale.clear();
     const batch = this.#batch();
     let events = 0;
@@ -220,14 +267,23 @@ export class PusherWebhooks {
       const [, topic, user] = key as [string, string, string];
       this.#records.delete(id);
       batch.records.set(id, { key, put: false });
-      if (svc && (user === "" ? svc.occupancy.count(topic) > 0 : svc.presence.members(topic).some((m) => m.user_id === user))) {
+      if (
+        svc &&
+        (user === ""
+          ? svc.occupancy.count(topic) > 0
+          : svc.presence.members(topic).some((m) => m.user_id === user))
+      ) {
         continue; // still there: its owner reports its end
       }
       const keyEnd = topic.indexOf(":", 7);
       const app = this.#apps.byKey(topic.slice(7, keyEnd));
       const name: WebhookEventType = user === "" ? "channel_vacated" : "member_removed";
       if (!app || !wants(app, name)) continue;
-      const event = { name, channel: topic.slice(keyEnd + 1), ...(user === "" ? {} : { user_id: user }) } as WebhookEvent;
+      const event = {
+        name,
+        channel: topic.slice(keyEnd + 1),
+        ...(user === "" ? {} : { user_id: user }),
+      } as WebhookEvent;
       batch.events.push({ app, event });
       events++;
     }
@@ -258,7 +314,10 @@ export class PusherWebhooks {
           await this.#write(batch);
           batch.resolve();
         } catch (err) {
-          log.error("webhook events could not be staged", { events: batch.events.length, ...errorFields(err) });
+          log.error("webhook events could not be staged", {
+            events: batch.events.length,
+            ...errorFields(err),
+          });
           batch.reject(err);
         }
       }
@@ -272,7 +331,7 @@ export class PusherWebhooks {
     const byApp = new Map<App, WebhookEvent[]>();
     for (const { app, event } of batch.events) {
       let list = byApp.get(app);
-      if (!list) byApp.set(app, (list = []));
+      if (!list) byApp.set(app, list = []);
       list.push(event);
     }
     const items: Delivery[] = [];
@@ -300,11 +359,16 @@ export class PusherWebhooks {
   async #deliver(d: Delivery, signal: AbortSignal): Promise<"delivered" | "retry" | "drop"> {
     const app = this.#apps.byId(d.appId);
     if (!app?.webhooks?.some((w) => w.url === d.url)) return "drop";
-    const ok = await postJson(d.url, {
-      "User-Agent": `Switchboard-Webhooks/${VERSION}`,
-      "X-Pusher-Key": app.key,
-      "X-Pusher-Signature": hmacHex(app.secret, d.body),
-    }, d.body, signal);
+    const ok = await postJson(
+      d.url,
+      {
+        "User-Agent": `Switchboard-Webhooks/${VERSION}`,
+        "X-Pusher-Key": app.key,
+        "X-Pusher-Signature": hmacHex(app.secret, d.body),
+      },
+      d.body,
+      signal,
+    );
     return ok ? "delivered" : "retry";
   }
 }

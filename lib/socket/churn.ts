@@ -12,7 +12,8 @@ export const JOIN_BURST = 100;
 export const JOIN_RATE = 20;
 
 /** The Phoenix join refusal's reason. */
-export const JOIN_RATE_REASON = `Rate limit exceeded: more than ${JOIN_RATE} joins and leaves per second on this socket`;
+export const JOIN_RATE_REASON =
+  `Rate limit exceeded: more than ${JOIN_RATE} joins and leaves per second on this socket`;
 
 /** One socket's bucket. */
 export class ChurnLimit {

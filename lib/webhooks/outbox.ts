@@ -177,7 +177,9 @@ export class WebhookOutbox<T extends OutboxEntry> {
     meta.dueAt = dueAt;
     await this.env.transaction(() => {
       // Dropped meanwhile: nothing to move.
-      if (this.#index.has(seq)) this.#db.put(["o", seq], { ...item, attempt: item.attempt + 1, dueAt });
+      if (this.#index.has(seq)) {
+        this.#db.put(["o", seq], { ...item, attempt: item.attempt + 1, dueAt });
+      }
     });
   }
 
@@ -238,7 +240,7 @@ export class WebhookOutbox<T extends OutboxEntry> {
     };
     this.#index.set(seq, meta);
     let app = this.#apps.get(meta.appId);
-    if (!app) this.#apps.set(meta.appId, (app = { seqs: new Set(), bytes: 0 }));
+    if (!app) this.#apps.set(meta.appId, app = { seqs: new Set(), bytes: 0 });
     app.seqs.add(seq);
     app.bytes += meta.bytes;
     for (const fn of this.#listeners) fn(meta);
@@ -276,7 +278,11 @@ export class WebhookOutbox<T extends OutboxEntry> {
     record.webhookDropped(this.kind, dropped.length);
     this.#droppedUnlogged += dropped.length;
     if (Date.now() - this.#droppedLoggedAt >= 10_000) {
-      log.warn("webhook outbox full: oldest deliveries dropped", { kind: this.kind, app: appId, dropped: this.#droppedUnlogged });
+      log.warn("webhook outbox full: oldest deliveries dropped", {
+        kind: this.kind,
+        app: appId,
+        dropped: this.#droppedUnlogged,
+      });
       this.#droppedLoggedAt = Date.now();
       this.#droppedUnlogged = 0;
     }

@@ -130,7 +130,16 @@ export class OutboxSender<T extends OutboxEntry> {
   #lane(name: string): Lane {
     let lane = this.#lanes.get(name);
     if (!lane) {
-      lane = { name, ready: [], later: new DueHeap(), inFlight: 0, failures: 0, pausedUntil: 0, timerAt: Infinity, scheduled: false };
+      lane = {
+        name,
+        ready: [],
+        later: new DueHeap(),
+        inFlight: 0,
+        failures: 0,
+        pausedUntil: 0,
+        timerAt: Infinity,
+        scheduled: false,
+      };
       this.#lanes.set(name, lane);
     }
     return lane;
@@ -225,10 +234,16 @@ export class OutboxSender<T extends OutboxEntry> {
         return await this.#outbox.done(seq);
       }
       lane.failures++;
-      lane.pausedUntil = Date.now() + Math.min(MAX_PAUSE_MS, FIRST_PAUSE_MS * 2 ** (lane.failures - 1));
+      lane.pausedUntil = Date.now() +
+        Math.min(MAX_PAUSE_MS, FIRST_PAUSE_MS * 2 ** (lane.failures - 1));
       if (item.attempt >= this.#delays.length) {
         record.webhook(kind, "given_up");
-        log.warn("webhook delivery given up", { kind, app: item.appId, delivery: item.id, attempts: item.attempt + 1 });
+        log.warn("webhook delivery given up", {
+          kind,
+          app: item.appId,
+          delivery: item.id,
+          attempts: item.attempt + 1,
+        });
         return await this.#outbox.done(seq);
       }
       if (!this.#outbox.meta(seq)) return; // dropped while in flight
@@ -257,9 +272,19 @@ export class OutboxSender<T extends OutboxEntry> {
 }
 
 /** POSTs a JSON body; true for a 2xx answer. Network errors and timeouts are false. */
-export async function postJson(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<boolean> {
+export async function postJson(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  signal: AbortSignal,
+): Promise<boolean> {
   try {
-    const res = await fetch(url, { method: "POST", signal, headers: { "Content-Type": "application/json", ...headers }, body });
+    const res = await fetch(url, {
+      method: "POST",
+      signal,
+      headers: { "Content-Type": "application/json", ...headers },
+      body,
+    });
     await res.body?.cancel();
     return res.ok;
   } catch {

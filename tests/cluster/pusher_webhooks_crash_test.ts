@@ -12,37 +12,75 @@ import { startCluster, until } from "./cluster.ts";
 type Event = { name: string; channel: string; user_id?: string };
 
 Deno.test({
-  name: "cluster: a SIGKILLed node's presence members and channels end in member_removed / channel_vacated webhooks",
+  name:
+    "cluster: a SIGKILLed node's presence members and channels end in member_removed / channel_vacated webhooks",
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async () => {
     const hook = receiver();
     const cluster = await startCluster({
       nodes: 2,
-      apps: [{ ...APPS[0], webhooks: [{ url: hook.url, event_types: ["channel_occupied", "channel_vacated", "member_added", "member_removed"] }] }],
+      apps: [{
+        ...APPS[0],
+        webhooks: [{
+          url: hook.url,
+          event_types: ["channel_occupied", "channel_vacated", "member_added", "member_removed"],
+        }],
+      }],
       env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300" },
     });
-    const events = () => [...new Set(hook.got.map((d) => d.body))].flatMap((b) => JSON.parse(b).events as Event[]);
-    const names = (name: string) => events().filter((e) => e.name === name).map((e) => `${e.channel}${e.user_id ? `:${e.user_id}` : ""}`).sort();
+    const events = () =>
+      [...new Set(hook.got.map((d) => d.body))].flatMap((b) => JSON.parse(b).events as Event[]);
+    const names = (name: string) =>
+      events().filter((e) => e.name === name).map((e) =>
+        `${e.channel}${e.user_id ? `:${e.user_id}` : ""}`
+      ).sort();
     try {
       const [survivor, doomed] = cluster.nodes;
       // On the node that will die: a Phoenix presence member and public channel, a Pusher one.
       const phoenix = await RawSocket.connect(doomed.wsUrl());
-      const { auth, channel_data } = await sdkFor(doomed).authenticate(phoenix.socketId, "presence-a", { user_id: "ann" });
-      assert.equal((await phoenix.join("pubsub:key1:presence-a", { auth, channel_data })).status, "ok");
+      const { auth, channel_data } = await sdkFor(doomed).authenticate(
+        phoenix.socketId,
+        "presence-a",
+        { user_id: "ann" },
+      );
+      assert.equal(
+        (await phoenix.join("pubsub:key1:presence-a", { auth, channel_data })).status,
+        "ok",
+      );
       assert.equal((await phoenix.join("pubsub:key1:open-a", {})).status, "ok");
       const pusher = await RawPusher.connect(doomed, "key1");
-      const signed = serverLib(doomed).authorizeChannel(pusher.socketId, "presence-b", { user_id: "bea" });
-      pusher.send("pusher:subscribe", { channel: "presence-b", auth: signed.auth, channel_data: JSON.stringify({ user_id: "bea" }) });
+      const signed = serverLib(doomed).authorizeChannel(pusher.socketId, "presence-b", {
+        user_id: "bea",
+      });
+      pusher.send("pusher:subscribe", {
+        channel: "presence-b",
+        auth: signed.auth,
+        channel_data: JSON.stringify({ user_id: "bea" }),
+      });
       await pusher.waitFor((m) => m.event === "pusher_internal:subscription_succeeded");
-      await until("the joins' webhooks", () => Promise.resolve(names("member_added").length === 2 && names("channel_occupied").length === 3));
+      await until(
+        "the joins' webhooks",
+        () =>
+          Promise.resolve(
+            names("member_added").length === 2 && names("channel_occupied").length === 3,
+          ),
+      );
 
       await cluster.kill(1);
-      await until("the leaves' webhooks", () => Promise.resolve(names("member_removed").length >= 2 && names("channel_vacated").length >= 3));
+      await until(
+        "the leaves' webhooks",
+        () =>
+          Promise.resolve(
+            names("member_removed").length >= 2 && names("channel_vacated").length >= 3,
+          ),
+      );
       await new Promise((r) => setTimeout(r, 1000)); // a repeat would be here by now
       assert.deepEqual(names("member_removed"), ["presence-a:ann", "presence-b:bea"]);
       assert.deepEqual(names("channel_vacated"), ["open-a", "presence-a", "presence-b"]);
-      const listing = await fetch(`${survivor.baseUrl}/api/apps/app-1/channels`, { headers: survivor.headers() });
+      const listing = await fetch(`${survivor.baseUrl}/api/apps/app-1/channels`, {
+        headers: survivor.headers(),
+      });
       assert.deepEqual((await listing.json()).channels, {});
       await phoenix.close().catch(() => {});
       pusher.close();

@@ -21,18 +21,32 @@ const APP: App = {
   max_client_events_per_sec: 0,
   max_backend_events_per_sec: 0,
   // Nothing listens there: deliveries stay in the outbox.
-  webhooks: [{ url: "http://127.0.0.1:9/hook", event_types: ["channel_occupied", "channel_vacated", "member_added", "member_removed", "client_event"] }],
+  webhooks: [{
+    url: "http://127.0.0.1:9/hook",
+    event_types: [
+      "channel_occupied",
+      "channel_vacated",
+      "member_added",
+      "member_removed",
+      "client_event",
+    ],
+  }],
 };
 
 function open(env: StoreEnv) {
   const hub = new Hub();
-  const svc = new ChannelService(new OrderedLog(env, "pubsub", { staged: true }), hub, { historyMaxCount: 100, historyMaxAgeSeconds: 3600 });
+  const svc = new ChannelService(new OrderedLog(env, "pubsub", { staged: true }), hub, {
+    historyMaxCount: 100,
+    historyMaxAgeSeconds: 3600,
+  });
   const webhooks = new PusherWebhooks(new AppRegistry([APP]), env, hub, svc);
   return { hub, svc, webhooks };
 }
 
 /** The stored rows of the Pusher outbox database: deliveries' events and record keys. */
-function stored(env: StoreEnv): { events: { name: string; channel: string; user_id?: string }[]; records: string[] } {
+function stored(
+  env: StoreEnv,
+): { events: { name: string; channel: string; user_id?: string }[]; records: string[] } {
   const db = env.db<{ body: string }>("pusher:outbox");
   const events = [];
   const records = [];
@@ -61,7 +75,12 @@ Deno.test("Pusher webhooks: a join goes on only once its channel_occupied and me
     await webhooks.close();
     webhooks = undefined;
     const after = stored(env);
-    assert.deepEqual(after.events.map((e) => e.name).sort(), ["channel_occupied", "channel_vacated", "member_added", "member_removed"]);
+    assert.deepEqual(after.events.map((e) => e.name).sort(), [
+      "channel_occupied",
+      "channel_vacated",
+      "member_added",
+      "member_removed",
+    ]);
     assert.deepEqual(after.records, []);
   } finally {
     await webhooks?.close();
@@ -79,7 +98,11 @@ Deno.test("Pusher webhooks: a client event's webhook is durable before the event
       storedAtPublish = stored(env).events.map((e) => e.name);
       return origPublish(...args);
     };
-    await svc.publishClient(APP, "private-c", { event: "client-x", data: { a: 1 }, socket_id: "1.1" });
+    await svc.publishClient(APP, "private-c", {
+      event: "client-x",
+      data: { a: 1 },
+      socket_id: "1.1",
+    });
     assert.deepEqual(storedAtPublish, ["client_event"]);
   } finally {
     await webhooks.close();
@@ -97,9 +120,15 @@ Deno.test("Pusher webhooks: a restart turns the records a crash left into member
   const again = new StoreEnv(path);
   const second = open(again);
   try {
-    for (let i = 0; i < 100 && stored(again).records.length > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 100 && stored(again).records.length > 0; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
     const events = stored(again).events.map((e) => `${e.name}:${e.user_id ?? ""}`);
-    assert.deepEqual(events.slice(2), ["member_removed:u2", "channel_vacated:"], "members first, then the channel");
+    assert.deepEqual(
+      events.slice(2),
+      ["member_removed:u2", "channel_vacated:"],
+      "members first, then the channel",
+    );
     assert.deepEqual(stored(again).records, []);
   } finally {
     await second.webhooks.close();

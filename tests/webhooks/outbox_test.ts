@@ -10,7 +10,13 @@ interface Item extends OutboxEntry {
   to: string;
 }
 
-const item = (appId: string, to: string, body = "{}"): Item => ({ id: crypto.randomUUID(), appId, to, body, attempt: 0 });
+const item = (appId: string, to: string, body = "{}"): Item => ({
+  id: crypto.randomUUID(),
+  appId,
+  to,
+  body,
+  attempt: 0,
+});
 
 async function until(cond: () => boolean, ms = 5000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -23,15 +29,24 @@ async function until(cond: () => boolean, ms = 5000): Promise<void> {
 Deno.test("webhook outbox: an app over its count or byte bound loses its oldest deliveries, other apps keep theirs", async () => {
   const { env } = tempStore();
   try {
-    const outbox = new WebhookOutbox<Item>(env, "test:outbox", { kind: "test", laneOf: (d) => d.to, limits: { maxCount: 3, maxBytes: 100 } });
+    const outbox = new WebhookOutbox<Item>(env, "test:outbox", {
+      kind: "test",
+      laneOf: (d) => d.to,
+      limits: { maxCount: 3, maxBytes: 100 },
+    });
     await outbox.add([1, 2, 3, 4, 5].map((n) => item("a", "x", `{"n":${n}}`)));
     await outbox.add([item("b", "y")]);
-    const kept = outbox.entries().filter((m) => m.appId === "a").map((m) => JSON.parse(outbox.read(m.seq)!.body).n);
+    const kept = outbox.entries().filter((m) => m.appId === "a").map((m) =>
+      JSON.parse(outbox.read(m.seq)!.body).n
+    );
     assert.deepEqual(kept, [3, 4, 5], "the oldest two were dropped");
     assert.equal(outbox.entries().filter((m) => m.appId === "b").length, 1);
     await outbox.add([item("b", "y", "x".repeat(90))]); // b: 2 + 90 bytes, then one more over 100
     await outbox.add([item("b", "y", "z".repeat(20))]);
-    assert.deepEqual(outbox.entries().filter((m) => m.appId === "b").map((m) => outbox.read(m.seq)!.body.length), [20]);
+    assert.deepEqual(
+      outbox.entries().filter((m) => m.appId === "b").map((m) => outbox.read(m.seq)!.body.length),
+      [20],
+    );
     assert.ok(outbox.stats().bytes <= 3 * 7 + 100);
     // What the drops removed is gone from storage too, once their commit ran.
     await until(() => [...env.db("test:outbox").getKeys({})].length === outbox.entries().length);
@@ -44,7 +59,10 @@ Deno.test("webhook sender: a hanging receiver holds only its own lane", async ()
   const { env } = tempStore();
   const release: (() => void)[] = [];
   try {
-    const outbox = new WebhookOutbox<Item>(env, "test:outbox", { kind: "test", laneOf: (d) => d.to });
+    const outbox = new WebhookOutbox<Item>(env, "test:outbox", {
+      kind: "test",
+      laneOf: (d) => d.to,
+    });
     const delivered: string[] = [];
     let hangingCalls = 0;
     const sender = new OutboxSender(outbox, (d, signal) => {
@@ -73,7 +91,10 @@ Deno.test("webhook sender: a hanging receiver holds only its own lane", async ()
 Deno.test("webhook sender: a receiver that answers again gets its waiting retries at once", async () => {
   const { env } = tempStore();
   try {
-    const outbox = new WebhookOutbox<Item>(env, "test:outbox", { kind: "test", laneOf: (d) => d.to });
+    const outbox = new WebhookOutbox<Item>(env, "test:outbox", {
+      kind: "test",
+      laneOf: (d) => d.to,
+    });
     let up = false;
     const got: string[] = [];
     const sender = new OutboxSender(outbox, (d) => {
@@ -100,7 +121,10 @@ Deno.test("webhook outbox: rows of the previous key shape [dueAt, id] are resume
   try {
     const db = env.db<Item>("test:outbox");
     await env.transaction(() => db.put([Date.now() - 1000, "old-1"], item("a", "x", `{"old":1}`)));
-    const outbox = new WebhookOutbox<Item>(env, "test:outbox", { kind: "test", laneOf: (d) => d.to });
+    const outbox = new WebhookOutbox<Item>(env, "test:outbox", {
+      kind: "test",
+      laneOf: (d) => d.to,
+    });
     const got: string[] = [];
     const sender = new OutboxSender(outbox, (d) => {
       got.push(d.body);
