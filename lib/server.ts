@@ -29,6 +29,8 @@ import { createChat } from "./chat/mod.ts";
 import { createSpaces } from "./spaces/mod.ts";
 import { createShipping } from "../routes/shipping.ts";
 import { type ClusterNode, openCluster } from "./cluster/mod.ts";
+import { createConsole } from "./console/mod.ts";
+import { pusherOutboxView } from "./console/outbox.ts";
 
 /** A running Switchboard: the listener plus what tests and shutdown need to reach. */
 export interface Switchboard {
@@ -62,7 +64,7 @@ function observe(method: string, route: string, path: string, status: number, ms
 
 /** Answers `req` through the products' direct routes when one takes it (measured and logged
  * like the router's), else through `router`. */
-function dispatch(req: Request, direct: DirectRoute[], router: Hono): Response | Promise<Response> {
+function dispatch(req: Request, direct: DirectRoute[], router: Hono, conn?: unknown): Response | Promise<Response> {
   const url = req.url;
   const start = url.indexOf("/", url.indexOf("//") + 2);
   const query = url.indexOf("?", start);
@@ -76,7 +78,7 @@ function dispatch(req: Request, direct: DirectRoute[], router: Hono): Response |
       return res;
     });
   }
-  return router.fetch(req);
+  return router.fetch(req, conn);
 }
 
 /** Longest a shutdown waits for in-flight HTTP requests before closing storage anyway. */
@@ -129,11 +131,14 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   const hub = new Hub();
   const deps: ProductDeps = { config, apps, env, hub, openLog: (name, options) => new OrderedLog(env, name, options) };
   const pubsub = createPubsub(deps);
+  const objects = createObjects(deps);
+  const pusher = createPusher(deps, pubsub.service);
+  const chat = createChat(deps);
   const modules: ProductModule[] = [
-    createObjects(deps),
+    objects,
     pubsub,
-    createPusher(deps, pubsub.service),
-    createChat(deps),
+    pusher,
+    chat,
     createSpaces(deps),
     createShipping(deps),
   ];
@@ -177,6 +182,19 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   );
   if (config.metricsPort === undefined) http.route("/", metricsRoutes);
   http.route("/", authRoutes(apps));
+  // The operators' console (docs/console.md): off unless --console-secret is set.
+  if (config.consoleSecret) {
+    modules.push(createConsole({
+      secret: config.consoleSecret,
+      apps,
+      nodeId: config.nodeId,
+      env,
+      channels: pubsub.service,
+      objects: objects.store,
+      chat: chat.services.store,
+      outbox: pusherOutboxView(env, () => pusher.webhooks.wake()),
+    }));
+  }
   for (const m of modules) if (m.routes) http.route("/", m.routes);
   http.notFound((c) => c.json({ errors: [{ status: "404", title: "Not Found" }] }, 404));
   http.onError((err, c) => errorResponse(err, c.req.path));
@@ -194,7 +212,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   const server = await serve({
     port: config.port,
     hostname: config.host,
-    fetch: (req) => inflight.track(() => dispatch(req, direct, http)),
+    fetch: (req, conn) => inflight.track(() => dispatch(req, direct, http, conn)),
     sockets,
   }).then(async (main) => {
     metricsServer = config.metricsPort === undefined ? undefined : await serve({

@@ -11,12 +11,13 @@ import { PusherSockets } from "./endpoint.ts";
 import { PusherWebhooks } from "./webhooks.ts";
 
 /** Builds the Pusher face over the channel service. */
-export function createPusher(deps: ProductDeps, svc: ChannelService): ProductModule {
+export function createPusher(deps: ProductDeps, svc: ChannelService): ProductModule & { webhooks: PusherWebhooks } {
   const sockets = new PusherSockets(deps, svc);
   const webhooks = new PusherWebhooks(deps.apps, deps.env, deps.hub, svc);
   return {
     routes: pusherRoutes(deps.apps, svc, sockets),
     endpoints: [sockets],
     close: () => webhooks.close(),
+    webhooks,
   };
 }
