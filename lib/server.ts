@@ -52,7 +52,7 @@ export interface Switchboard {
  */
 function observe(method: string, route: string, path: string, status: number, ms: number, appKey: string | undefined) {
   record.http(method, route, status, ms / 1000);
-  if (tapActive && appKey && !path.startsWith("/playground/")) {
+  if (tapActive && appKey && !path.startsWith("/playground/") && !path.startsWith("/console/")) {
     tap(appKey, "api", { method, path, status, ms: Math.round(ms) });
   }
   if (status >= 400) {
@@ -156,7 +156,8 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   http.use("*", async (c, next) => {
     const started = performance.now();
     await next();
-    observe(c.req.method, c.req.routePath, c.req.path, c.res.status, performance.now() - started, c.req.header("x-app-key"));
+    const app = c.req.header("x-app-key") ?? (c.var as { app?: App }).app?.key; // set by Pusher REST, chat auth
+    observe(c.req.method, c.req.routePath, c.req.path, c.res.status, performance.now() - started, app);
   });
   // Bodies are capped while they are read: an oversized request is refused (413) after
   // MAX_BODY_BYTES, never held whole in memory first.

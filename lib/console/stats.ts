@@ -132,8 +132,12 @@ export class ConsoleStats {
     if (!c) return;
     switch (kind) {
       case "event":
-        c.published++;
-        c.delivered += typeof f.subscribers === "number" ? f.subscribers : 0;
+        // As switchboard_messages_published_total counts: broadcasts that reached a topic
+        // with subscribers.
+        if (typeof f.subscribers === "number" && f.subscribers > 0) {
+          c.published++;
+          c.delivered += f.subscribers;
+        }
         break;
       case "connection":
         c.connections += f.what === "opened" ? 1 : -1;
