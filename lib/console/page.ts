@@ -59,7 +59,7 @@ export const CONSOLE_HTML = String.raw`<!doctype html>
     <table><thead><tr><th>url</th><th>pending</th><th>oldest</th><th>last attempt</th><th>last error</th><th></th></tr></thead><tbody id="webhooks"></tbody></table>
   </section>
   <section id="tab-charts" hidden>
-    <div class="bar"><label>Scope <select id="chart-scope"><option value="app">this app</option></select></label> <button id="charts-refresh">Refresh</button> <span class="muted">last hour, one point per 10 s; the last point is the current interval</span></div>
+    <div class="bar"><label>Scope <select id="chart-scope"><option value="app">this app</option></select></label> <button id="charts-refresh">Refresh</button> <span class="muted">one bar per 10 s (up to the last hour); the rightmost is the current interval</span></div>
     <div id="charts"></div>
   </section>
 </div>
@@ -384,22 +384,23 @@ export const CONSOLE_JS = String.raw`"use strict";
     var svg = document.createElementNS(NS, "svg");
     svg.setAttribute("viewBox", "0 0 " + W + " " + H);
     svg.setAttribute("preserveAspectRatio", "none");
-    var n = v.length, pts = [];
-    for (var i = 0; i < n; i++) pts.push(((n === 1 ? W : i * W / (n - 1))).toFixed(1) + "," + (H - 4 - (v[i] / max) * (H - 8)).toFixed(1));
-    if (n === 1) pts.unshift("0," + pts[0].split(",")[1]);
-    var line = document.createElementNS(NS, "polyline");
-    line.setAttribute("points", pts.join(" "));
-    line.setAttribute("fill", "none");
-    line.setAttribute("stroke", "#2f6fd6");
-    line.setAttribute("stroke-width", "2");
-    line.setAttribute("vector-effect", "non-scaling-stroke");
+    // One bar per point, the newest at the right edge: the last 10 minutes (60 slots), or as
+    // much of the last hour as there are points.
+    var n = v.length, slots = Math.max(60, n), slot = W / slots, d = [];
+    for (var i = 0; i < n; i++) {
+      var h = (v[i] / max) * (H - 8);
+      if (h > 0) d.push("M" + (W - (n - i) * slot).toFixed(2) + " " + (H - 4) + "h" + Math.max(slot, 0.9).toFixed(2) + "v" + (-h).toFixed(2) + "h" + (-Math.max(slot, 0.9)).toFixed(2) + "z");
+    }
+    var line = document.createElementNS(NS, "path");
+    line.setAttribute("d", d.join(""));
+    line.setAttribute("fill", "#2f6fd6");
     var axis = document.createElementNS(NS, "line");
     axis.setAttribute("x1", "0"); axis.setAttribute("x2", String(W)); axis.setAttribute("y1", String(H - 4)); axis.setAttribute("y2", String(H - 4));
     axis.setAttribute("stroke", "#ccd");
     svg.appendChild(axis); svg.appendChild(line);
-    var box = el("div", { class: "chart", "data-series": name, "data-max": String(Math.max.apply(null, [0].concat(v))) },
+    var box = el("div", { class: "chart", "data-series": name, "data-points": String(n), "data-max": String(Math.max.apply(null, [0].concat(v))) },
       el("span", { class: "now", text: String(Math.round(v[n - 1] * 10) / 10) }), el("b", { text: title }), svg,
-      el("div", { class: "muted", text: (t.length ? time(t[0]) : "") + " - now, max " + Math.round(max * 10) / 10 }));
+      el("div", { class: "muted", text: "last " + Math.round(slots / 6) + " min, max " + Math.round(max * 10) / 10 }));
     return box;
   }
 
