@@ -115,6 +115,9 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
   if (!["json", "text"].includes(config.logFormat)) {
     throw new ConfigError(`--log-format must be json or text, got "${config.logFormat}"`);
   }
+  if (config.consoleSecret !== undefined && config.consoleSecret.length < 16) {
+    throw new ConfigError("--console-secret must be at least 16 characters (it opens every app's console)");
+  }
   if (config.nats !== undefined && config.appsFile === undefined && config.command === "serve") {
     throw new ConfigError("--nats needs --apps: every node of a cluster serves the same apps file");
   }

@@ -89,7 +89,12 @@ Deno.test({
         const ch = pusher.subscribe("presence-lobby");
         await new Promise<void>((r) => ch.bind("pusher:subscription_succeeded", () => r()));
         await live.find((e) => e.kind === "connection" && e.protocol === "pusher" && e.what === "opened", "pusher connection");
+        await live.find((e) => e.kind === "join" && e.channel === "presence-lobby" && e.outcome === "ok", "pusher join");
         await live.find((e) => e.kind === "presence" && e.channel === "presence-lobby", "presence change");
+        pusher.subscribe("bad channel name");
+        const badJoin = await live.find((e) => e.kind === "join" && e.channel === "bad channel name", "pusher join refused");
+        assert.equal(badJoin.outcome, "refused");
+        assert.match(String(badJoin.reason), /Invalid channel name/);
         ch.trigger("client-typing", { who: "ada" });
         const ce = await live.find((e) => e.kind === "client" && e.event === "client-typing", "client event");
         assert.match(String(ce.payload), /ada/);
