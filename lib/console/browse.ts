@@ -12,6 +12,7 @@ import { unpackEntry } from "../objects/entry.ts";
 import type { ChatStore } from "../chat/store.ts";
 import { RunTable } from "../chat/live/runs.ts";
 import type { StoreEnv } from "../store/env.ts";
+import type { Database, Key } from "lmdb";
 
 /** A request the console refuses (bad name, unknown object): status and message. */
 export class BrowseError extends Error {
@@ -22,6 +23,8 @@ export class BrowseError extends Error {
 
 /** Most entries of a log or history shown at once. */
 const TAIL = 50;
+/** Most objects listed at once. */
+const LIST = 200;
 /** Most log entries folded to show an earlier state. */
 const MAX_FOLD = 200_000;
 
@@ -37,10 +40,12 @@ export interface BrowseSources {
 export class Browse {
   #s: BrowseSources;
   #runs: RunTable;
+  #objectIndex: Database<unknown, Key>;
 
   constructor(sources: BrowseSources) {
     this.#s = sources;
     this.#runs = new RunTable(sources.env);
+    this.#objectIndex = sources.env.db("objects:meta");
   }
 
   /** The app's occupied channels (this node's view of the cluster-wide occupancy). */
@@ -77,6 +82,28 @@ export class Browse {
       serial,
       history: history.map((h) => ({ ...h, data: preview(h.data) })),
     };
+  }
+
+  /**
+   * Objects of the app whose type starts with `typePrefix`, in key order, at most `LIST`, from
+   * the objects log's stream index (`objects:meta`, one row per stream ever written; keys
+   * `{appId}/{type}/{key}` with `/` and `%` in the type escaped).
+   */
+  objectList(app: App, typePrefix = ""): { type: string; key: string; log_id: number }[] {
+    const base = `${app.id}/`;
+    const start = base + escapeType(typePrefix);
+    const out: { type: string; key: string; log_id: number }[] = [];
+    for (const k of this.#objectIndex.getKeys({ start, limit: LIST })) {
+      const stream = k as string;
+      if (typeof stream !== "string" || !stream.startsWith(start)) break;
+      const rest = stream.slice(base.length);
+      const slash = rest.indexOf("/");
+      if (slash < 0) continue;
+      const type = rest.slice(0, slash).replaceAll("%2F", "/").replaceAll("%25", "%");
+      const key = rest.slice(slash + 1);
+      out.push({ type, key, log_id: this.#s.objects.streams.log.head(stream) });
+    }
+    return out;
   }
 
   /** An object: state at the head, its newest log entries and, with `at`, the state then. */
@@ -141,6 +168,11 @@ export class Browse {
       runs: this.#runs.all(app.id, id).slice(-TAIL),
     };
   }
+}
+
+/** An object type as stream names spell it (lib/streams/names.ts). */
+function escapeType(type: string): string {
+  return type.replaceAll("%", "%25").replaceAll("/", "%2F");
 }
 
 /** A value as short JSON text for display. */

@@ -127,6 +127,7 @@ export function createConsole(opts: ConsoleOptions): ProductModule {
   r.get("/console/api/apps/:id/channels/:name", (c) => answer(c, () => browse.channel(c.get("app"), c.req.param("name"))));
   r.get("/console/api/apps/:id/objects", (c) => {
     const at = c.req.query("at");
+    if (!c.req.query("key")) return c.json({ objects: browse.objectList(c.get("app"), c.req.query("type") ?? "") });
     return answer(c, () =>
       browse.object(c.get("app"), c.req.query("type") ?? "", c.req.query("key") ?? "", at === undefined || at === "" ? undefined : Number(at)));
   });

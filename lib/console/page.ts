@@ -46,8 +46,9 @@ export const CONSOLE_HTML = String.raw`<!doctype html>
     <div id="channel"></div>
   </section>
   <section id="tab-objects" hidden>
-    <div class="bar"><input id="ob-type" placeholder="type" aria-label="object type"> <input id="ob-key" placeholder="key" aria-label="object key"> <input id="ob-at" placeholder="state at log_id" aria-label="log_id" size="12"> <button id="ob-show">Show</button></div>
+    <div class="bar"><input id="ob-type" placeholder="type" aria-label="object type"> <input id="ob-key" placeholder="key" aria-label="object key"> <input id="ob-at" placeholder="state at log_id" aria-label="log_id" size="12"> <button id="ob-show">Show</button> <button id="ob-list">List (type prefix)</button></div>
     <div id="object"></div>
+    <table><thead><tr><th>type</th><th>key</th><th>log_id</th></tr></thead><tbody id="objects"></tbody></table>
   </section>
   <section id="tab-threads" hidden>
     <div class="bar"><button id="th-refresh">Refresh</button></div>
@@ -181,7 +182,7 @@ export const CONSOLE_JS = String.raw`"use strict";
   // Tabs.
   var loaders = {
     channels: loadChannels, threads: loadThreads, webhooks: loadWebhooks, charts: loadCharts,
-    live: function () {}, objects: function () {}
+    live: function () {}, objects: loadObjects
   };
   function showTab(name) {
     state.tab = name;
@@ -286,6 +287,17 @@ export const CONSOLE_JS = String.raw`"use strict";
 
   // Objects.
   $("ob-show").addEventListener("click", function () { showObject(); });
+  $("ob-list").addEventListener("click", loadObjects);
+  function loadObjects() {
+    api(appPath("/objects?type=" + encodeURIComponent($("ob-type").value))).then(function (r) {
+      var body = clear($("objects"));
+      if (!r.objects.length) body.appendChild(el("tr", null, el("td", { colspan: 3, class: "muted", text: "no object" })));
+      r.objects.forEach(function (o) {
+        body.appendChild(el("tr", { class: "clickable", on: function () { $("ob-type").value = o.type; $("ob-key").value = o.key; $("ob-at").value = ""; showObject(); } },
+          el("td", { class: "mono", text: o.type }), el("td", { class: "mono", text: o.key }), el("td", { text: o.log_id })));
+      });
+    });
+  }
   function showObject(at) {
     var type = $("ob-type").value, key = $("ob-key").value;
     if (at !== undefined) $("ob-at").value = at;
