@@ -4,6 +4,7 @@
 // and earlier state, chat threads, the webhook outbox (last error, retry now) and charts.
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
+import { ChatClient } from "../../sdk/client/chat_client.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { receiver } from "../helpers/webhook_receiver.ts";
 import { client, serverLib } from "../pusher/helpers.ts";
@@ -231,6 +232,61 @@ Deno.test({
     } finally {
       for (const s of sockets) s.close();
       await hook.close();
+      await server.stop();
+    }
+  },
+});
+
+Deno.test({
+  ...opts,
+  name: "console threads: a run's status while it streams, its stream deltas live, complete with the text at the end",
+  fn: async () => {
+    const server = await startConsole();
+    const endpoint = `ws://127.0.0.1:${server.port}/socket`;
+    const human = new ChatClient("key1", { endpoint });
+    const bot = new ChatClient("key1", { endpoint });
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    try {
+      const cookie = await login(server, CONSOLE_APPS[0].secret);
+      const get = (path: string) => call(server, path, { cookie });
+      const live = await openLive(server, cookie, "app-1");
+      try {
+        const thread = "support-1";
+        const agent = await bot.connectAgent(thread, { secret: CONSOLE_APPS[0].secret, agentId: "echo" });
+        const session = await human.connect(thread, { clientId: "alice" });
+        agent.on("run:pending", async (run: { runId: string }) => {
+          await agent.startRun(run.runId);
+          await agent.token(run.runId, "Hello ");
+          await agent.token(run.runId, "from the agent");
+          await gate;
+          await agent.end(run.runId, "complete");
+        });
+        const active = await session.view.send("hi");
+        // The run's stream, live, while it streams; its status is active.
+        const delta = await live.find((e) => e.product === "chat" && e.channel === thread && e.event === "stream", "stream delta");
+        assert.match(String(delta.payload), new RegExp(active.runId));
+        await live.find((e) => e.channel === thread && e.event === "stream" && String(e.payload).includes("from the agent"), "second delta");
+        const during = await get(`/console/api/apps/app-1/threads/${thread}`);
+        assert.deepEqual((during.body.runs as { runId: string; status: string }[]).map((r) => [r.runId, r.status]), [[active.runId, "active"]]);
+        release();
+        const after = await until(
+          () => get(`/console/api/apps/app-1/threads/${thread}`),
+          (r) => (r.body.runs as { status: string }[])[0]?.status === "complete",
+          "run complete",
+        );
+        const messages = after.body.messages as { role: string; content: string; status: string }[];
+        assert.deepEqual(messages.map((m) => [m.role, m.content, m.status]), [
+          ["user", "hi", "complete"],
+          ["assistant", "Hello from the agent", "complete"],
+        ]);
+      } finally {
+        release();
+        await live.close();
+      }
+    } finally {
+      human.disconnect();
+      bot.disconnect();
       await server.stop();
     }
   },
