@@ -156,7 +156,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   http.use("*", async (c, next) => {
     const started = performance.now();
     await next();
-    const app = c.req.header("x-app-key") ?? (c.var as { app?: App }).app?.key; // set by Pusher REST, chat auth
+    const app = c.req.header("x-app-key") ?? (c.get as (k: string) => App | undefined)("app")?.key; // Pusher REST, chat
     observe(c.req.method, c.req.routePath, c.req.path, c.res.status, performance.now() - started, app);
   });
   // Bodies are capped while they are read: an oversized request is refused (413) after
