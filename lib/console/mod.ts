@@ -14,6 +14,7 @@ import { peerAddress } from "./peer.ts";
 import { Browse, BrowseError, type BrowseSources } from "./browse.ts";
 import type { OutboxView } from "./outbox.ts";
 import { ConsoleStats } from "./stats.ts";
+import { ClusterPoints } from "./cluster_stats.ts";
 import { liveStream } from "./live.ts";
 import { CONSOLE_CSS, CONSOLE_HTML, CONSOLE_JS } from "./page.ts";
 
@@ -42,7 +43,9 @@ const PAGE_HEADERS = {
 export function createConsole(opts: ConsoleOptions): ProductModule {
   const sessions = new Sessions(opts.secret, opts.apps);
   const limiter = new LoginLimiter();
-  const stats = new ConsoleStats(opts.apps);
+  // In clustered mode every node's points are kept in the replicated store (cluster_stats.ts).
+  const cluster = opts.env.replicated ? new ClusterPoints(opts.env, opts.nodeId) : undefined;
+  const stats = new ConsoleStats(opts.apps, cluster && ((t, point) => void cluster.add(t, point)));
   const browse = new Browse(opts);
   const r = new Hono<Env>();
   const err = (c: Context, status: 400 | 401 | 403 | 404 | 429, error: string) =>
@@ -105,12 +108,17 @@ export function createConsole(opts: ConsoleOptions): ProductModule {
       secret: maskSecret(a.secret),
       webhooks: (a.webhooks ?? []).map((w) => ({ url: w.url, event_types: w.event_types })),
     }));
-    return c.json({ admin: session.admin, node: opts.nodeId, expires: session.expires, apps });
+    return c.json({ admin: session.admin, node: opts.nodeId, clustered: cluster !== undefined, expires: session.expires, apps });
   });
 
   r.get("/console/api/node/stats", async (c) => {
     if (!c.get("session").admin) return err(c, 404, "not found");
     return c.json({ step_ms: 10_000, series: await stats.node() });
+  });
+
+  r.get("/console/api/cluster/stats", (c) => {
+    if (!c.get("session").admin || !cluster) return err(c, 404, "not found");
+    return c.json({ step_ms: 10_000, ...cluster.read() });
   });
 
   // An app's routes: only for a session that may open it (404 otherwise: no existence leak).

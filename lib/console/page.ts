@@ -166,6 +166,7 @@ export const CONSOLE_JS = String.raw`"use strict";
       var scope = clear($("chart-scope"));
       scope.appendChild(el("option", { value: "app", text: "this app" }));
       if (s.admin) scope.appendChild(el("option", { value: "node", text: "this node (all apps)" }));
+      if (s.admin && s.clustered) scope.appendChild(el("option", { value: "cluster", text: "cluster: every node and their sum" }));
       if (s.apps.length) selectApp(s.apps[0].id);
     }, function () { showLogin(); });
   }
@@ -381,8 +382,25 @@ export const CONSOLE_JS = String.raw`"use strict";
   ];
   $("charts-refresh").addEventListener("click", loadCharts);
   $("chart-scope").addEventListener("change", loadCharts);
+  function chartGrid(series, node) {
+    var grid = el("div", { class: "charts", "data-node": node });
+    CHARTS.forEach(function (c) { grid.appendChild(chart(c[0], c[1], series.t, series[c[0]])); });
+    return grid;
+  }
   function loadCharts() {
-    var path = $("chart-scope").value === "node" ? "/console/api/node/stats" : appPath("/stats");
+    var scope = $("chart-scope").value;
+    if (scope === "cluster") {
+      return api("/console/api/cluster/stats").then(function (r) {
+        var out = clear($("charts"));
+        out.appendChild(el("h3", { text: "all nodes (sum; p99 is the largest node's)" }));
+        out.appendChild(chartGrid(r.sum, "sum"));
+        Object.keys(r.nodes).forEach(function (n) {
+          out.appendChild(el("h3", { text: "node " + n }));
+          out.appendChild(chartGrid(r.nodes[n], n));
+        });
+      });
+    }
+    var path = scope === "node" ? "/console/api/node/stats" : appPath("/stats");
     api(path).then(function (r) {
       var out = clear($("charts"));
       var grid = el("div", { class: "charts" });

@@ -85,8 +85,12 @@ export class ConsoleStats {
   #timer: ReturnType<typeof setInterval>;
   #stopSink: () => void;
 
-  constructor(apps: AppRegistry) {
+  #onNodePoint?: (t: number, point: Record<string, number>) => void;
+
+  /** `onNodePoint` gets each finished node point (the cluster view stores it). */
+  constructor(apps: AppRegistry, onNodePoint?: (t: number, point: Record<string, number>) => void) {
     this.#registry = apps;
+    this.#onNodePoint = onNodePoint;
     this.#stopSink = addTapSink((key, kind, fields) => this.#count(key, kind, fields));
     void this.#sampleNode(true);
     this.#timer = setInterval(() => void this.#tick(), STEP_MS);
@@ -193,6 +197,7 @@ export class ConsoleStats {
     }
     const point = await this.#sampleNode(true);
     push(this.#node, t, point);
+    this.#onNodePoint?.(t, point);
   }
 
   /** The node's point since the last tick; `advance` makes now the next point's base. */

@@ -49,9 +49,9 @@ export async function login(server: TestServer, secret: string): Promise<string>
   return set.split(";")[0];
 }
 
-/** Polls `read` until `ok` holds (15 s cap); returns the last value. */
-export async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 15_000;
+/** Polls `read` until `ok` holds (15 s cap unless given); returns the last value. */
+export async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
   let last: T = await read();
   while (!ok(last)) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);

@@ -225,6 +225,8 @@ Deno.test({
       const app2 = (await get("/console/api/apps/app-2/stats")).body.series as Record<string, number[]>;
       assert.equal(sum(app2.webhooks_failed), 5);
       assert.equal(sum(app2.webhooks_ok), 1);
+      assert.equal((await get("/console/api/cluster/stats")).status, 404, "no cluster view on one node");
+      assert.equal((await get("/console/api/session")).body.clustered, false);
       const node = (await get("/console/api/node/stats")).body.series as Record<string, number[]>;
       assert.ok(sum(node.published) >= 1, JSON.stringify(node));
       assert.equal(node.connections[node.connections.length - 1], 2);
