@@ -16,6 +16,7 @@ import { errorFields, log } from "../log/mod.ts";
 import { type OutboxEntry, WebhookOutbox } from "../webhooks/outbox.ts";
 import { OutboxSender, postJson } from "../webhooks/sender.ts";
 import { VERSION } from "../version.ts";
+import { tap, tapActive } from "../debug/tap.ts";
 import { hmacHex } from "./signature.ts";
 import { pusherData } from "./wire.ts";
 
@@ -57,6 +58,11 @@ export class PusherWebhooks {
       if (e.client_id !== undefined) event.user_id = e.client_id;
       this.#queue(app, event);
     });
+  }
+
+  /** Runs the sender now (the console's "retry now" made deliveries due). */
+  wake(): void {
+    this.#sender.wake(0);
   }
 
   /** Stops sending; staged deliveries stay in the outbox for the next start. */
@@ -119,7 +125,7 @@ export class PusherWebhooks {
       "User-Agent": `Switchboard-Webhooks/${VERSION}`,
       "X-Pusher-Key": app.key,
       "X-Pusher-Signature": hmacHex(app.secret, d.body),
-    }, d.body, signal);
+    }, d.body, signal, tapActive ? (status) => tap(app.key, "webhook", { url: d.url, attempt: d.attempt + 1, status }) : undefined);
     return ok ? "delivered" : "retry";
   }
 }

@@ -122,13 +122,22 @@ export class OutboxSender<T extends OutboxEntry> {
   }
 }
 
-/** POSTs a JSON body; true for a 2xx answer. Network errors and timeouts are false. */
-export async function postJson(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<boolean> {
+/** POSTs a JSON body; true for a 2xx answer. Network errors and timeouts are false.
+ * `report` (the console's tap) gets the HTTP status or the error's message. */
+export async function postJson(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  signal: AbortSignal,
+  report?: (status: number | string) => void,
+): Promise<boolean> {
   try {
     const res = await fetch(url, { method: "POST", signal, headers: { "Content-Type": "application/json", ...headers }, body });
     await res.body?.cancel();
+    report?.(res.status);
     return res.ok;
-  } catch {
+  } catch (err) {
+    report?.(String((err as Error)?.message ?? err).slice(0, 200));
     return false;
   }
 }
