@@ -3,7 +3,7 @@
 // private channel with a token minted by the server SDK, an object write followed live, a chat
 // message sent and read back over chat REST, token issuing and the webhook check.
 import assert from "node:assert/strict";
-import { copyFileSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startServer } from "../helpers/server.ts";
 import { BUN, consumer, DENO, root, run, runOk } from "./helpers.ts";
@@ -59,6 +59,7 @@ Deno.test("packages: the tarballs hold built JavaScript and .d.ts only, with the
     assert.equal(pkg.type, "module");
     assert.equal(pkg.sideEffects, false);
     assert.deepEqual(Object.keys(pkg.exports["."]), ["types", "import"]);
+    assert.ok(existsSync(join(pkgDir, "README.md")), `${name} ships its README`);
     const files = (await runOk("find", [".", "-type", "f", "-not", "-name", "package.json", "-not", "-name", "README.md"], { cwd: pkgDir }))
       .trim().split("\n").sort();
     for (const f of files) {
