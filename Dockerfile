@@ -5,9 +5,9 @@
 #   docker build --platform linux/amd64 -t switchboard .
 # See docs/operations.md for running, backups and the apps file.
 
-FROM --platform=linux/amd64 node:20-bookworm-slim AS build
+FROM --platform=linux/amd64 node:22-bookworm-slim AS build
 WORKDIR /src
-ENV NPM_CONFIG_LOGLEVEL=error NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=false
+ENV NPM_CONFIG_FUND=false NPM_CONFIG_AUDIT=false
 COPY package.json package-lock.json ./
 # deno, bun and every library come from the npm registry.
 RUN npm ci

@@ -30,6 +30,8 @@ import { createChat } from "./chat/mod.ts";
 import { createSpaces } from "./spaces/mod.ts";
 import { createShipping } from "../routes/shipping.ts";
 import { type ClusterNode, openCluster } from "./cluster/mod.ts";
+import { createConsole } from "./console/mod.ts";
+import { pusherOutboxView } from "./console/outbox.ts";
 
 /** A running Switchboard: the listener plus what tests and shutdown need to reach. */
 export interface Switchboard {
@@ -51,7 +53,7 @@ export interface Switchboard {
  */
 function observe(method: string, route: string, path: string, status: number, ms: number, appKey: string | undefined) {
   record.http(method, route, status, ms / 1000);
-  if (tapActive && appKey && !path.startsWith("/playground/")) {
+  if (tapActive && appKey && !path.startsWith("/playground/") && !path.startsWith("/console/")) {
     tap(appKey, "api", { method, path, status, ms: Math.round(ms) });
   }
   if (status >= 400) {
@@ -63,7 +65,7 @@ function observe(method: string, route: string, path: string, status: number, ms
 
 /** Answers `req` through the products' direct routes when one takes it (measured and logged
  * like the router's), else through `router`. */
-function dispatch(req: Request, direct: DirectRoute[], router: Hono): Response | Promise<Response> {
+function dispatch(req: Request, direct: DirectRoute[], router: Hono, conn?: unknown): Response | Promise<Response> {
   const url = req.url;
   const start = url.indexOf("/", url.indexOf("//") + 2);
   const query = url.indexOf("?", start);
@@ -77,7 +79,7 @@ function dispatch(req: Request, direct: DirectRoute[], router: Hono): Response |
       return res;
     });
   }
-  return router.fetch(req);
+  return router.fetch(req, conn);
 }
 
 /** Unauthenticated paths that carry `Access-Control-Allow-Origin: *`. */
@@ -133,11 +135,14 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   const hub = new Hub();
   const deps: ProductDeps = { config, apps, env, hub, openLog: (name, options) => new OrderedLog(env, name, options) };
   const pubsub = createPubsub(deps);
+  const objects = createObjects(deps);
+  const pusher = createPusher(deps, pubsub.service);
+  const chat = createChat(deps);
   const modules: ProductModule[] = [
-    createObjects(deps),
+    objects,
     pubsub,
-    createPusher(deps, pubsub.service),
-    createChat(deps),
+    pusher,
+    chat,
     createSpaces(deps),
     createShipping(deps),
   ];
@@ -155,7 +160,8 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   http.use("*", async (c, next) => {
     const started = performance.now();
     await next();
-    observe(c.req.method, c.req.routePath, c.req.path, c.res.status, performance.now() - started, c.req.header("x-app-key"));
+    const app = c.req.header("x-app-key") ?? (c.get as (k: string) => App | undefined)("app")?.key; // Pusher REST, chat
+    observe(c.req.method, c.req.routePath, c.req.path, c.res.status, performance.now() - started, app);
   });
   // Bodies are capped while they are read: an oversized request is refused (413) after
   // MAX_BODY_BYTES, never held whole in memory first.
@@ -192,6 +198,19 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   );
   if (config.metricsPort === undefined) http.route("/", metricsRoutes);
   http.route("/", authRoutes(apps));
+  // The operators' console (docs/console.md): off unless --console-secret is set.
+  if (config.consoleSecret) {
+    modules.push(createConsole({
+      secret: config.consoleSecret,
+      apps,
+      nodeId: config.nodeId,
+      env,
+      channels: pubsub.service,
+      objects: objects.store,
+      chat: chat.services.store,
+      outbox: pusherOutboxView(env, () => pusher.webhooks.wake()),
+    }));
+  }
   for (const m of modules) if (m.routes) http.route("/", m.routes);
   http.notFound((c) => c.json({ errors: [{ status: "404", title: "Not Found" }] }, 404, { "Access-Control-Allow-Origin": "*" }));
   http.onError((err, c) => errorResponse(err, c.req.path));
@@ -209,7 +228,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   const server = await serve({
     port: config.port,
     hostname: config.host,
-    fetch: (req) => inflight.track(() => dispatch(req, direct, http)),
+    fetch: (req, conn) => inflight.track(() => dispatch(req, direct, http, conn)),
     sockets,
   }).then(async (main) => {
     metricsServer = config.metricsPort === undefined ? undefined : await serve({

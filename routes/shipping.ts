@@ -22,12 +22,15 @@ export function createShipping(deps: ProductDeps): ProductModule {
 
 /**
  * The bundle with a strong ETag. `no-cache` makes browsers revalidate each load (a cheap 304),
- * so an upgraded server never leaves a stale SDK in a cache.
+ * so an upgraded server never leaves a stale SDK in a cache. `Access-Control-Allow-Origin: *`
+ * lets a page on another origin import it as a module (it is public code, sent without
+ * credentials).
  */
 export function sdkResponse(ifNoneMatch: string | undefined): Response {
   const headers = {
     "content-type": "text/javascript; charset=utf-8",
     "cache-control": "public, no-cache",
+    "access-control-allow-origin": "*",
     etag: CLIENT_BUNDLE_ETAG,
   };
   if (ifNoneMatch && etagMatches(ifNoneMatch, CLIENT_BUNDLE_ETAG)) {

@@ -1,13 +1,13 @@
 import type { ProductDeps, ProductModule } from "../product.ts";
 import { createChatLive } from "./live/mod.ts";
 import { chatRestRoutes } from "./rest/mod.ts";
-import { createChatServices } from "./services.ts";
+import { type ChatServices, createChatServices } from "./services.ts";
 import { chatOutbox, WebhookDispatcher } from "./webhooks/dispatcher.ts";
 
 export { type ChatServices, createChatServices } from "./services.ts";
 
 /** Builds the chat product (REST routes, webhooks and the live thread channel). */
-export function createChat(deps: ProductDeps): ProductModule {
+export function createChat(deps: ProductDeps): ProductModule & { services: ChatServices } {
   const services = createChatServices(deps);
   const live = createChatLive(deps, services);
   const outbox = chatOutbox(deps.env);
@@ -15,6 +15,7 @@ export function createChat(deps: ProductDeps): ProductModule {
   return {
     routes: chatRestRoutes(deps.apps, services),
     channels: { chat: live.handler },
+    services,
     close: () => {
       webhooks.close();
       live.close();

@@ -26,6 +26,8 @@ export interface Config {
   nats?: string;
   /** This node's name in logs, metrics and the cluster (unique per node). */
   nodeId: string;
+  /** The operators' console's admin secret: the console at `/console/` is on when set. */
+  consoleSecret?: string;
   command: "serve" | "help" | "version" | "backup";
   /** Destination of `backup`. */
   backupPath?: string;
@@ -54,6 +56,7 @@ export const FLAGS: FlagSpec[] = [
   { flag: "--metrics-port", env: "METRICS_PORT", key: "metricsPort", kind: "port", default: undefined, help: "serve GET /metrics on this port instead of the main one" },
   { flag: "--nats", env: "NATS_URL", key: "nats", kind: "string", default: undefined, help: "NATS URL[,URL...]: clustered mode on JetStream (needs --apps)" },
   { flag: "--node-id", env: "NODE_ID", key: "nodeId", kind: "string", default: hostname(), help: "this node's unique name in logs, metrics and the cluster" },
+  { flag: "--console-secret", env: "CONSOLE_SECRET", key: "consoleSecret", kind: "string", default: undefined, help: "admin secret of the operators' console at /console/ (off when unset)" },
   { flag: "--no-playground", env: "PLAYGROUND", key: "playground", kind: "bool", default: true, help: "turn off the playground page at / (PLAYGROUND=0)" },
 ];
 
@@ -111,6 +114,9 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
   }
   if (!["json", "text"].includes(config.logFormat)) {
     throw new ConfigError(`--log-format must be json or text, got "${config.logFormat}"`);
+  }
+  if (config.consoleSecret !== undefined && config.consoleSecret.length < 16) {
+    throw new ConfigError("--console-secret must be at least 16 characters (it opens every app's console)");
   }
   if (config.nats !== undefined && config.appsFile === undefined && config.command === "serve") {
     throw new ConfigError("--nats needs --apps: every node of a cluster serves the same apps file");

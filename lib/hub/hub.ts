@@ -164,7 +164,7 @@ export class Hub {
   publish(topic: string, event: string, payload: unknown, excludeSocketId?: string): number {
     if (tapActive) {
       const app = appKeyOfTopic(topic);
-      if (app) tap(app, "event", { topic, event, payload });
+      if (app) tap(app, "event", { topic, event, payload, subscribers: this.count(topic) });
     }
     const members = this.#topics.get(topic);
     if (!members) return 0;

@@ -9,11 +9,12 @@ export { ObjectError } from "./ops.ts";
 export type { MaterialOp, Op } from "./ops.ts";
 
 /** Builds the objects product: the HTTP API and the read-only `durable` channel handler. */
-export function createObjects(deps: ProductDeps): ProductModule {
+export function createObjects(deps: ProductDeps): ProductModule & { store: ObjectStore } {
   const store = new ObjectStore(deps.env, deps.hub, deps.openLog("objects", { staged: true }));
   return {
     routes: objectRoutes(deps.apps, store),
     direct: [objectDirect(deps.apps, store)],
     channels: { durable: objectChannel(store) },
+    store,
   };
 }

@@ -8,6 +8,7 @@
 import type { App } from "../config/apps.ts";
 import type { Hub } from "../hub/hub.ts";
 import { record } from "../metrics/mod.ts";
+import { tap, tapActive } from "../debug/tap.ts";
 import { errorFields, log } from "../log/mod.ts";
 import { enterChannel, leavePresence, presenceMember } from "../pubsub/channel.ts";
 import { channelKind, eventNameProblem, jsonBytes, MAX_CLIENT_PAYLOAD_BYTES, validChannelName } from "../pubsub/names.ts";
@@ -240,6 +241,7 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     }
     if (kind === "private" || kind === "presence") this.#authorize();
     record.join(topic);
+    if (tapActive) tap(app.key, "join", { topic, socket_id: this.socketId, outcome: "ok" });
   }
 
   /**
@@ -370,6 +372,7 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
 
   #subscriptionError(channel: string, type: string, status: number, error: string) {
     record.join(`pubsub:${this.#app.key}:${channel}`, error);
+    if (tapActive) tap(this.#app.key, "join", { topic: `pubsub:${this.#app.key}:${channel}`, socket_id: this.socketId, outcome: error });
     this.#send(message("pusher:subscription_error", { type, error, status }, channel));
   }
 

@@ -32,6 +32,7 @@ import { errorFields, log } from "../log/mod.ts";
 import { type OutboxEntry, WebhookOutbox } from "../webhooks/outbox.ts";
 import { OutboxSender, postJson } from "../webhooks/sender.ts";
 import { VERSION } from "../version.ts";
+import { tap, tapActive } from "../debug/tap.ts";
 import { hmacHex } from "./signature.ts";
 import { pusherData } from "./wire.ts";
 
@@ -139,6 +140,11 @@ export class PusherWebhooks {
     const batch = this.#batch();
     batch.events.push({ app, event });
     return batch.promise;
+  }
+
+  /** Runs the sender now (the console's "retry now" made deliveries due). */
+  wake(): void {
+    this.#sender.reschedule();
   }
 
   /** Stops sending; staged deliveries stay in the outbox for the next start. */
@@ -359,16 +365,11 @@ export class PusherWebhooks {
   async #deliver(d: Delivery, signal: AbortSignal): Promise<"delivered" | "retry" | "drop"> {
     const app = this.#apps.byId(d.appId);
     if (!app?.webhooks?.some((w) => w.url === d.url)) return "drop";
-    const ok = await postJson(
-      d.url,
-      {
-        "User-Agent": `Switchboard-Webhooks/${VERSION}`,
-        "X-Pusher-Key": app.key,
-        "X-Pusher-Signature": hmacHex(app.secret, d.body),
-      },
-      d.body,
-      signal,
-    );
+    const ok = await postJson(d.url, {
+      "User-Agent": `Switchboard-Webhooks/${VERSION}`,
+      "X-Pusher-Key": app.key,
+      "X-Pusher-Signature": hmacHex(app.secret, d.body),
+    }, d.body, signal, tapActive ? (status) => tap(app.key, "webhook", { url: d.url, attempt: d.attempt + 1, status }) : undefined);
     return ok ? "delivered" : "retry";
   }
 }

@@ -31,7 +31,7 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
         if (srv.upgrade(req, { data: { upgrade } satisfies SocketData })) return undefined;
         return new Response("WebSocket upgrade failed", { status: 400 });
       }
-      return opts.fetch(req);
+      return opts.fetch(req, srv);
     },
     websocket: {
       maxPayloadLength: 2 * 1024 * 1024,

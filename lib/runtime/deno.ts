@@ -10,7 +10,7 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
       hostname: opts.hostname,
       onListen: ({ hostname, port }) =>
         resolve({ hostname, port, stop: () => server.shutdown() }),
-    }, (req) => {
+    }, (req, info) => {
       // Only upgrades need the parsed URL (plain requests are routed by Hono).
       const upgrade = req.headers.get("upgrade")?.toLowerCase() === "websocket"
         ? sockets?.route(new URL(req.url), req.headers.get("origin"))
@@ -34,7 +34,7 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
         socket.onerror = () => {};
         return response;
       }
-      return opts.fetch(req);
+      return opts.fetch(req, info);
     });
   });
 }

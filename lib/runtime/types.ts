@@ -4,7 +4,9 @@ import type { SocketServer } from "../socket/server.ts";
 export interface ServeOptions {
   port: number;
   hostname: string;
-  fetch: (req: Request) => Response | Promise<Response>;
+  /** `conn` is the runtime's connection info (Deno's `ServeHandlerInfo`, Bun's server), which
+   * the console reads the peer address from (`lib/console/peer.ts`). */
+  fetch: (req: Request, conn?: unknown) => Response | Promise<Response>;
   /** The WebSocket endpoint; absent for a plain HTTP listener (the metrics port). */
   sockets?: SocketServer;
 }

@@ -3,6 +3,7 @@ import { Connection, type SocketDeps, type Transport } from "./connection.ts";
 import type { LiveSocket, SocketEndpoint } from "./endpoint.ts";
 import type { WireFormat } from "../wire/codec.ts";
 import { log } from "../log/mod.ts";
+import { tap, tapActive } from "../debug/tap.ts";
 
 /** Path of the WebSocket endpoint (CONTRACT.md). `/socket` alone is accepted too. */
 export const SOCKET_PATHS = new Set(["/socket/websocket", "/socket", "/socket/websocket/"]);
@@ -14,6 +15,8 @@ export const IDLE_TIMEOUT_MS = 60_000;
 export interface AcceptedUpgrade {
   endpoint: SocketEndpoint;
   accepted: unknown;
+  /** The upgrade's Origin header (the debug tap shows it). */
+  origin?: string | null;
 }
 
 /**
@@ -31,14 +34,25 @@ export class SocketServer {
   #backpressure?: ReturnType<typeof setInterval>;
   #hub: SocketDeps["hub"];
   #idleMs: number;
+  #apps: AppRegistry;
 
   constructor(apps: AppRegistry, deps: SocketDeps, idleMs = IDLE_TIMEOUT_MS) {
+    this.#apps = apps;
     this.#hub = deps.hub;
     this.#idleMs = idleMs;
     this.#endpoints.push(phoenixEndpoint(apps, deps));
     this.#sweeper = setInterval(() => this.#sweep(), Math.max(50, Math.min(5_000, idleMs / 2)));
     // Do not keep the process alive for the sweepers alone.
     (this.#sweeper as unknown as { unref?: () => void }).unref?.();
+  }
+
+  /** Tells the debug tap a socket of an app opened or closed (protocol, origin, socket id). */
+  #tapConnection(socket: LiveSocket, what: "opened" | "closed", origin?: string | null) {
+    const app = this.#apps.byId(socket.appId!);
+    if (!app) return;
+    const protocol = socket instanceof Connection ? "phoenix" : "pusher";
+    const socketId = (socket as LiveSocket & { socketId?: string }).socketId;
+    tap(app.key, "connection", { what, socket_id: socketId, protocol, origin: origin ?? null });
   }
 
   /** Checks every socket's send queue this often when fan-out is runtime-native. */
@@ -61,7 +75,7 @@ export class SocketServer {
       return max > 0 && (this.#perApp.get(app.id) ?? 0) >= max;
     };
     const decision = endpoint.decide(url, origin, full);
-    return "refuse" in decision ? decision : { endpoint, accepted: decision.accept };
+    return "refuse" in decision ? decision : { endpoint, accepted: decision.accept, origin };
   }
 
   /** Creates the socket once the runtime has opened it. */
@@ -69,6 +83,7 @@ export class SocketServer {
     const socket = upgrade.endpoint.open(upgrade.accepted, transport);
     this.#sockets.add(socket);
     if (socket.appId !== undefined) this.#perApp.set(socket.appId, (this.#perApp.get(socket.appId) ?? 0) + 1);
+    if (tapActive) this.#tapConnection(socket, "opened", upgrade.origin);
     return socket;
   }
 
@@ -80,6 +95,7 @@ export class SocketServer {
 
   #forget(socket: LiveSocket) {
     if (!this.#sockets.delete(socket) || socket.appId === undefined) return;
+    if (tapActive) this.#tapConnection(socket, "closed");
     const left = this.#perApp.get(socket.appId)! - 1;
     if (left > 0) this.#perApp.set(socket.appId, left);
     else this.#perApp.delete(socket.appId);

@@ -132,6 +132,16 @@ export class WebhookOutbox<T extends OutboxEntry> {
     this.#limbo.set(seq, { lane: this.#laneOf(item), at: now });
   }
 
+  /** Reads every indexed delivery's due time again from storage (a row changed by another
+   * writer, such as the console's "retry now"); rows removed meanwhile are forgotten. */
+  refresh(): void {
+    for (const meta of [...this.#index.values()]) {
+      const row = this.#db.get(["o", meta.seq]);
+      if (!row) this.#forget(meta.seq);
+      else if (row.dueAt !== undefined) meta.dueAt = row.dueAt;
+    }
+  }
+
   /** Indexes what `stage` wrote in transactions that have committed since. */
   sync(): void {
     const now = Date.now();

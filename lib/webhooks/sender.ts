@@ -120,6 +120,30 @@ export class OutboxSender<T extends OutboxEntry> {
     if (!this.#closed) this.#outbox.sync();
   }
 
+  /**
+   * Takes the due times from storage again (another writer moved deliveries, as the console's
+   * "retry now" does) and ends every lane's pause: what is due now is attempted at once.
+   */
+  reschedule(): void {
+    if (this.#closed) return;
+    this.#outbox.sync();
+    this.#outbox.refresh();
+    const now = Date.now();
+    for (const lane of this.#lanes.values()) {
+      lane.failures = 0;
+      lane.pausedUntil = 0;
+      for (const seq of lane.later.drain()) {
+        const meta = this.#outbox.meta(seq);
+        if (!meta) continue;
+        if (meta.dueAt <= now) lane.ready.push(seq);
+        else lane.later.push(meta.dueAt, seq);
+      }
+      clearTimeout(lane.timer);
+      lane.timerAt = Infinity;
+      this.#schedule(lane);
+    }
+  }
+
   /** Stops sending; pending deliveries stay in the outbox for the next start. */
   close(): void {
     this.#closed = true;
@@ -271,12 +295,14 @@ export class OutboxSender<T extends OutboxEntry> {
   }
 }
 
-/** POSTs a JSON body; true for a 2xx answer. Network errors and timeouts are false. */
+/** POSTs a JSON body; true for a 2xx answer. Network errors and timeouts are false.
+ * `report` (the console's tap) gets the HTTP status or the error's message. */
 export async function postJson(
   url: string,
   headers: Record<string, string>,
   body: string,
   signal: AbortSignal,
+  report?: (status: number | string) => void,
 ): Promise<boolean> {
   try {
     const res = await fetch(url, {
@@ -286,8 +312,10 @@ export async function postJson(
       body,
     });
     await res.body?.cancel();
+    report?.(res.status);
     return res.ok;
-  } catch {
+  } catch (err) {
+    report?.(String((err as Error)?.message ?? err).slice(0, 200));
     return false;
   }
 }

@@ -47,6 +47,7 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
       let wake: (() => void) | undefined;
       let open = true;
       const stop = watchApp(devApp!.key, (entry) => {
+        if (entry.kind !== "event" && entry.kind !== "join" && entry.kind !== "api") return; // what this page shows
         queue.push(entry);
         if (queue.length > DEBUG_QUEUE) {
           queue.shift();

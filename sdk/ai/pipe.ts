@@ -6,7 +6,7 @@
  * final message keeps every part (reasoning, tools, text) and the metadata.
  */
 import { readUIMessageStream, type UIMessage, type UIMessageChunk } from "ai";
-import type { ChatAgent } from "../client/chat_agent.ts";
+import type { ChatAgent } from "../client/mod.ts";
 import { contentOf } from "./ui_message.ts";
 
 /** What `onToolApproval` is told once a human decided a tool call. */

@@ -7,8 +7,7 @@
  * or `abort` for a cancelled run.
  */
 import type { UIMessageChunk } from "ai";
-import type { ChatView } from "../client/chat_view.ts";
-import type { RunInfo } from "../client/chat_types.ts";
+import type { ChatView, RunInfo } from "../client/mod.ts";
 import { contentText, partsContent, type UIPart } from "./ui_message.ts";
 
 /** Where a stream of a run starts. */

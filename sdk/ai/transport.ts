@@ -7,9 +7,7 @@
  * run from its first chunk, or null.
  */
 import type { ChatRequestOptions, ChatTransport, UIMessage, UIMessageChunk } from "ai";
-import { ChatClient, type ChatClientOptions } from "../client/chat_client.ts";
-import type { ChatSession } from "../client/chat_session.ts";
-import { TERMINAL } from "../client/chat_types.ts";
+import { ChatClient, type ChatClientOptions, type ChatSession, TERMINAL } from "../client/mod.ts";
 import { runChunks } from "./run_stream.ts";
 import { contentOf, toUIMessage } from "./ui_message.ts";
 

@@ -5,7 +5,7 @@
  * `text` their text, so clients that only render text keep working.
  */
 import type { UIMessage } from "ai";
-import type { ChatMessage } from "../client/chat_types.ts";
+import type { ChatMessage } from "../client/mod.ts";
 
 /** A UIMessage part (any kind). */
 export type UIPart = UIMessage["parts"][number];

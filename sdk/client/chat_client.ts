@@ -6,6 +6,7 @@ import { Socket } from "phoenix";
 import { type ChatAuthCallback, type ChatAuthOptions, hasTokenSource } from "./chat_auth.ts";
 import { ChatAgent } from "./chat_agent.ts";
 import { msgpackDecode, msgpackEncode } from "./msgpack_serializer.ts";
+import type { WebSocketConstructor } from "./realtime.ts";
 import { ChatSession, type SessionHost } from "./chat_session.ts";
 
 export { ActiveRun, ChatView } from "./chat_view.ts";
@@ -38,6 +39,8 @@ export interface ChatClientOptions {
   rejoinAfterMs?: Backoff;
   /** false: the socket is not connected at construction (first connect() opens it) [true]. */
   autoConnect?: boolean;
+  /** The WebSocket constructor [the global WebSocket]; on Node 20 pass `WebSocket` from `ws`. */
+  transport?: WebSocketConstructor;
 }
 
 function backoff(b: Backoff | undefined): ((tries: number) => number) | undefined {
@@ -98,6 +101,7 @@ export class ChatClient implements SessionHost {
           ? { reconnectAfterMs: backoff(options.reconnectAfterMs) }
           : {}),
         rejoinAfterMs: this.#rejoin,
+        ...(options.transport !== undefined ? { transport: options.transport } : {}),
       } as any);
       this.#own = true;
     }

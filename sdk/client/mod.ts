@@ -1,4 +1,8 @@
-/** Client SDK: RealtimeClient (channels, objects) and the MessagePack serializer for phoenix. */
+/**
+ * Client SDK (`@switchboard/client`): RealtimeClient (channels, objects), ChatClient (threads,
+ * agents) and the MessagePack serializer for phoenix. Everything the React and AI SDK
+ * bindings use comes from this module, so they can depend on the published package.
+ */
 export { ChannelSubscription, RealtimeClient } from "./realtime.ts";
 export type {
   AuthResult,
@@ -6,8 +10,18 @@ export type {
   EventCallback,
   RealtimeOptions,
   SubscribeOptions,
+  WebSocketConstructor,
 } from "./realtime.ts";
 export { msgpackDecode, msgpackEncode, msgpackSocketOptions } from "./msgpack_serializer.ts";
+export type { PhoenixMessage } from "./msgpack_serializer.ts";
 export { ObjectSubscription } from "./object_subscription.ts";
-export type { ObjectChange } from "./object_subscription.ts";
+export type { ObjectChange, ObjectSubscriptionOptions } from "./object_subscription.ts";
 export { ChatClient } from "./chat_client.ts";
+export type { ChatClientOptions } from "./chat_client.ts";
+export { ChatAgent } from "./chat_agent.ts";
+export type { ToolRequest } from "./chat_agent.ts";
+export { ChatPushError, ChatSession } from "./chat_session.ts";
+export { ActiveRun, ChatView } from "./chat_view.ts";
+export { TERMINAL } from "./chat_types.ts";
+export type { ChatMessage, RunInfo, RunStatus, SuspendedTool, ThreadSnapshot } from "./chat_types.ts";
+export type { ChatAuthCallback, ChatAuthOptions, ChatAuthParams } from "./chat_auth.ts";

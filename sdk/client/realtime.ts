@@ -43,7 +43,15 @@ export interface RealtimeOptions {
   params?: Record<string, unknown>;
   /** Push/join timeout in ms (phoenix default 10 s). */
   timeout?: number;
+  /**
+   * The WebSocket constructor (default: the global `WebSocket`). Node 20 has none: pass
+   * `WebSocket` from the `ws` package there (Node 22+, Deno, Bun and browsers need nothing).
+   */
+  transport?: WebSocketConstructor;
 }
+
+/** A WebSocket class, as the global `WebSocket` or the `ws` package's export. */
+export type WebSocketConstructor = new (url: string, ...rest: any[]) => any;
 
 /** Options of `subscribe`. */
 export interface SubscribeOptions {
@@ -87,6 +95,7 @@ export class RealtimeClient {
       ...(options.reconnectAfterMs !== undefined ? { reconnectAfterMs: asMs(options.reconnectAfterMs) } : {}),
       ...(options.rejoinAfterMs !== undefined ? { rejoinAfterMs: asMs(options.rejoinAfterMs) } : {}),
       ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
+      ...(options.transport !== undefined ? { transport: options.transport } : {}),
     } as any);
     this.socket.onMessage((msg: { topic: string; event: string; payload: any }) => {
       if (msg.topic === "phoenix" && msg.event === "connected") this.#connected(String(msg.payload.socket_id));

@@ -15,11 +15,16 @@ import {
   useRef,
   useState,
 } from "react";
-import { type ChannelSubscription, type RealtimeOptions, RealtimeClient } from "../client/realtime.ts";
-import { ChatClient } from "../client/chat_client.ts";
-import type { ChatSession } from "../client/chat_session.ts";
-import type { ChatMessage, RunInfo } from "../client/chat_types.ts";
-import type { ChatAuthCallback } from "../client/chat_auth.ts";
+import {
+  type ChannelSubscription,
+  type ChatAuthCallback,
+  ChatClient,
+  type ChatMessage,
+  type ChatSession,
+  type RealtimeOptions,
+  RealtimeClient,
+  type RunInfo,
+} from "../client/mod.ts";
 
 /** Where and how the tree connects. */
 export interface SwitchboardProviderProps extends Pick<RealtimeOptions, "endpoint" | "authEndpoint" | "authCallback" | "authHeaders"> {

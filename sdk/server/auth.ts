@@ -7,7 +7,7 @@ import {
   objectTypeProblem,
   parseCapability,
   validateCapabilities,
-} from "../../lib/auth/capability.ts";
+} from "../shared/capability.ts";
 
 /** The resources a token should grant (see docs/auth.md "Grants"). */
 export interface Grants {

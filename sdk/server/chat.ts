@@ -4,7 +4,7 @@
  * `SwitchboardError` (status + `{ errors }` body) on failures.
  */
 import { type Connection, sendRequest } from "./auth.ts";
-export { verifyWebhook } from "../../lib/chat/webhooks/signature.ts";
+export { verifyWebhook } from "../shared/webhook_signature.ts";
 
 /** A JSON:API resource object. */
 export interface Resource<A = Record<string, unknown>> {

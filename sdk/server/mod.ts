@@ -2,7 +2,7 @@
  * Server SDK: `class Switchboard`. Product clients (trigger, objects, chat REST) live in their
  * own files and build on the protected `request()` helper.
  */
-import { mintFastToken as mint } from "../../lib/auth/fast_token.ts";
+import { mintFastToken as mint } from "../shared/fast_token.ts";
 import {
   type AuthResult,
   channelGrant,
@@ -18,8 +18,22 @@ import {
 import * as channelsApi from "./channels.ts";
 import { ObjectsClient } from "./objects.ts";
 import { ChatRestClient } from "./chat.ts";
+import { verifyChannelWebhook } from "./webhooks.ts";
 
 export { SwitchboardError } from "./auth.ts";
+export { verifyChannelWebhook, verifyWebhook } from "./webhooks.ts";
+export { ChatRestClient } from "./chat.ts";
+export { ObjectsClient } from "./objects.ts";
+export type { JsonValue } from "./objects.ts";
+export type {
+  BotInput,
+  Document,
+  ListDocument,
+  MessageInput,
+  PageOptions,
+  Resource,
+  ThreadListOptions,
+} from "./chat.ts";
 export type {
   ChannelEvent,
   ChannelInfo,
@@ -171,6 +185,17 @@ export class Switchboard {
   /** Members of a presence channel. */
   users(name: string) {
     return channelsApi.users(this.#channelConn(), this.appId, name);
+  }
+
+  /**
+   * Whether a channel webhook request (Pusher-style, docs/pusher.md "Webhooks") came from this
+   * app's server: pass the `X-Pusher-Key` and `X-Pusher-Signature` headers and the raw body.
+   */
+  verifyChannelWebhook(
+    headers: { key: string | null | undefined; signature: string | null | undefined },
+    rawBody: string,
+  ): Promise<boolean> {
+    return verifyChannelWebhook({ key: this.appKey, secret: this.#secret }, headers, rawBody);
   }
 
   #channelConn(): Connection {

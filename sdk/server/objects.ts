@@ -3,7 +3,7 @@
  * `/api/v1/objects/{app_id}/{type}/{key}` (docs/objects.md). Failures throw `SwitchboardError`
  * with the HTTP `status`, the parsed `body` (`{ error }`) and that error text as `message`.
  */
-import { objectTypeProblem } from "../../lib/auth/capability.ts";
+import { objectTypeProblem } from "../shared/capability.ts";
 import { type Connection, sendRequest, SwitchboardError } from "./auth.ts";
 
 /** Any JSON value a slot can hold. */

@@ -25,6 +25,7 @@ Deno.test("GET /sdk/client.js serves the bundled SDK with a content ETag and ans
     assert.equal(res.status, 200);
     assert.match(res.headers.get("content-type")!, /^text\/javascript/);
     assert.match(res.headers.get("cache-control")!, /no-cache/);
+    assert.equal(res.headers.get("access-control-allow-origin"), "*", "importable from another origin");
     const body = await res.text();
     const etag = res.headers.get("etag")!;
     const digest = createHash("sha256").update(body).digest("base64url").slice(0, 27);

@@ -1,0 +1,62 @@
+// Helpers of the console tests: a server started with --console-secret, logins, and requests
+// that carry the session cookie (and, for POSTs, this host's Origin unless told otherwise).
+import { startServer, type StartOptions, type TestApp, type TestServer } from "../helpers/server.ts";
+
+/** The console secret of these tests. */
+export const ADMIN_SECRET = "console-admin-secret-0123456789";
+
+/** Two apps whose secrets open one app each. */
+export const CONSOLE_APPS: TestApp[] = [
+  { id: "app-1", key: "key1", secret: "app-one-secret-abcdefgh" },
+  { id: "app-2", key: "key2", secret: "app-two-secret-ijklmnop" },
+];
+
+/** Starts a server with the console on (admin secret `ADMIN_SECRET`). */
+export function startConsole(opts: StartOptions = {}): Promise<TestServer> {
+  return startServer({ apps: CONSOLE_APPS, ...opts, args: ["--console-secret", ADMIN_SECRET, ...(opts.args ?? [])] });
+}
+
+/** A request to the console; `origin: null` sends no Origin header. */
+export async function call(
+  server: TestServer,
+  path: string,
+  opts: { method?: string; cookie?: string; body?: unknown; origin?: string | null; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: Record<string, unknown>; headers: Headers; text: string }> {
+  const method = opts.method ?? "GET";
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.cookie) headers.cookie = opts.cookie;
+  if (method !== "GET" && opts.origin !== null) headers.origin = opts.origin ?? server.baseUrl;
+  if (opts.body !== undefined) headers["content-type"] = "application/json";
+  const res = await fetch(server.baseUrl + path, {
+    method,
+    headers,
+    body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+    redirect: "manual",
+  });
+  const text = await res.text();
+  let body: Record<string, unknown> = {};
+  try {
+    body = JSON.parse(text);
+  } catch { /* not JSON */ }
+  return { status: res.status, body, headers: res.headers, text };
+}
+
+/** Logs in with `secret`; resolves with the `name=value` cookie to send back. */
+export async function login(server: TestServer, secret: string): Promise<string> {
+  const res = await call(server, "/console/login", { method: "POST", body: { secret } });
+  if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`);
+  const set = res.headers.get("set-cookie") ?? "";
+  return set.split(";")[0];
+}
+
+/** Polls `read` until `ok` holds (15 s cap unless given); returns the last value. */
+export async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 15_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: T = await read();
+  while (!ok(last)) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
+    await new Promise((r) => setTimeout(r, 50));
+    last = await read();
+  }
+  return last;
+}
