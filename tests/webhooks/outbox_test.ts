@@ -138,3 +138,33 @@ Deno.test("webhook outbox: rows of the previous key shape [dueAt, id] are resume
     await env.close();
   }
 });
+
+Deno.test("webhook sender: reschedule() takes due times moved in storage (the console's retry now)", async () => {
+  const { env } = tempStore();
+  try {
+    const outbox = new WebhookOutbox<Item>(env, "test:outbox", {
+      kind: "test",
+      laneOf: (d) => d.to,
+    });
+    let calls = 0;
+    const sender = new OutboxSender(
+      outbox,
+      () => Promise.resolve(++calls === 1 ? "retry" : "delivered"),
+      {
+        retryDelaysMs: [60_000],
+      },
+    );
+    await outbox.add([item("a", "r")]);
+    await until(() =>
+      outbox.entries().length === 1 && outbox.entries()[0].dueAt > Date.now() + 30_000
+    );
+    const db = env.db<Item>("test:outbox");
+    const [{ key, value }] = [...db.getRange({})];
+    await env.transaction(() => db.put(key, { ...value, dueAt: Date.now() }));
+    sender.reschedule();
+    await until(() => calls === 2 && outbox.entries().length === 0);
+    sender.close();
+  } finally {
+    await env.close();
+  }
+});
