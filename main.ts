@@ -17,9 +17,10 @@ async function main() {
     await runBackup(config.dataDir, config.backupPath!);
     return console.log(`backup written to ${config.backupPath}`);
   }
+  const logFormat = resolveLogFormat(config.logFormat);
   configureLog(
     config.logLevel as LogLevel,
-    config.logFormat as LogFormat,
+    logFormat,
     undefined,
     config.nats ? { node: config.nodeId } : undefined,
   );
@@ -78,7 +79,7 @@ async function main() {
   const listening = `switchboard ${VERSION} listening on http://${shown}:${sb.server.port}`;
   const websocket = `ws://${shown}:${sb.server.port}/socket/websocket?app_key=APP_KEY&vsn=2.0.0`;
   const metrics = `http://${shown}:${sb.metricsPort ?? sb.server.port}/metrics`;
-  if (config.logFormat === "json") {
+  if (logFormat === "json") {
     if (sb.devApp) {
       // The development app's credentials are printed by design (CONTRACT.md), before the
       // listening line so a reader waiting for that line has them.
@@ -118,6 +119,12 @@ function textBanner(
     );
   }
   return lines.join("\n");
+}
+
+/** `auto` (the default) is text for a person at a terminal and JSON for a pipe or a collector. */
+function resolveLogFormat(format: string): LogFormat {
+  if (format === "auto") return process.stdout.isTTY ? "text" : "json";
+  return format as LogFormat;
 }
 
 /** Whether `err` is the runtime's "address already in use" (Deno: AddrInUse, Bun: EADDRINUSE). */
