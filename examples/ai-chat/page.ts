@@ -21,8 +21,14 @@ const { AI_CHAT: config, location, history, document } = globalThis as unknown a
 
 /** The thread of this page: the URL fragment, or a new random id written into it. */
 function threadOfPage(): string {
-  const current = decodeURIComponent(location.hash.slice(1));
-  if (current) return current;
+  const raw = location.hash.slice(1);
+  if (raw) {
+    try {
+      return decodeURIComponent(raw);
+    } catch {
+      return raw; // not %-encoded: the fragment as it is
+    }
+  }
   const id = crypto.randomUUID();
   history.replaceState(null, "", `#${id}`); // no extra history entry
   return id;

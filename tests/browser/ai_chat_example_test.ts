@@ -120,6 +120,12 @@ Deno.test({ name: "examples/ai-chat: useChat over Switchboard in a browser", san
     assert.ok(await page.isDisabled("#stop"));
     await new Promise((r) => setTimeout(r, 500));
     assert.ok(!(await lastAgent(page)).includes("word299"), "the stopped answer did not finish");
+
+    // "New chat": another fresh thread, empty.
+    await page.click("#new-chat");
+    await until(() => page.evaluate("location.hash") as Promise<string>, (h) => h.length > 1 && decodeURIComponent(h.slice(1)) !== threadId, "a new thread id");
+    await until(() => status(page), (s) => s === "ready", "new chat ready");
+    assert.equal(await page.locator(".msg").count(), 0);
     assert.deepEqual(errors, [], "no uncaught page errors");
   } finally {
     await browser?.close();
