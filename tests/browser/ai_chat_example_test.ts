@@ -36,6 +36,8 @@ const lastAgent = (page: Page) =>
 /** Each bubble as `role: class,class,...` of its parts, in page order. */
 const layout = (page: Page) =>
   page.evaluate(`[...document.querySelectorAll(".msg:not(.typing)")].map((m) => m.classList[1] + ": " + [...m.children].map((c) => c.className).filter((c) => c !== "cursor").join(","))`) as Promise<string[]>;
+/** How many agent bubbles the page shows. */
+const agentCount = (page: Page) => page.locator(".msg.assistant:not(.typing)").count();
 const status = (page: Page) => page.textContent("#status").then((t) => t ?? "");
 
 async function send(page: Page, text: string) {
@@ -108,11 +110,15 @@ Deno.test({ name: "examples/ai-chat: useChat over Switchboard in a browser", san
 
     // A 300-word answer (18 s at the mock's 60 ms a word): Stop reflects the run, survives a
     // reload, and cancels it; the answer stays partial.
+    const answers = await agentCount(page);
     await send(page, words(300));
+    // (the 40-word answer above starts the same way: wait for the new bubble)
+    await until(() => agentCount(page), (n) => n === answers + 1, "a bubble for the new answer");
     await until(() => lastAgent(page), (t) => t.includes("You said: word0 word1 word2 word3"), "second long answer started");
     assert.ok(await page.isEnabled("#stop"), "Stop is on while the run streams");
     assert.equal(await page.locator(".msg.assistant.streaming").count(), 1, "the streaming bubble is marked");
     await page.reload();
+    await until(() => agentCount(page), (n) => n === answers + 1, "the answer's bubble after the reload");
     await until(() => lastAgent(page), (t) => t.includes("word8"), "resumed after the reload");
     await until(() => page.isEnabled("#stop"), Boolean, "Stop is on again after the reload");
     await page.click("#stop");
