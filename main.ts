@@ -7,7 +7,7 @@ import { isCommitFailure } from "./lib/store/errors.ts";
 import { DataDirLockedError } from "./lib/store/lock.ts";
 import { VERSION } from "./lib/version.ts";
 import type { App } from "./lib/config/apps.ts";
-import { configureLog, errorFields, log, type LogFormat, type LogLevel } from "./lib/log/mod.ts";
+import { configureLog, errorFields, log, type LogLevel, resolveLogFormat } from "./lib/log/mod.ts";
 import { writeDevAppFile } from "./lib/config/dev_app_file.ts";
 
 async function main() {
@@ -128,12 +128,6 @@ function textBanner(
     );
   }
   return lines.join("\n");
-}
-
-/** `auto` (the default) is text for a person at a terminal and JSON for a pipe or a collector. */
-function resolveLogFormat(format: string): LogFormat {
-  if (format === "auto") return process.stdout.isTTY ? "text" : "json";
-  return format as LogFormat;
 }
 
 /** Whether `err` is the runtime's "address already in use" (Deno: AddrInUse, Bun: EADDRINUSE). */
