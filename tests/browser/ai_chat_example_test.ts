@@ -61,6 +61,10 @@ Deno.test({ name: "examples/ai-chat: useChat over Switchboard in a browser", san
   try {
     await until(() => Promise.resolve(out), (o) => o.includes("AI chat example on"), "example server");
     assert.match(out, /the development app in /);
+    // A second copy on the same port: one line, no stack trace.
+    const busy = await serveFails(["--data-dir", server.dataDir, "--port", String(port)]);
+    assert.equal(busy.code, 1);
+    assert.match(busy.stderr, /^ai-chat: cannot listen on 127\.0\.0\.1:\d+: [^\n]+\n$/);
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
     const page = await browser.newPage({ viewport: { width: 760, height: 460 } });
     const errors: string[] = [];
