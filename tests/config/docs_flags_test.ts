@@ -41,7 +41,7 @@ Deno.test("every documented flag is accepted by the parser", () => {
   for (const flag of configurationRows().keys()) {
     if (flag === "--help" || flag === "--version") continue;
     const spec = FLAGS.find((f) => f.flag === flag)!;
-    const value = spec.kind === "bool" ? [] : [spec.kind === "string" ? (flag === "--log-level" ? "warn" : flag === "--log-format" ? "text" : "x") : "1"];
+    const value = spec.kind === "bool" ? [] : [spec.kind === "string" ? (flag === "--log-level" ? "warn" : flag === "--log-format" ? "text" : flag === "--console-secret" ? "a-console-secret-of-32-chars-xyz" : "x") : "1"];
     const argv = [flag, ...value, ...(flag === "--nats" ? ["--apps", "apps.json"] : [])];
     assert.doesNotThrow(() => parseConfig(argv, {}), `${argv.join(" ")}`);
   }
