@@ -7,7 +7,8 @@ import { isCommitFailure } from "./lib/store/errors.ts";
 import { DataDirLockedError } from "./lib/store/lock.ts";
 import { VERSION } from "./lib/version.ts";
 import type { App } from "./lib/config/apps.ts";
-import { configureLog, errorFields, log, type LogFormat, type LogLevel } from "./lib/log/mod.ts";
+import { configureLog, errorFields, log, type LogLevel, resolveLogFormat } from "./lib/log/mod.ts";
+import { writeDevAppFile } from "./lib/config/dev_app_file.ts";
 
 async function main() {
   const config = parseConfig(process.argv.slice(2), process.env);
@@ -17,9 +18,10 @@ async function main() {
     await runBackup(config.dataDir, config.backupPath!);
     return console.log(`backup written to ${config.backupPath}`);
   }
+  const logFormat = resolveLogFormat(config.logFormat);
   configureLog(
     config.logLevel as LogLevel,
-    config.logFormat as LogFormat,
+    logFormat,
     undefined,
     config.nats ? { node: config.nodeId } : undefined,
   );
@@ -74,11 +76,19 @@ async function main() {
     throw err;
   }
   started.resolve(sb);
+  if (sb.devApp) {
+    // Local tools read the development app from the data dir (docs/operations.md).
+    try {
+      writeDevAppFile(config.dataDir, sb.devApp, sb.server.hostname, sb.server.port);
+    } catch (err) {
+      log.warn("could not write the development app file", errorFields(err));
+    }
+  }
   const shown = sb.server.hostname === "0.0.0.0" ? "localhost" : sb.server.hostname;
   const listening = `switchboard ${VERSION} listening on http://${shown}:${sb.server.port}`;
   const websocket = `ws://${shown}:${sb.server.port}/socket/websocket?app_key=APP_KEY&vsn=2.0.0`;
   const metrics = `http://${shown}:${sb.metricsPort ?? sb.server.port}/metrics`;
-  if (config.logFormat === "json") {
+  if (logFormat === "json") {
     if (sb.devApp) {
       // The development app's credentials are printed by design (CONTRACT.md), before the
       // listening line so a reader waiting for that line has them.

@@ -4,7 +4,7 @@
  * asks a human to approve an `echo_tool` call (approve -> the tool "runs"; reject -> the run
  * ends with an error). Cancellation stops the stream at once.
  *
- *   deno run -A examples/echo_agent.ts --url ws://localhost:4000/socket \
+ *   npx deno run -A examples/echo_agent.ts --url ws://localhost:4000/socket \
  *     --key APP_KEY --secret APP_SECRET --thread THREAD_ID [--tokens 3000] [--rate 1500]
  *
  * Flags may also come from SWITCHBOARD_SOCKET, APP_KEY, APP_SECRET, THREAD_ID.
@@ -12,10 +12,14 @@
 import { ChatClient } from "../sdk/client/chat_client.ts";
 import type { RunInfo } from "../sdk/client/chat_types.ts";
 
+/** A flag's value (or its environment variable's); a missing one stops with one line. */
 function flag(name: string, env: string, fallback?: string): string {
   const i = Deno.args.indexOf(`--${name}`);
   const v = i >= 0 ? Deno.args[i + 1] : Deno.env.get(env) ?? fallback;
-  if (v === undefined) throw new Error(`missing --${name} (or ${env})`);
+  if (v === undefined || v === "") {
+    console.error(`echo_agent: missing --${name} (or ${env}); usage: --key APP_KEY --secret APP_SECRET --thread THREAD_ID [--url ws://HOST:PORT/socket]`);
+    Deno.exit(2);
+  }
   return v;
 }
 

@@ -4,14 +4,16 @@ import type { ProductDeps, ProductModule } from "../lib/product.ts";
 import { CLIENT_BUNDLE, CLIENT_BUNDLE_ETAG } from "../lib/generated/client_bundle.ts";
 import { playgroundRoutes } from "./playground/routes.ts";
 import { DemoAgents } from "../lib/playground/demo_agent.ts";
+import { faviconRoutes } from "./favicon.ts";
 
 /**
- * `GET /sdk/client.js` (always) and, unless `--no-playground` / `PLAYGROUND=0`, the playground
+ * `GET /sdk/client.js` and `GET /favicon.ico` (always) and, unless `--no-playground` / `PLAYGROUND=0`, the playground
  * page at `GET /` with its `/playground/api/*` backend (development app only).
  */
 export function createShipping(deps: ProductDeps): ProductModule {
   const routes = new Hono();
   routes.get("/sdk/client.js", (c) => sdkResponse(c.req.header("if-none-match")));
+  routes.route("/", faviconRoutes());
   let agents: DemoAgents | undefined;
   if (deps.config.playground) {
     agents = new DemoAgents();

@@ -16,7 +16,7 @@ export interface Config {
   playground: boolean;
   /** Least severe level logged: debug, info, warn, error, silent. */
   logLevel: string;
-  /** `json` (one object per line) or `text`. */
+  /** `json` (one object per line), `text`, or `auto` (text when stdout is a terminal, else json). */
   logFormat: string;
   /** Serves `/metrics` on its own listener (same host) instead of the main port. */
   metricsPort?: number;
@@ -52,7 +52,7 @@ export const FLAGS: FlagSpec[] = [
   { flag: "--history-max-age", env: "HISTORY_MAX_AGE", key: "historyMaxAgeSeconds", kind: "count", default: 86400, help: "seconds a channel event is kept for replay" },
   { flag: "--idle-timeout", env: "IDLE_TIMEOUT", key: "idleTimeoutSeconds", kind: "count", default: 60, help: "seconds of silence before a socket is closed" },
   { flag: "--log-level", env: "LOG_LEVEL", key: "logLevel", kind: "string", default: "info", help: "debug, info, warn, error or silent" },
-  { flag: "--log-format", env: "LOG_FORMAT", key: "logFormat", kind: "string", default: "json", help: "json (one object per line) or text" },
+  { flag: "--log-format", env: "LOG_FORMAT", key: "logFormat", kind: "string", default: "auto", help: "json (one object per line) or text; auto: text on a terminal, else json" },
   { flag: "--metrics-port", env: "METRICS_PORT", key: "metricsPort", kind: "port", default: undefined, help: "serve GET /metrics on this port instead of the main one" },
   { flag: "--nats", env: "NATS_URL", key: "nats", kind: "string", default: undefined, help: "NATS URL[,URL...]: clustered mode on JetStream (needs --apps)" },
   { flag: "--node-id", env: "NODE_ID", key: "nodeId", kind: "string", default: hostname(), help: "this node's unique name in logs, metrics and the cluster" },
@@ -112,8 +112,8 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
   if (!["debug", "info", "warn", "error", "silent"].includes(config.logLevel)) {
     throw new ConfigError(`--log-level must be debug, info, warn, error or silent, got "${config.logLevel}"`);
   }
-  if (!["json", "text"].includes(config.logFormat)) {
-    throw new ConfigError(`--log-format must be json or text, got "${config.logFormat}"`);
+  if (!["json", "text", "auto"].includes(config.logFormat)) {
+    throw new ConfigError(`--log-format must be json, text or auto, got "${config.logFormat}"`);
   }
   if (config.consoleSecret !== undefined && config.consoleSecret.length < 16) {
     throw new ConfigError("--console-secret must be at least 16 characters (it opens every app's console)");

@@ -1,6 +1,6 @@
 /**
- * Structured logs (pino): one JSON object per line on stdout, or `--log-format text` for
- * people. Fields never carry secrets or tokens: the keys below are redacted wherever they
+ * Structured logs (pino): one JSON object per line on stdout, or text for people (on a
+ * terminal by default, or `--log-format text`). Fields never carry secrets or tokens: the keys below are redacted wherever they
  * appear. Call `configureLog` once at start-up; until then logs are JSON at `info`.
  */
 import process from "node:process";
@@ -36,6 +36,15 @@ function make(level: LogLevel, format: LogFormat, write?: (line: string) => void
     formatters: { level: (label) => ({ level: label }) },
     redact: { paths: REDACT, censor: "[redacted]" },
   }, dest);
+}
+
+/**
+ * The format to log in: `json` and `text` as given; `auto` (the default) is text when stdout is
+ * a terminal (a person reading) and JSON otherwise (a pipe, a file, a log collector).
+ */
+export function resolveLogFormat(setting: string, stdoutIsTerminal = process.stdout.isTTY === true): LogFormat {
+  if (setting === "auto") return stdoutIsTerminal ? "text" : "json";
+  return setting === "text" ? "text" : "json";
 }
 
 let logger = make("info", "json");

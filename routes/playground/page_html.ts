@@ -8,6 +8,7 @@ export const PLAYGROUND_HTML = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Switchboard playground</title>
+<link rel="icon" href="/favicon.ico">
 <style>
   :root { font-family: system-ui, sans-serif; color: #1d2330; background: #f5f6f8; }
   body { margin: 0 auto; max-width: 1200px; padding: 16px; }

@@ -122,8 +122,23 @@ $("obj-set").onclick = () => writeObject("set");
 $("obj-inc").onclick = () => writeObject("increment");
 
 // ---- chat ----------------------------------------------------------------------------
-const clientId = "visitor-" + Math.random().toString(36).slice(2, 8);
-$("chat-thread").value = "playground-" + Math.random().toString(36).slice(2, 8);
+// The thread and the visitor's id are kept in localStorage, so a reload (or a new tab) comes
+// back to the same conversation, reconnected.
+const kept = (name, make) => {
+  try {
+    const v = localStorage.getItem("switchboard.playground." + name);
+    if (v) return v;
+    localStorage.setItem("switchboard.playground." + name, make());
+    return localStorage.getItem("switchboard.playground." + name) || make();
+  } catch {
+    return make(); // storage refused (private mode): a fresh one per load
+  }
+};
+const keep = (name, value) => {
+  try { localStorage.setItem("switchboard.playground." + name, value); } catch { /* see kept */ }
+};
+const clientId = kept("client", () => "visitor-" + Math.random().toString(36).slice(2, 8));
+$("chat-thread").value = kept("thread", () => "playground-" + Math.random().toString(36).slice(2, 8));
 const chat = sdk.ChatClient ? new sdk.ChatClient(info.app.key, { endpoint }) : null;
 let session = null;
 const LIVE = new Set(["pending", "active", "suspended"]);
@@ -221,6 +236,8 @@ $("chat-connect").onclick = async () => {
     await api("chat", { thread_id: threadId });
     if (session) session.close();
     session = await chat.connect(threadId, { clientId });
+    keep("thread", threadId);
+    keep("connected", "1");
     session.view.on("update", renderChat);
     session.view.on("run", renderChat);
     renderChat();
@@ -244,6 +261,8 @@ async function sendChat() {
     chatError(err);
   }
 }
+// Connected before this reload: reconnect to the kept thread straight away.
+if (chat && kept("connected", () => "") === "1") $("chat-connect").click();
 $("chat-send").onclick = sendChat;
 $("chat-input").onkeydown = (e) => { if (e.key === "Enter") sendChat(); };
 $("chat-cancel").onclick = () => {

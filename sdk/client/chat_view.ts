@@ -313,6 +313,11 @@ export class ChatView extends Emitter {
             endedAt: p.endedAt,
             suspendedTool: null,
           });
+          // The finalised message follows in the same append; until it is applied, show the
+          // streamed text in the message so an ended run never reads as an empty answer.
+          const msg = this.#messages.get(run.messageId);
+          const streamed = this.#streams.get(p.runId);
+          if (msg && streamed) this.#messages.set(msg.messageId, { ...msg, content: streamed });
         }
         this.emit("run:end", { runId: p.runId, reason: p.reason, endedAt: p.endedAt });
         break;

@@ -1,6 +1,7 @@
 // Drives the playground page in headless Chromium (playwright-core, /usr/bin/chromium; install
 // it with .ci/browser_deps): channel events, live object changes, and a chat with the demo agent
-// that streams token by token, is cancelled, regenerates into a branch and asks for a tool.
+// that streams token by token, is cancelled, regenerates into a branch and asks for a tool, and
+// comes back after a reload.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { type Browser, chromium, type Page } from "playwright-core";
@@ -125,5 +126,13 @@ Deno.test({
       await page.click("#tool-approve");
       await until(() => lastAssistant(page), (m) => m?.status === "complete" && /Porto is sunny/.test(m.text), "answer after approval");
       assert.ok(await page.isHidden("#chat-tool"));
+
+      // A reload comes back to the same thread, reconnected, with the conversation shown.
+      const thread = await page.inputValue("#chat-thread");
+      await page.reload();
+      await until(() => page.isEnabled("#chat-send"), Boolean, "chat reconnected after the reload");
+      assert.equal(await page.inputValue("#chat-thread"), thread);
+      await until(() => lastAssistant(page), (m) => m?.status === "complete" && /Porto is sunny/.test(m.text), "conversation after the reload");
+      assert.match((await page.textContent("#chat-messages"))!, /hello agent/);
     }),
 });
