@@ -91,18 +91,33 @@ export async function enterChannel(
   ctx: JoinContext,
   opts: { member?: PresenceMember; after?: number; epoch?: string },
 ): Promise<boolean> {
-  // The join waits until what it makes observable is reported (webhooks, ChannelService.onEnter).
+  // The join waits until what it makes observable is reported (webhooks, ChannelService.onEnter),
+  // a cache miss included: it is reported before the join when nothing is cached now.
+  const missReported = await reportCacheMiss(svc, ctx, opts.after);
   const entered = await svc.beforeEnter(ctx.app, ctx.topic, opts.member?.user_id);
-  return await joinChannel(svc, ctx, opts).finally(entered);
+  return await joinChannel(svc, ctx, { ...opts, missReported }).finally(entered);
+}
+
+/**
+ * Reports the cache miss of a fresh join of a cache channel that has nothing cached, and
+ * waits until it is stored; true when it did. (An event published meanwhile makes the join a
+ * hit after all: the report stands, as the miss was real when the client subscribed.)
+ */
+async function reportCacheMiss(svc: ChannelService, ctx: JoinContext, after: number | undefined): Promise<boolean> {
+  if (after !== undefined || !svc.isCache(ctx.name)) return false;
+  const { stream } = svc.address(ctx.app, ctx.name);
+  if (svc.cached(stream, svc.log.head(stream))) return false;
+  await svc.cacheMiss(ctx.app, ctx.name);
+  return true;
 }
 
 /** The join of `enterChannel` itself. */
 async function joinChannel(
   svc: ChannelService,
   ctx: JoinContext,
-  opts: { member?: PresenceMember; after?: number; epoch?: string },
+  opts: { member?: PresenceMember; after?: number; epoch?: string; missReported: boolean },
 ): Promise<boolean> {
-  const { member, after, epoch } = opts;
+  const { member, after, epoch, missReported } = opts;
   if (channelKind(ctx.name) === "ephemeral") {
     ctx.accept({ serial: null, replay: "none" });
     ctx.subscribe();
@@ -137,7 +152,8 @@ async function joinChannel(
         // or repeated between the cached event and the next one.
         const hit = svc.cached(addr.stream, snap.serial);
         response.cache = hit ? { event: hit.event, payload: deliveryPayload(hit.serial, hit) } : null;
-        if (!hit && after === undefined) svc.cacheMiss(ctx.app, ctx.name);
+        // Missed only now (the cached event expired since): reported without holding the join.
+        if (!hit && after === undefined && !missReported) void svc.cacheMiss(ctx.app, ctx.name).catch(() => {});
       }
       return response;
     },

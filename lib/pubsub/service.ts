@@ -72,7 +72,7 @@ export class ChannelService {
   #trim = new Map<string, { appends: number; lastAgeTrim: number; running: boolean }>();
   #clientEventObservers: ((app: App, channel: string, event: StoredEvent) => void | Promise<void>)[] = [];
   #enterHooks: EnterHook[] = [];
-  #cacheMissObservers: ((app: App, channel: string) => void)[] = [];
+  #cacheMissObservers: ((app: App, channel: string) => Promise<void> | void)[] = [];
   /** `{appId}\n{channel}` -> when its last cache_miss was reported. */
   #lastMiss = new Map<string, number>();
 
@@ -177,8 +177,12 @@ export class ChannelService {
     return { serial: last.position, published_at: last.time, ...entry };
   }
 
-  /** Reports a cache miss on a cache channel (webhooks listen; rate-limited per channel). */
-  cacheMiss(app: App, channel: string): void {
+  /**
+   * Reports a cache miss on a cache channel (webhooks listen; rate-limited per channel);
+   * resolves once every observer has it durably (a join holds its `pusher:cache_miss` until
+   * then, so a crash cannot lose a miss a client saw).
+   */
+  async cacheMiss(app: App, channel: string): Promise<void> {
     const k = `${app.id}\n${channel}`;
     const now = Date.now();
     const last = this.#lastMiss.get(k);
@@ -187,11 +191,11 @@ export class ChannelService {
       for (const [key, at] of this.#lastMiss) if (now - at >= CACHE_MISS_EVERY_MS) this.#lastMiss.delete(key);
     }
     this.#lastMiss.set(k, now);
-    for (const fn of this.#cacheMissObservers) fn(app, channel);
+    await Promise.all(this.#cacheMissObservers.map((fn) => fn(app, channel)));
   }
 
   /** Calls `fn` on a cache miss, at most once per channel every 5 seconds. */
-  onCacheMiss(fn: (app: App, channel: string) => void): void {
+  onCacheMiss(fn: (app: App, channel: string) => Promise<void> | void): void {
     this.#cacheMissObservers.push(fn);
   }
 

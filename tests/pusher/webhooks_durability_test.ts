@@ -8,6 +8,8 @@ import { type App, AppRegistry } from "../../lib/config/apps.ts";
 import { Hub } from "../../lib/hub/hub.ts";
 import { PusherWebhooks } from "../../lib/pusher/webhooks.ts";
 import { ChannelService } from "../../lib/pubsub/service.ts";
+import { enterChannel } from "../../lib/pubsub/channel.ts";
+import type { JoinContext } from "../../lib/socket/handler.ts";
 import { OrderedLog } from "../../lib/store/ordered_log.ts";
 import { StoreEnv } from "../../lib/store/env.ts";
 import { tempStore } from "../helpers/temp_store.ts";
@@ -133,5 +135,46 @@ Deno.test("Pusher webhooks: a restart turns the records a crash left into member
   } finally {
     await second.webhooks.close();
     await again.close();
+  }
+});
+
+Deno.test("Pusher webhooks: a cache channel's join replies (with its miss) only once the cache_miss webhook is durable", async () => {
+  const { env } = tempStore();
+  const hub = new Hub();
+  const svc = new ChannelService(new OrderedLog(env, "pubsub", { staged: true }), hub, {
+    historyMaxCount: 100,
+    historyMaxAgeSeconds: 3600,
+  });
+  const app: App = { ...APP, webhooks: [{ url: "http://127.0.0.1:9/hook", event_types: ["cache_miss"] }] };
+  const webhooks = new PusherWebhooks(new AppRegistry([app]), env, hub, svc);
+  svc.onCacheMiss((a, channel) => webhooks.enqueue(a, { name: "cache_miss", channel }));
+  try {
+    let storedAtReply: string[] | undefined;
+    let reply: Record<string, unknown> | undefined;
+    const ctx: JoinContext = {
+      app,
+      topic: "pubsub:key1:cache-price",
+      name: "cache-price",
+      params: {},
+      socketId: "1.1",
+      verify: () => Promise.resolve(null),
+      push: () => {},
+      corked: (fn) => fn(),
+      accept: (response) => {
+        storedAtReply = stored(env).events.map((e) => `${e.name}:${e.channel}`);
+        reply = response as Record<string, unknown>;
+      },
+      subscribe: () => {},
+      unsubscribe: () => {},
+      close: () => {},
+      buffered: () => 0,
+      drained: () => Promise.resolve(true),
+    };
+    assert.equal(await enterChannel(svc, ctx, {}), true);
+    assert.equal(reply?.cache, null, "a miss");
+    assert.deepEqual(storedAtReply, ["cache_miss:cache-price"]);
+  } finally {
+    await webhooks.close();
+    await env.close();
   }
 });
