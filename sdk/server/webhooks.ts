@@ -4,22 +4,9 @@
  * the app secret) here, and the chat bots' `verifyWebhook` re-exported from the shared module
  * the server signs with. WebCrypto only, so it runs in Node 20+, Deno, Bun and workers.
  */
+import { hmacSha256Hex, sameText } from "../shared/webhook_signature.ts";
+
 export { verifyWebhook } from "../shared/webhook_signature.ts";
-
-const encoder = new TextEncoder();
-
-/** Lowercase hex of HMAC-SHA256(secret, text). */
-async function hmacHex(secret: string, text: string): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    encoder.encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(text)));
-  return [...mac].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
 
 /**
  * True when a channel webhook request is genuine: `key` (the `X-Pusher-Key` header) is the app
@@ -33,10 +20,5 @@ export async function verifyChannelWebhook(
   rawBody: string,
 ): Promise<boolean> {
   if (!headers.key || !headers.signature || headers.key !== app.key) return false;
-  const expected = await hmacHex(app.secret, rawBody);
-  const given = headers.signature.toLowerCase();
-  if (given.length !== expected.length) return false;
-  let diff = 0;
-  for (let i = 0; i < expected.length; i++) diff |= expected.charCodeAt(i) ^ given.charCodeAt(i);
-  return diff === 0;
+  return sameText(await hmacSha256Hex(app.secret, rawBody), headers.signature.toLowerCase());
 }

@@ -6,8 +6,25 @@
 
 const encoder = new TextEncoder();
 
-function hex(bytes: ArrayBuffer): string {
-  return [...new Uint8Array(bytes)].map((b) => b.toString(16).padStart(2, "0")).join("");
+/** Lowercase hex of HMAC-SHA256(secret, text), by WebCrypto (browsers, Node 20+, Deno, Bun). */
+export async function hmacSha256Hex(secret: string, text: string): Promise<string> {
+  const key = await crypto.subtle.importKey(
+    "raw",
+    encoder.encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    ["sign"],
+  );
+  const mac = new Uint8Array(await crypto.subtle.sign("HMAC", key, encoder.encode(text)));
+  return [...mac].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Whether two strings are equal, in time that depends only on their lengths. */
+export function sameText(a: string, b: string): boolean {
+  if (a.length !== b.length) return false;
+  let diff = 0;
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i);
+  return diff === 0;
 }
 
 /** `sha256=<hex HMAC-SHA256(secret, `${timestamp}.${body}`)>`. */
@@ -16,15 +33,7 @@ export async function signWebhook(
   timestamp: string,
   body: string,
 ): Promise<string> {
-  const key = await crypto.subtle.importKey(
-    "raw",
-    encoder.encode(secret),
-    { name: "HMAC", hash: "SHA-256" },
-    false,
-    ["sign"],
-  );
-  const mac = await crypto.subtle.sign("HMAC", key, encoder.encode(`${timestamp}.${body}`));
-  return `sha256=${hex(mac)}`;
+  return `sha256=${await hmacSha256Hex(secret, `${timestamp}.${body}`)}`;
 }
 
 /**
@@ -40,11 +49,5 @@ export async function verifyWebhook(
 ): Promise<boolean> {
   if (!signature || !timestamp || !/^\d+$/.test(timestamp)) return false;
   if (Math.abs(Date.now() / 1000 - Number(timestamp)) > toleranceSeconds) return false;
-  const expected = await signWebhook(secret, timestamp, body);
-  if (expected.length !== signature.length) return false;
-  let diff = 0;
-  for (let i = 0; i < expected.length; i++) {
-    diff |= expected.charCodeAt(i) ^ signature.charCodeAt(i);
-  }
-  return diff === 0;
+  return sameText(await signWebhook(secret, timestamp, body), signature);
 }
