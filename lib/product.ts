@@ -1,3 +1,6 @@
+// The contract between the server and its products: what a product is built from
+// (`ProductDeps`), what it offers (`ProductModule`: routes, direct routes, channel handlers,
+// endpoints), and what it shares with a cluster (`SharedPresence`).
 import type { Hono } from "hono";
 import type { AppRegistry } from "./config/apps.ts";
 import type { Config } from "./config/config.ts";

@@ -1,3 +1,5 @@
+// One Phoenix V2 WebSocket (`Connection`): frames, heartbeats, joins, leaves, pushes and
+// replies, routed to the product handler of each topic's prefix; knows no product.
 import type { App } from "../config/apps.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Hub } from "../hub/hub.ts";

@@ -1,3 +1,5 @@
+// The interfaces between the socket layer and a product's channel handler: `JoinContext`,
+// `ChannelHandler`, `ChannelInstance`, push replies and push refusals.
 import type { App } from "../config/apps.ts";
 import type { Principal } from "../auth/principal.ts";
 

@@ -1,3 +1,5 @@
+// The store's group-commit queue with a write-behind cache (`CommitQueue`), through which the
+// ordered logs and the products' derived rows write.
 import type { Database, Key } from "lmdb";
 import { setImmediate } from "node:timers";
 import type { CommitTarget } from "./commit_target.ts";
