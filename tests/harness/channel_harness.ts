@@ -18,7 +18,9 @@ import { OrderedLog } from "../../lib/store/ordered_log.ts";
 import { createObjects } from "../../lib/objects/mod.ts";
 import { createPubsub } from "../../lib/pubsub/mod.ts";
 import { createChat } from "../../lib/chat/mod.ts";
+import { errorResponse } from "../../lib/http/errors.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import { Hono } from "hono";
 
 /** The apps every harness serves: the same as tests/helpers/server.ts's `APPS`. */
 export const HARNESS_APPS: App[] = [
@@ -103,13 +105,14 @@ export class Member implements Subscriber {
     return await this.instance.handleIn(event, payload);
   }
 
-  /** Leaves: unsubscribes and tells the instance, as the socket layer does. */
-  leave(): void {
+  /** Leaves (`phx_leave`) or closes the socket (`close`): unsubscribes and tells the
+   * instance, as the socket layer does. */
+  leave(why: "leave" | "close" = "leave"): void {
     if (!this.live) return;
     this.live = false;
     for (const t of this.#hubTopics) this.#hub.unsubscribe(t, this);
     this.#hubTopics.clear();
-    this.instance?.terminate?.("leave");
+    this.instance?.terminate?.(why);
   }
 
   /** @internal */
@@ -146,6 +149,9 @@ export class Harness {
   readonly modules: Record<"pubsub" | "objects" | "chat", ProductModule>;
   readonly handlers: Record<string, ChannelHandler>;
   #members: Member[] = [];
+  /** The products' routes mounted as lib/server.ts mounts them (without its request-wide
+   * middleware: metrics, body cap, `__proto__` check, CORS). */
+  #router = new Hono();
 
   /** Builds the products; `args` are server flags (e.g. `--history-max-count 5`). */
   constructor(args: string[] = []) {
@@ -163,6 +169,9 @@ export class Harness {
     };
     this.modules = { pubsub: createPubsub(deps), objects: createObjects(deps), chat: createChat(deps) };
     this.handlers = Object.assign({}, ...Object.values(this.modules).map((m) => m.channels ?? {}));
+    for (const m of Object.values(this.modules)) if (m.routes) this.#router.route("/", m.routes);
+    this.#router.notFound((c) => c.json({ errors: [{ status: "404", title: "Not Found" }] }, 404));
+    this.#router.onError((err, c) => errorResponse(err, c.req.path));
   }
 
   /**
@@ -222,7 +231,8 @@ export class Harness {
     return member;
   }
 
-  /** An HTTP request to the products' own routes (credentials of app-1 unless `headers`). */
+  /** An HTTP request to the products' routes, errors answered as the server answers them
+   * (credentials of app-1 unless `headers`). */
   async http(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }> {
     const init: RequestInit = {
       method,
@@ -232,17 +242,9 @@ export class Harness {
     if (body !== undefined && !(init.headers as Record<string, string>)["content-type"]) {
       (init.headers as Record<string, string>)["content-type"] = "application/json";
     }
-    for (const m of Object.values(this.modules)) {
-      if (!m.routes) continue;
-      const res = await m.routes.request(`http://harness${path}`, init);
-      if (res.status === 404 && (await res.clone().text()).includes("404 Not Found")) {
-        await res.body?.cancel();
-        continue; // not this product's route
-      }
-      const text = await res.text();
-      return { status: res.status, body: text === "" ? undefined : JSON.parse(text) };
-    }
-    throw new Error(`no product route for ${method} ${path}`);
+    const res = await this.#router.request(`http://harness${path}`, init);
+    const text = await res.text();
+    return { status: res.status, body: text === "" ? undefined : JSON.parse(text) };
   }
 
   /** Leaves every member, closes the products and the store. */
