@@ -18,6 +18,7 @@ import { OrderedLog } from "../../lib/store/ordered_log.ts";
 import { createObjects } from "../../lib/objects/mod.ts";
 import { createPubsub } from "../../lib/pubsub/mod.ts";
 import { createChat } from "../../lib/chat/mod.ts";
+import { createSpaces } from "../../lib/spaces/mod.ts";
 import { errorResponse } from "../../lib/http/errors.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { Hono } from "hono";
@@ -57,6 +58,7 @@ export class Member implements Subscriber {
     this.#hub = hub;
     this.topic = topic;
     this.socketId = `${++sockets}.${Math.floor(Math.random() * 1e9)}`;
+    hub.attach(this); // findable by socket id, for `exclude`
   }
 
   /** The join reply (the harness waits for it before handing the member out). */
@@ -112,6 +114,7 @@ export class Member implements Subscriber {
     this.live = false;
     for (const t of this.#hubTopics) this.#hub.unsubscribe(t, this);
     this.#hubTopics.clear();
+    this.#hub.detach(this);
     this.instance?.terminate?.(why);
   }
 
@@ -146,7 +149,7 @@ export class Harness {
   readonly env: StoreEnv;
   readonly hub = new Hub();
   readonly apps: AppRegistry;
-  readonly modules: Record<"pubsub" | "objects" | "chat", ProductModule>;
+  readonly modules: Record<"pubsub" | "objects" | "chat" | "spaces", ProductModule>;
   readonly handlers: Record<string, ChannelHandler>;
   #members: Member[] = [];
   /** The products' routes mounted as lib/server.ts mounts them (without its request-wide
@@ -167,7 +170,12 @@ export class Harness {
       hub: this.hub,
       openLog: (name, options) => new OrderedLog(env, name, options),
     };
-    this.modules = { pubsub: createPubsub(deps), objects: createObjects(deps), chat: createChat(deps) };
+    this.modules = {
+      pubsub: createPubsub(deps),
+      objects: createObjects(deps),
+      chat: createChat(deps),
+      spaces: createSpaces(deps),
+    };
     this.handlers = Object.assign({}, ...Object.values(this.modules).map((m) => m.channels ?? {}));
     for (const m of Object.values(this.modules)) if (m.routes) this.#router.route("/", m.routes);
     this.#router.notFound((c) => c.json({ errors: [{ status: "404", title: "Not Found" }] }, 404));
