@@ -1,8 +1,11 @@
 // The chat thread channel in-process (moved from tests/e2e/streams_epoch_test.ts, which needed
 // no process): replay before the reply then live, after_log_id validated as on every product,
-// a hard-deleted thread's purge notice and new epoch, and a reset join from the old epoch.
+// a hard-deleted thread's purge notice and new epoch, a reset join from the old epoch, and the
+// join's authorization errors.
 import assert from "node:assert/strict";
-import { type Harness, withHarness } from "./channel_harness.ts";
+import { type Harness, type JoinParams, withHarness } from "./channel_harness.ts";
+import { Switchboard } from "../../sdk/server/mod.ts";
+import { chatGrant } from "../../sdk/server/auth.ts";
 
 const JSON_API = { "x-app-key": "key1", "x-app-secret": "secret1", "content-type": "application/vnd.api+json" };
 const api = (h: Harness, method: string, path: string, body?: unknown) => h.http(method, path, body, JSON_API);
@@ -99,5 +102,35 @@ Deno.test("harness streams: a hard-deleted thread re-created with the same id st
     assert.equal(re.reply.response.epoch, epoch);
     assert.equal(re.reply.response.log_id, 1);
     assert.deepEqual(re.replayed(), []);
+  });
+});
+
+Deno.test("harness chat: thread join errors: auth required, invalid token, forbidden subscribe, invalid secret", async () => {
+  // Moved from tests/chat_live/errors_test.ts, which needed no process for it.
+  await withHarness(async (h) => {
+    const sb2 = new Switchboard({ baseUrl: "http://unused", appKey: "key2", appSecret: "secret2" });
+    const join = (t: string, params: JoinParams | ((socketId: string) => Promise<JoinParams>)) =>
+      h.join(`chat:key2:${t}`, params, "key2");
+    assert.deepEqual((await join("a", { client_id: "x" })).reply.response, { reason: "auth required" });
+    assert.deepEqual((await join("a", { auth: "garbage" })).reply.response, { reason: "invalid token" });
+    const other = await sb2.mintFastToken("999.1", ["chat:subscribe:a"], "x"); // other socket
+    assert.deepEqual((await join("a", { auth: other })).reply.response, { reason: "invalid token" });
+    // The default client set for a thread (what authenticateChat issues through /api/auth).
+    const grant = (thread: string) => chatGrant(thread);
+    const wrongThread = await join("a", async (s) => ({ auth: await sb2.mintFastToken(s, grant("b"), "x") }));
+    assert.deepEqual(wrongThread.reply.response, { reason: "forbidden: missing chat:subscribe:a" });
+    const ok = await join("a", async (s) => ({ auth: await sb2.mintFastToken(s, grant("a"), "x") }));
+    assert.equal(ok.reply.status, "ok");
+    assert.equal(ok.reply.response.client_id, "x");
+    assert.deepEqual((await join("c", { agent_secret: "nope", agent_id: "a" })).reply.response, { reason: "invalid secret" });
+    assert.equal((await join("c", { agent_secret: "secret2", agent_id: "a" })).reply.status, "ok");
+    // App auth disabled: no token needed, the client id comes from the join params.
+    const anon = await h.join("chat:key1:open", { client_id: "zed" });
+    assert.equal(anon.reply.status, "ok");
+    assert.equal(anon.reply.response.client_id, "zed");
+    assert.deepEqual(
+      Object.keys(anon.reply.response).sort(),
+      ["client_id", "epoch", "has_older", "log_id", "messages", "runs", "streams"],
+    );
   });
 });
