@@ -134,3 +134,37 @@ Deno.test("harness chat: thread join errors: auth required, invalid token, forbi
     );
   });
 });
+
+Deno.test("harness chat: tokens beyond 256 KiB are refused with a reason; the run ends with the rest", async () => {
+  // Moved from tests/e2e/hardening_stream_cap_test.ts (issue 12 item 9), which needed no process:
+  // an agent's token stream becomes the final message's content, so it is capped like content.
+  await withHarness(async (h) => {
+    const topic = "chat:key1:flux-ü";
+    const human = await h.join(topic, { client_id: "alice" });
+    const sent = await human.push("send", { content: "hi", messageId: "m1", runId: "r1" });
+    assert.equal(sent?.status, "ok", JSON.stringify(sent));
+    const agent = await h.join(topic, { agent_secret: "secret1", agent_id: "bot" });
+    assert.equal(agent.reply.status, "ok", JSON.stringify(agent.reply));
+    assert.equal((await agent.push("run:start", { runId: "r1" }))?.status, "ok");
+    // 40,000 three-byte characters: 120,000 bytes (40,000 UTF-16 units) per token.
+    const chunk = "語".repeat(40_000);
+    for (let i = 0; i < 2; i++) {
+      const t = await agent.push("token", { runId: "r1", text: chunk });
+      assert.equal(t?.status, "ok", JSON.stringify(t));
+    }
+    const over = await agent.push("token", { runId: "r1", text: chunk });
+    assert.deepEqual(over, { status: "error", response: { reason: "invalid_request: stream is larger than 262144 bytes" } });
+    // A small token still fits under the cap.
+    assert.equal((await agent.push("token", { runId: "r1", text: "!" }))?.status, "ok");
+    const end = await agent.push("run:end", { runId: "r1", reason: "complete" });
+    assert.equal(end?.status, "ok", JSON.stringify(end));
+    const list = await api(h, "GET", `/api/chat/threads/${encodeURIComponent("flux-ü")}/messages`);
+    assert.equal(list.status, 200);
+    const reply = (list.body.data as any[]).find((m) => m.attributes.role === "assistant");
+    assert.equal(reply.attributes.run_id, "r1");
+    assert.equal(reply.attributes.content, chunk + chunk + "!");
+    assert.equal(reply.attributes.status, "complete");
+    // The human saw the run's end live.
+    await human.assertPush("run:end", (p) => p.runId === "r1");
+  });
+});
