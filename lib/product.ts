@@ -1,3 +1,6 @@
+// The contract between the server and its products: what a product is built from
+// (`ProductDeps`), what it offers (`ProductModule`: routes, direct routes, channel handlers,
+// endpoints), and what it shares with a cluster (`SharedPresence`).
 import type { Hono } from "hono";
 import type { AppRegistry } from "./config/apps.ts";
 import type { Config } from "./config/config.ts";
@@ -6,8 +9,26 @@ import type { ChannelHandler } from "./socket/handler.ts";
 import type { SocketEndpoint } from "./socket/endpoint.ts";
 import type { StoreEnv } from "./store/env.ts";
 import type { StreamLog } from "./streams/mod.ts";
-import type { PresenceRegistry } from "./pubsub/presence.ts";
 import type { Occupancy } from "./hub/occupancy.ts";
+
+/**
+ * What the cluster reads and writes of a product's presence registry (pubsub's
+ * `PresenceRegistry` is one): declared here, so this file imports no product.
+ */
+export interface PresenceTable {
+  /** Calls `fn` when a user's first socket on this node joins a topic or its last leaves. */
+  observeLocal(fn: (topic: string, userId: string, info: unknown, present: boolean) => void): void;
+  /** The user is present on `node` (another node); true when this made it a new member. */
+  addRemote(topic: string, userId: string, info: unknown, node: string): boolean;
+  /** The user is no longer present on `node`; true when it left altogether. */
+  removeRemote(topic: string, userId: string, node: string): boolean;
+  /** Every membership through a socket of this node: `[topic, userId, info]`. */
+  localMembers(): [string, string, unknown][];
+  /** Every membership through `node`: `[topic, userId]`. */
+  remoteMembers(node: string): [string, string][];
+  /** The member's info, if present. */
+  info(topic: string, userId: string): unknown;
+}
 
 /**
  * A presence registry a product keeps, shared between the nodes of a cluster: `name` keeps
@@ -16,7 +37,7 @@ import type { Occupancy } from "./hub/occupancy.ts";
  */
 export interface SharedPresence {
   name: string;
-  registry: PresenceRegistry;
+  registry: PresenceTable;
   joined(userId: string, info: unknown): [string, unknown];
   left(userId: string, info: unknown): [string, unknown];
 }

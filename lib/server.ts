@@ -1,3 +1,6 @@
+// Builds the whole server: opens the store (or joins a cluster), builds every product over it,
+// mounts routes and socket endpoints, serves, and shuts down in order. The only place that
+// constructs `OrderedLog`.
 import { mkdirSync, statSync } from "node:fs";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";

@@ -1,3 +1,5 @@
+// The health routes: `/healthz` (liveness) and `/readyz` (readiness: storage takes a durable
+// write).
 import { Hono } from "hono";
 import type { StoreEnv } from "../lib/store/env.ts";
 

@@ -1,3 +1,5 @@
+// The chat product's entry: builds the shared services, the REST routes, the bot webhooks and
+// the live thread channel (`createChat`).
 import type { ProductDeps, ProductModule } from "../product.ts";
 import { createChatLive } from "./live/mod.ts";
 import { chatRestRoutes } from "./rest/mod.ts";

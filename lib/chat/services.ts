@@ -1,3 +1,5 @@
+// What chat's REST and live sides share (the thread log and the record store), built once
+// per server.
 import type { ProductDeps } from "../product.ts";
 import { ChatStore } from "./store.ts";
 import { ThreadLog } from "./thread_log.ts";

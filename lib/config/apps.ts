@@ -1,3 +1,5 @@
+// Apps (tenants): the `App` settings and their defaults, origin and enabled checks, webhook
+// event types, and the `AppRegistry` that looks apps up by key or id.
 /** One tenant of the service, as configured in the apps file or created for development. */
 export interface App {
   id: string;

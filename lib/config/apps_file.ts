@@ -1,3 +1,5 @@
+// The apps file (CONTRACT.md "Apps"): reading and validating it into `App`s with errors that
+// name the problem, and the development app made when there is none.
 import { readFileSync } from "node:fs";
 import { type App, APP_DEFAULTS, type AppWebhook, WEBHOOK_EVENT_TYPES } from "./apps.ts";
 import { ConfigError } from "./config.ts";

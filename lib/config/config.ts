@@ -1,3 +1,5 @@
+// The process configuration: every flag with its environment variable and default, `--help`,
+// and parsing argv + environment into a `Config` (ConfigError on a bad value).
 import { hostname } from "node:os";
 
 /** A configuration problem: start-up stops with this one line and exit code 2. */

@@ -1,3 +1,5 @@
+// The hub: topic -> subscribers, with encode-once fan-out per wire format (natively under
+// Bun), `exclude` by socket id, and the hooks a cluster uses to relay and observe broadcasts.
 import { encodeFrame, type Frame } from "../wire/codec.ts";
 import { record } from "../metrics/mod.ts";
 import { appKeyOfTopic, tap, tapActive } from "../debug/tap.ts";

@@ -1,3 +1,5 @@
+// The Durable Objects product's entry: builds the store over its ordered log, the HTTP API
+// (with the direct write routes) and the read-only `durable` channel (`createObjects`).
 import type { ProductDeps, ProductModule } from "../product.ts";
 import { objectChannel } from "./channel.ts";
 import { objectDirect, objectRoutes } from "./routes.ts";

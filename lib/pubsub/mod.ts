@@ -1,3 +1,5 @@
+// The channels (PubSub) product's entry: builds the channel service, its backend routes and
+// the `pubsub` channel handler, and exposes the service the Pusher face shares (`createPubsub`).
 import type { ProductDeps, ProductModule } from "../product.ts";
 import { pubsubChannel } from "./channel.ts";
 import { pubsubRoutes } from "./routes.ts";

@@ -14,7 +14,7 @@ import { enterChannel, leavePresence, presenceMember } from "../pubsub/channel.t
 import { channelKind, eventNameProblem, jsonBytes, MAX_CLIENT_PAYLOAD_BYTES, validChannelName } from "../pubsub/names.ts";
 import type { PresenceMember } from "../pubsub/presence.ts";
 import type { ChannelService, StoredEvent } from "../pubsub/service.ts";
-import type { Transport } from "../runtime/transport.ts";
+import type { Transport } from "../socket/transport.ts";
 import type { LiveSocket } from "../socket/endpoint.ts";
 import type { JoinContext } from "../socket/handler.ts";
 import { SubscriberSocket } from "../socket/subscriber_socket.ts";
@@ -24,9 +24,14 @@ import { StorageUnavailableError } from "../store/errors.ts";
 import { parseEpoch, parsePosition } from "../streams/mod.ts";
 import { idProblem } from "../limits.ts";
 import { jsonProblem, MAX_FRAME_BYTES } from "../wire/codec.ts";
-import type { Refusal } from "./endpoint.ts";
 import { validChannelAuth, validUserAuth } from "./signature.ts";
 import { encodeForPusher, errorMessage, message, PUSHER_FORMAT, SERVER_TO_USER, userTopic } from "./wire.ts";
+
+/** Why a socket is refused right after it opened (Pusher's codes); endpoint.ts decides it. */
+export interface Refusal {
+  code: number;
+  message: string;
+}
 
 /** What every Pusher connection shares. */
 export interface PusherDeps {

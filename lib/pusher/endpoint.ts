@@ -7,10 +7,10 @@
 import { type App, appEnabled, originAllowed } from "../config/apps.ts";
 import type { ProductDeps } from "../product.ts";
 import type { ChannelService } from "../pubsub/service.ts";
-import type { Transport } from "../runtime/transport.ts";
+import type { Transport } from "../socket/transport.ts";
 import type { LiveSocket, SocketEndpoint, UpgradeDecision } from "../socket/endpoint.ts";
 import { MAX_BUFFERED_BYTES } from "../socket/connection.ts";
-import { PusherConnection } from "./connection.ts";
+import { PusherConnection, type Refusal } from "./connection.ts";
 import type { PusherUsers } from "./rest.ts";
 import { encodeForPusher, PUSHER_FORMAT, userTopic } from "./wire.ts";
 
@@ -18,12 +18,6 @@ const PATH = /^\/app\/([^/]+)\/?$/;
 
 /** Protocol versions spoken (pusher-js 8 asks for 7). */
 const PROTOCOLS = new Set(["5", "6", "7"]);
-
-/** Why a socket is refused right after it opened (Pusher's codes). */
-export interface Refusal {
-  code: number;
-  message: string;
-}
 
 /** See the module comment. */
 export class PusherSockets implements SocketEndpoint, PusherUsers {

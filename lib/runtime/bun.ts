@@ -1,3 +1,5 @@
+// The Bun runtime adapter: `Bun.serve` for HTTP and WebSocket upgrades, each socket handed to
+// the socket layer as a `Transport`, fan-out through Bun's native topics.
 import { type RunningServer, type ServeOptions, refusedUpgrade } from "./types.ts";
 import type { LiveSocket } from "../socket/endpoint.ts";
 import type { AcceptedUpgrade } from "../socket/server.ts";

@@ -1,3 +1,5 @@
+// The Deno runtime adapter: `Deno.serve` and `Deno.upgradeWebSocket`, each socket handed to
+// the socket layer as a `Transport`.
 import { type RunningServer, type ServeOptions, refusedUpgrade } from "./types.ts";
 import type { LiveSocket } from "../socket/endpoint.ts";
 

@@ -1,3 +1,4 @@
+// Picks the runtime adapter (Bun or Deno) this process runs under and starts listening with it.
 import type { RunningServer, ServeOptions } from "./types.ts";
 
 export type { RunningServer, ServeOptions } from "./types.ts";

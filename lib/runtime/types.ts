@@ -1,3 +1,5 @@
+// What every runtime adapter takes and returns (`ServeOptions`, `RunningServer`) and the
+// response of a refused upgrade.
 import type { SocketServer } from "../socket/server.ts";
 
 /** What `serve` needs: the HTTP handler and the socket server for upgrades. */

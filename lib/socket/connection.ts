@@ -1,3 +1,5 @@
+// One Phoenix V2 WebSocket (`Connection`): frames, heartbeats, joins, leaves, pushes and
+// replies, routed to the product handler of each topic's prefix; knows no product.
 import type { App } from "../config/apps.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Hub } from "../hub/hub.ts";
@@ -5,6 +7,7 @@ import { decodeFrame, encodeFrame, type Frame, type WireFormat } from "../wire/c
 import {
   type ChannelHandler,
   type ChannelInstance,
+  isPushRefusal,
   type JoinContext,
   type PushReply,
 } from "./handler.ts";
@@ -12,13 +15,12 @@ import { SubscriberSocket } from "./subscriber_socket.ts";
 import { parseTopic } from "./topics.ts";
 import { ChurnLimit, JOIN_RATE_REASON } from "./churn.ts";
 import type { LiveSocket } from "./endpoint.ts";
-import { StorageUnavailableError } from "../store/errors.ts";
 import { record } from "../metrics/mod.ts";
 import { tap, tapActive } from "../debug/tap.ts";
-import type { Transport } from "../runtime/transport.ts";
+import type { Transport } from "./transport.ts";
 import { errorFields, log } from "../log/mod.ts";
 
-export type { Transport } from "../runtime/transport.ts";
+export type { Transport } from "./transport.ts";
 
 
 /** Socket-level services shared by every connection. */
@@ -257,7 +259,7 @@ export class Connection extends SubscriberSocket implements LiveSocket {
   /** A push's handler threw: storage refusing a write is the push's answer, not a crash of the
    * channel; anything else crashes the channel. */
   #pushFailed(joinRef: string, ref: string | null, topic: string, err: unknown) {
-    if (!(err instanceof StorageUnavailableError)) return this.#crash(topic, joinRef, err);
+    if (!isPushRefusal(err)) return this.#crash(topic, joinRef, err);
     this.#answer(joinRef, ref, topic, { status: "error", response: { reason: err.reason } });
   }
 

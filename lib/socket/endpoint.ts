@@ -5,7 +5,7 @@
  * checks backpressure; the protocol owns frames, handshakes and its own idle rules.
  */
 import type { App } from "../config/apps.ts";
-import type { Transport } from "../runtime/transport.ts";
+import type { Transport } from "./transport.ts";
 
 /** A live socket of any protocol, as the socket server tracks it. */
 export interface LiveSocket {

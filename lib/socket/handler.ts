@@ -1,3 +1,5 @@
+// The interfaces between the socket layer and a product's channel handler: `JoinContext`,
+// `ChannelHandler`, `ChannelInstance`, push replies and push refusals.
 import type { App } from "../config/apps.ts";
 import type { Principal } from "../auth/principal.ts";
 
@@ -62,6 +64,22 @@ export interface ChannelInstance {
 export interface ChannelHandler {
   /** Authorizes and sets up a join; resolves to the instance, or `{ error: reason }`. */
   join(ctx: JoinContext): Promise<ChannelInstance | { error: string }>;
+}
+
+/**
+ * An error a push handler may throw to answer the push with `{ reason }` instead of crashing
+ * the channel: storage refusing a write (`StorageUnavailableError`) is one. Recognised by its
+ * shape, so the socket layer imports no storage module.
+ */
+export interface PushRefusal {
+  readonly reason: string;
+  readonly refusesPush: true;
+}
+
+/** Whether `err` is a `PushRefusal`. */
+export function isPushRefusal(err: unknown): err is PushRefusal {
+  return err instanceof Error && (err as Partial<PushRefusal>).refusesPush === true &&
+    typeof (err as Partial<PushRefusal>).reason === "string";
 }
 
 /** Shorthand for an error push reply with the spec's `reason`. */

@@ -1,3 +1,5 @@
+// The socket server: routes upgrades to the endpoint serving the path (Phoenix V2 built in),
+// counts and sweeps live sockets of every protocol, checks send queues.
 import { type App, type AppRegistry, originAllowed } from "../config/apps.ts";
 import { Connection, type SocketDeps, type Transport } from "./connection.ts";
 import type { LiveSocket, SocketEndpoint } from "./endpoint.ts";

@@ -4,7 +4,7 @@
  * membership, and the drain wait that paces long replays.
  */
 import type { Subscriber } from "../hub/hub.ts";
-import type { Transport } from "../runtime/transport.ts";
+import type { Transport } from "./transport.ts";
 import { record } from "../metrics/mod.ts";
 import { log } from "../log/mod.ts";
 import { REPLAY_LOW_WATER } from "./handler.ts";

@@ -1,3 +1,5 @@
+// The Spaces product's entry: the `spaces` relay channel handler and its members, shared
+// between nodes in a cluster (`createSpaces`).
 import type { ProductDeps, ProductModule } from "../product.ts";
 import { PresenceRegistry } from "../pubsub/presence.ts";
 import { spaceMember, spacesChannel } from "./channel.ts";

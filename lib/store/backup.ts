@@ -1,3 +1,4 @@
+// `switchboard backup <path>`: a consistent, compacted copy of the LMDB environment.
 import { existsSync } from "node:fs";
 import { StoreEnv, storePath } from "./env.ts";
 import { ConfigError } from "../config/config.ts";

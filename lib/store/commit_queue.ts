@@ -1,6 +1,8 @@
+// The store's group-commit queue with a write-behind cache (`CommitQueue`), through which the
+// ordered logs and the products' derived rows write.
 import type { Database, Key } from "lmdb";
 import { setImmediate } from "node:timers";
-import type { StoreEnv } from "./env.ts";
+import type { CommitTarget } from "./commit_target.ts";
 
 interface Job {
   fn: () => unknown;
@@ -68,7 +70,7 @@ const DEFAULT_WEIGHT = 128;
  * (`load`) and `write`/`keep` put at once.
  */
 export class CommitQueue {
-  #env: StoreEnv;
+  #env: CommitTarget;
   #queue: Job[] = [];
   #scheduled = false;
   /** A batch is committing: the next one waits for it (see `#flush`). */
@@ -88,7 +90,7 @@ export class CommitQueue {
   #direct: boolean;
 
   /** A queue committing into `env`. */
-  constructor(env: StoreEnv) {
+  constructor(env: CommitTarget) {
     this.#env = env;
     this.#direct = env.replicated;
   }

@@ -1,3 +1,5 @@
+// The one LMDB environment of the data dir (`StoreEnv`): named databases, durable transactions
+// and batches, storage failures as `StorageUnavailableError`, backup and close.
 import { join } from "node:path";
 import { open, type Database, type Key, type RootDatabase } from "lmdb";
 import { asStorageError, StorageUnavailableError } from "./errors.ts";

@@ -6,6 +6,9 @@
 export class StorageUnavailableError extends Error {
   /** The reason string sent to clients: `storage unavailable: {cause}`. */
   readonly reason: string;
+  /** A channel push that fails with it is answered with `reason` (socket/handler.ts
+   * `PushRefusal`), not crashed. */
+  readonly refusesPush = true as const;
 
   constructor(cause: string) {
     super(`storage unavailable: ${cause}`);

@@ -1,3 +1,6 @@
+// `OrderedLog`, the LMDB implementation of the stream layer's `StreamLog`: per stream an
+// append-only log with contiguous positions, heads, retention trims, purges with epochs, and
+// publishing in position order after commit.
 import type { Database, Key } from "lmdb";
 import type { StoreEnv } from "./env.ts";
 import type { LogFollower, LogRecord, Prepared, PublishFn, StreamLog } from "../streams/stream_log.ts";

@@ -1,3 +1,5 @@
+// The log contract of the stream layer (`StreamLog`): what every ordered product appends to,
+// replays from and follows; `OrderedLog` (lib/store/) implements it.
 /** A stored log entry with its position. */
 export interface LogRecord<E = unknown> {
   position: number;

@@ -1,3 +1,5 @@
+// The Phoenix V2 frame codec: JSON and MessagePack encodings of the same values, with the
+// inbound limits (frame size, nesting) checked while decoding.
 import { Packr } from "msgpackr";
 
 /** A Phoenix V2 frame: `[join_ref, ref, topic, event, payload]`. */

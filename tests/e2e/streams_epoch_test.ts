@@ -1,6 +1,7 @@
-// Issue 13: the one join sequence (chat joins wait for their position, after_log_id validated
-// like the other products), epochs across purges and thread re-creation, and thread delete
-// taking runs and buffers with it.
+// Issue 13: the one join sequence over real sockets (chat joins during a write storm) and the
+// SDKs following a purge and a thread re-creation. Validation of after_log_id on every product
+// and a hard-deleted thread's new epoch and reset join run in-process in
+// tests/harness/chat_test.ts.
 import assert from "node:assert/strict";
 import { api, doc, makeThread } from "../chat_rest/helpers.ts";
 import { RawSocket } from "../helpers/raw_socket.ts";
@@ -54,81 +55,6 @@ Deno.test("streams: chat joins during a 20-writer storm always reply with log_id
       for (const { sock } of joined) await sock.close();
     }
   } finally {
-    await server.stop();
-  }
-});
-
-Deno.test("streams: after_log_id is validated the same on every product", async () => {
-  const server = await startServer();
-  const sock = await RawSocket.connect(server.wsUrl("key1"));
-  try {
-    await makeThread(server, "valid");
-    await api(server, "POST", "/api/chat/threads/valid/messages", doc("messages", { role: "user", content: "a" }, { id: "a" }));
-    await api(server, "POST", "/api/chat/threads/valid/messages", doc("messages", { role: "user", content: "b" }, { id: "b" }));
-    // A digit string is a position: "2" replays log_id 3 only.
-    const ok = await sock.join("chat:key1:valid", { client_id: "x", after_log_id: "2" });
-    assert.equal(ok.status, "ok");
-    assert.deepEqual(sock.events("chat:key1:valid").filter((f) => f[3] !== "phx_reply").map((f) => f[4].log_id), [3]);
-    for (const bad of [2.5, -1, "x", "2.5", { n: 1 }]) {
-      const r = await sock.join("chat:key1:valid", { client_id: "x", after_log_id: bad });
-      assert.deepEqual(r.response, { reason: "invalid after_log_id" }, JSON.stringify(bad));
-      const o = await sock.join("durable:key1:doc:k", { app_secret: "secret1", after_log_id: bad });
-      assert.deepEqual(o.response, { reason: "invalid after_log_id" });
-    }
-    for (const bad of [2.5, "x"]) {
-      const p = await sock.join("pubsub:key1:news", { after_serial: bad });
-      assert.deepEqual(p.response, { reason: "invalid after_serial" });
-    }
-    const e = await sock.join("pubsub:key1:news", { after_serial: 0, epoch: 7 });
-    assert.deepEqual(e.response, { reason: "invalid epoch" });
-  } finally {
-    await sock.close();
-    await server.stop();
-  }
-});
-
-Deno.test("streams: a hard-deleted thread re-created with the same id starts clean, in a new epoch", async () => {
-  const server = await startServer();
-  const viewer = await RawSocket.connect(server.wsUrl("key1"));
-  const human = await RawSocket.connect(server.wsUrl("key1"));
-  try {
-    await makeThread(server, "again");
-    const h = await human.join("chat:key1:again", { client_id: "alice" });
-    const sent = await human.push("chat:key1:again", h.joinRef, "send", { content: "hi", messageId: "u1", runId: "r1", parentId: null });
-    assert.equal(sent.status, "ok");
-    const v = await viewer.join("chat:key1:again", { client_id: "bob" });
-    assert.equal(v.response.epoch, "0");
-    assert.deepEqual((v.response.runs as { runId: string }[]).map((r) => r.runId), ["r1"]);
-    const oldHead = v.response.log_id as number;
-
-    assert.equal((await api(server, "DELETE", "/api/chat/threads/again")).status, 204);
-    const deleted = await viewer.waitFor((f) => f[3] === "thread:deleted");
-    const epoch = deleted[4].epoch as string;
-    assert.match(epoch, /^[0-9a-f]{8}$/);
-    assert.deepEqual(deleted[4], { threadId: "again", epoch });
-
-    await makeThread(server, "again");
-    // A new viewer sees no run of the old thread.
-    const fresh = await RawSocket.connect(server.wsUrl("key1"));
-    try {
-      const f = await fresh.join("chat:key1:again", { client_id: "carol" });
-      assert.deepEqual(f.response.runs, []);
-      assert.deepEqual(f.response.messages, []);
-      assert.equal(f.response.log_id, 1);
-      assert.equal(f.response.epoch, epoch);
-    } finally {
-      await fresh.close();
-    }
-    // The online viewer got the new thread's first entry live at log_id 1.
-    await viewer.waitFor((f) => f[3] === "thread:created" && f[4].log_id === 1);
-    // Rejoining with the old epoch and position: a flagged fresh snapshot, no stale replay.
-    const re = await viewer.join("chat:key1:again", { client_id: "bob", after_log_id: oldHead, epoch: "0" });
-    assert.equal(re.response.reset, true);
-    assert.equal(re.response.epoch, epoch);
-    assert.equal(re.response.log_id, 1);
-  } finally {
-    await viewer.close();
-    await human.close();
     await server.stop();
   }
 });

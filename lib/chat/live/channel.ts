@@ -9,7 +9,6 @@ import {
   verifyJoin,
   makePrincipal,
 } from "../../auth/mod.ts";
-import type { Principal } from "../../auth/principal.ts";
 import type {
   ChannelHandler,
   ChannelInstance,
@@ -21,18 +20,14 @@ import { MessageWindow, reasonOf, toWire } from "./messages.ts";
 import { isTerminal, LiveError } from "./runs.ts";
 import type { LiveService } from "./service.ts";
 import { handlePush } from "./pushes.ts";
+import type { Member } from "./member.ts";
 import { idProblem } from "../../limits.ts";
 import { parseEpoch, parsePosition } from "../../streams/mod.ts";
 
 /** Messages in a join snapshot (older ones come from `load_older`). */
 export const SNAPSHOT_WINDOW = 50;
 
-/** Who joined, as the pushes see it. */
-export interface Member {
-  principal: Principal;
-  clientId: string;
-  agent: boolean;
-}
+export type { Member } from "./member.ts";
 
 async function authorize(ctx: JoinContext): Promise<Member | { error: string }> {
   const threadId = ctx.name;

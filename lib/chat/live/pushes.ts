@@ -5,7 +5,7 @@
  */
 import type { App } from "../../config/apps.ts";
 import type { ChatServices } from "../services.ts";
-import type { Member } from "./channel.ts";
+import type { Member } from "./member.ts";
 import { type MessageWindow, toWire } from "./messages.ts";
 import { LiveError } from "./runs.ts";
 import { idProblem, jsonBytes, MAX_MESSAGE_CONTENT_BYTES, MAX_PENDING_RUNS } from "../../limits.ts";

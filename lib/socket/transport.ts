@@ -1,6 +1,7 @@
 /**
  * One WebSocket as the runtime adapter (deno.ts, bun.ts) hands it to the socket layer: what a
- * connection needs, and nothing of the runtime's own socket type.
+ * connection needs, and nothing of the runtime's own socket type. The socket layer owns this
+ * interface and each runtime implements it, so the socket layer imports no runtime.
  */
 export interface Transport {
   send(data: string | Uint8Array): void;

@@ -1,0 +1,16 @@
+/**
+ * What `CommitQueue` commits into: the part of `StoreEnv` the queue uses. It lives apart from
+ * env.ts so that the queue (which `StoreEnv` builds) does not import the environment back.
+ */
+import type { RootDatabase } from "lmdb";
+
+/** A store that commits transactions and batches durably (`StoreEnv`, `ReplicatedEnv`). */
+export interface CommitTarget {
+  readonly root: RootDatabase;
+  /** True when other nodes write this store too: the queue then commits each job directly. */
+  readonly replicated: boolean;
+  /** One durable write transaction (see `StoreEnv.transaction`). */
+  transaction<T>(fn: () => T): Promise<T>;
+  /** One durable batch of puts (see `StoreEnv.batch`). */
+  batch<T>(fn: () => T): Promise<T>;
+}
