@@ -39,7 +39,9 @@ Deno.test("ChannelService.cached(): the last event within 30 minutes, else a mis
     assert.equal(svc.cached(stream, 2), null, "older than 30 minutes: a miss");
 
     const misses: string[] = [];
-    svc.onCacheMiss((_app, channel) => misses.push(channel));
+    svc.onCacheMiss((_app, channel) => {
+    misses.push(channel);
+  });
     let now = t0;
     Date.now = () => now;
     svc.cacheMiss(app, "cache-b");
