@@ -29,6 +29,7 @@ import { createChat } from "./chat/mod.ts";
 import { createSpaces } from "./spaces/mod.ts";
 import { createShipping } from "../routes/shipping.ts";
 import { type ClusterNode, openCluster } from "./cluster/mod.ts";
+import { withPositions } from "./cluster/read_your_writes.ts";
 
 /** A running Switchboard: the listener plus what tests and shutdown need to reach. */
 export interface Switchboard {
@@ -186,6 +187,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     handlers: Object.assign({}, ...modules.map((m) => m.channels ?? {})),
     verify: verifyToken,
     maxBufferedBytes: MAX_BUFFERED_BYTES,
+    caughtUp: cluster && ((n: number) => cluster!.env.caughtUp(n, cluster!.env.writeDeadlineMs)),
   }, config.idleTimeoutSeconds * 1000);
   for (const m of modules) for (const endpoint of m.endpoints ?? []) sockets.addEndpoint(endpoint);
   const inflight = new InflightRequests();
@@ -194,7 +196,13 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   const server = await serve({
     port: config.port,
     hostname: config.host,
-    fetch: (req) => inflight.track(() => dispatch(req, direct, http)),
+    // Clustered mode: write replies carry their log position, reads may wait for one.
+    fetch: (req) =>
+      inflight.track(() =>
+        cluster
+          ? withPositions(cluster.env, req, () => dispatch(req, direct, http), (err) => errorResponse(err, new URL(req.url).pathname))
+          : dispatch(req, direct, http)
+      ),
     sockets,
   }).then(async (main) => {
     metricsServer = config.metricsPort === undefined ? undefined : await serve({

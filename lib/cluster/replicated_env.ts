@@ -252,9 +252,22 @@ export class ReplicatedEnv extends StoreEnv {
     return true;
   }
 
+  /** Readiness, from what this node knows (no request to anyone): connected to NATS, no
+   * write waiting longer than the deadline without any batch reaching the log, no log position
+   * known and left unapplied for longer than the deadline, no failing apply or compaction. */
   override unavailable(): string | undefined {
+    if (this.#closed) return "storage unavailable: server shutting down";
     if (!this.#link.connected()) return "cluster unavailable: not connected to NATS";
-    return this.#failing;
+    if (this.#failing) return this.#failing;
+    const { appendAgeMs, applyAgeMs, lag } = this.status();
+    const deadline = this.#opts.writeDeadlineMs;
+    if (this.#inflight.size > 0 && appendAgeMs > deadline) {
+      return `cluster unavailable: no write reached the log for ${appendAgeMs} ms`;
+    }
+    if (lag > 0 && applyAgeMs > deadline) {
+      return `cluster unavailable: ${lag} log positions behind, nothing applied for ${applyAgeMs} ms`;
+    }
+    return undefined;
   }
 
   /** See the module comment: resolves with `fn`'s result once its writes are applied here

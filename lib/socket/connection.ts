@@ -1,4 +1,5 @@
 import type { App } from "../config/apps.ts";
+import { NOT_CAUGHT_UP, parsePosition } from "../cluster/read_your_writes.ts";
 import type { Principal } from "../auth/principal.ts";
 import type { Hub } from "../hub/hub.ts";
 import { decodeFrame, encodeFrame, type Frame, type WireFormat } from "../wire/codec.ts";
@@ -28,6 +29,9 @@ export interface SocketDeps {
   verify(app: App, token: unknown, socketId: string): Promise<Principal | null>;
   /** Per-socket send buffer bound; a subscriber above it is disconnected. */
   maxBufferedBytes: number;
+  /** Clustered mode: resolves true once this node applied log position `n` (a join's
+   * `min_position`), false when it did not in time. Without it the param is satisfied at once. */
+  caughtUp?: (n: number) => Promise<boolean>;
 }
 
 interface Membership {
@@ -139,6 +143,12 @@ export class Connection extends SubscriberSocket implements LiveSocket {
 
   async #join(joinRef: string | null, ref: string | null, topic: string, params: Record<string, unknown>) {
     const jr = joinRef ?? "0";
+    // Read-your-writes across nodes (CONTRACT.md "Cluster"): wait until this node has applied
+    // the position the client saw its write at.
+    const min = this.#deps.caughtUp ? parsePosition(params?.min_position) : undefined;
+    if (min !== undefined && !(await this.#deps.caughtUp!(min))) {
+      return this.#reply(jr, ref, topic, { status: "error", response: { reason: NOT_CAUGHT_UP } });
+    }
     if (this.#members.has(topic)) this.#leave(topic, "rejoin", true);
     const handlers = this.#deps.handlers;
     const parsed = parseTopic(topic, this.app.key, (prefix) => Object.hasOwn(handlers, prefix));
