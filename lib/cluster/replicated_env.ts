@@ -153,6 +153,13 @@ export class ReplicatedEnv extends StoreEnv {
   #appliedWaiters: Waiter[] = [];
   #repairTimer: ReturnType<typeof setTimeout> | undefined;
   #lastDelivery = 0;
+  /** The last position the consumer delivered, and for how many tail checks in a row it was
+   * behind the position applied (a consumer served by a lagging replica). */
+  #consumerSeq = 0;
+  #consumerBehind = 0;
+  /** Since when the repair's target has been unmet, and when a read last failed. */
+  #repairWaitingSince = 0;
+  #repairFailedAt = 0;
   /** Highest position known to exist that repair should reach. */
   #repairTarget = 0;
   #tailTimer: ReturnType<typeof setInterval> | undefined;
@@ -213,11 +220,7 @@ export class ReplicatedEnv extends StoreEnv {
    * when it was called (or rejects after `waitMs`).
    */
   async start(waitMs = 60_000): Promise<void> {
-    this.#consumer = this.#link.follow(this.#applied + 1, (seq, data) => {
-      this.#lastDelivery = Date.now();
-      if (this.#opts.dropRate > 0 && Math.random() < this.#opts.dropRate) return;
-      this.#feed(seq, data);
-    });
+    this.#follow();
     // A dropped or delayed last message shows no gap: writers announce each position they
     // found their batch at (read from the stream after a short grace), and the log's tail is
     // compared now and then in case an announcement was lost too.
@@ -233,6 +236,19 @@ export class ReplicatedEnv extends StoreEnv {
     if (!(await this.#waitApplied(target, Date.now() + waitMs))) {
       throw new Error(`cluster catch-up to log position ${target} did not finish in ${waitMs} ms`);
     }
+  }
+
+  /** (Re)starts the log consumer after the position applied. */
+  #follow(): void {
+    this.#consumer?.stop();
+    this.#consumerSeq = this.#applied;
+    this.#consumerBehind = 0;
+    this.#consumer = this.#link.follow(this.#applied + 1, (seq, data) => {
+      this.#consumerSeq = seq;
+      if (seq > this.#applied) this.#lastDelivery = Date.now();
+      if (this.#opts.dropRate > 0 && Math.random() < this.#opts.dropRate) return;
+      this.#feed(seq, data);
+    });
   }
 
   override db<V = unknown>(name: string): Database<V, Key> {
@@ -699,8 +715,12 @@ export class ReplicatedEnv extends StoreEnv {
         want = Math.max(want, s);
         lowestBuffered = Math.min(lowestBuffered, s);
       }
-      // While the consumer keeps delivering in order (a catch-up), let it: read only a real gap.
-      const flowing = Date.now() - this.#lastDelivery < 50;
+      // While the consumer keeps delivering in order (a catch-up), let it: read only a real gap,
+      // unless the wait has lasted (a consumer served by a lagging replica delivers slowly).
+      const now = Date.now();
+      if (want <= this.#applied) this.#repairWaitingSince = 0;
+      else if (this.#repairWaitingSince === 0) this.#repairWaitingSince = now;
+      const flowing = now - this.#lastDelivery < 50 && now - this.#repairWaitingSince < 300;
       if (flowing && lowestBuffered === Infinity) want = 0;
       else if (flowing) want = Math.min(want, lowestBuffered - 1);
       try {
@@ -711,13 +731,15 @@ export class ReplicatedEnv extends StoreEnv {
           this.#feed(s, data);
         }
       } catch (err) {
-        log.warn("cluster repair read failed", { error: String(err) });
+        // Logged once a second at most, and retried after a pause (no stream leader yet).
+        if (now - this.#repairFailedAt > 1000) log.warn("cluster repair read failed", { error: String(err) });
+        this.#repairFailedAt = Date.now();
       }
       if (this.#applied >= this.#repairTarget) this.#repairTarget = 0;
       if (this.#appliedWaiters.length > 0 || this.#buffer.size > 0 || this.#repairTarget > 0) {
         this.#scheduleRepair();
       }
-    }, 50);
+    }, Date.now() - this.#repairFailedAt < 1000 ? 250 : 50);
   }
 
   async #checkTail(): Promise<void> {
@@ -725,6 +747,12 @@ export class ReplicatedEnv extends StoreEnv {
     try {
       const { first, last } = await this.#link.bounds();
       this.#knownTail = Math.max(this.#knownTail, last);
+      // A consumer left behind the position applied for 3 checks in a row is re-created.
+      this.#consumerBehind = this.#consumerSeq < this.#applied ? this.#consumerBehind + 1 : 0;
+      if (this.#consumerBehind >= 3 && !this.#closed) {
+        log.warn("cluster log consumer behind; re-creating it", { consumer: this.#consumerSeq, applied: this.#applied });
+        this.#follow();
+      }
       if (first > this.#applied + 1 && this.#failing !== BEHIND) {
         this.#failing = BEHIND;
         log.error(BEHIND, { applied: this.#applied, log_first: first });
