@@ -48,6 +48,9 @@ interface Fault {
   name: string;
   /** The Switchboard node it takes down (its own writes do not count for the stall). */
   node?: number;
+  /** A fault of the stream's leader, and the nats-server it hit. */
+  leader?: boolean;
+  target?: () => number;
   apply(): Promise<void>;
   heal(): Promise<void>;
 }
@@ -56,7 +59,7 @@ interface Fault {
 interface FaultReport {
   name: string;
   stallMs: number;
-  /** JetStream's own stall: the bare publisher's longest time without an ack. */
+  /** JetStream's own stall: for a leader fault, until another server led the stream. */
   rawStallMs: number;
   /** The stall of each node (null: the faulted node). */
   perNode: (number | null)[];
@@ -108,27 +111,33 @@ async function streamHealthy(urls: string[], ms: number): Promise<true | number[
   return lagging;
 }
 
-/** A bare JetStream publisher beside the nodes (same ping and retry settings), so each fault's
- * stall can be compared with JetStream's own. Returns its ack times and a stop function. */
-async function rawProbe(urls: string[]): Promise<{ acks: number[]; stop: () => Promise<void> }> {
+/** Watches which nats-server leads the log's stream (every 250 ms, over its own connection),
+ * so each fault's stall can be compared with JetStream's own: how long the stream had no
+ * working leader. */
+async function leaderWatch(urls: string[]): Promise<{ unusableSince: (t0: number, frozen: number) => number; stop: () => Promise<void> }> {
   const nc = await connect({ servers: urls, pingInterval: 1000, maxPingOut: 3, timeout: 2000, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
-  const js = nc.jetstream();
-  const acks: number[] = [];
+  const seen: { at: number; leader: number }[] = [];
   let stop = false;
   const loop = (async () => {
-    let i = 0;
     while (!stop) {
+      const at = Date.now();
       try {
-        await js.publish("sb.probe", new Uint8Array(8), { msgID: `probe-${i++}`, timeout: 1000 });
-        acks.push(Date.now());
+        const jsm = await nc.jetstreamManager({ timeout: 1000 });
+        const leader = (await jsm.streams.info("SWITCHBOARD")).cluster?.leader;
+        seen.push({ at, leader: leader ? Number(leader.replace(/^n/, "")) - 1 : -1 });
       } catch {
-        await sleep(20);
+        seen.push({ at, leader: -1 });
       }
-      await sleep(20);
+      await sleep(250);
     }
   })();
   return {
-    acks,
+    /** Ms from `t0` until the stream was first seen led by a server other than `frozen`
+     * (-1: none is excluded), or until now when it never was. */
+    unusableSince(t0, frozen) {
+      const ok = seen.find((s) => s.at >= t0 && s.leader >= 0 && s.leader !== frozen);
+      return (ok?.at ?? Date.now()) - t0;
+    },
     async stop() {
       stop = true;
       await loop;
@@ -210,6 +219,8 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     let target = -1;
     return {
       name,
+      leader: pick === "leader",
+      target: () => target,
       async apply() {
         const leader = await leaderOf(cluster.nats.urls, natsDown);
         target = pick === "leader" ? leader : [0, 1, 2].find((i) => i !== leader)!;
@@ -257,19 +268,12 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     // nats-server 2.9.10 (see docs/cluster.md): a replica frozen under writes may not catch up
     // again, so the faults that leave one behind come last.
     natsFault("nats-server (stream leader) SIGKILL, restarted", "leader", "SIGKILL"),
-    natsFault("nats-server (stream leader) SIGSTOP", "leader", "SIGSTOP"),
     natsFault("nats-server (not leader) SIGSTOP", "follower", "SIGSTOP"),
+    natsFault("nats-server (stream leader) SIGSTOP", "leader", "SIGSTOP"),
     natsFault("nats-server (not leader) SIGKILL, restarted", "follower", "SIGKILL"),
   ];
   const reports: FaultReport[] = [];
-  // The probe publishes to a stream of its own, replicated like the log.
-  {
-    const nc = await connect({ servers: cluster.nats.urls, timeout: 2000 });
-    const jsm = await nc.jetstreamManager({ timeout: 5000 });
-    await jsm.streams.add({ name: "PROBE", subjects: ["sb.probe"], num_replicas: 3, max_msgs: 1000 });
-    await nc.close();
-  }
-  const probe = await rawProbe(cluster.nats.urls);
+  const watch = await leaderWatch(cluster.nats.urls);
   const writers = [0, 1, 2].flatMap((node) => Array.from({ length: WRITERS_PER_NODE }, () => writer(node)));
   const probing = prober();
   const started = Date.now();
@@ -292,7 +296,10 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
         await fault.heal();
         await sleep(recoverMs);
         const t1 = Date.now();
-        reports.push(measure(fault, t0, t1, acks, probes, probe.acks));
+        const report = measure(fault, t0, t1, acks, probes);
+        // JetStream's own stall: until a leader other than a frozen or killed one leads.
+        report.rawStallMs = fault.leader ? watch.unusableSince(t0, fault.target!()) : 0;
+        reports.push(report);
         await sleep(1000);
       }
       if (budget.short) break;
@@ -303,7 +310,7 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     stop = true;
     await Promise.all(writers);
     await probing;
-    await probe.stop();
+    await watch.stop();
   }
   try {
     await verify(cluster.nodes, ops, failures);
@@ -352,7 +359,6 @@ function measure(
   t1: number,
   acks: number[][],
   probes: { node: number; at: number; ms: number; status: number }[],
-  raw: number[],
 ): FaultReport {
   let stall = 0;
   const perNode: (number | null)[] = [];
@@ -374,21 +380,13 @@ function measure(
     perNode.push(stall);
     stall = Math.max(before, stall);
   }
-  let rawStall = 0;
-  let last = t0;
-  for (const t of raw) {
-    if (t <= t0) continue;
-    if (t > t1) break;
-    rawStall = Math.max(rawStall, t - last);
-    last = t;
-  }
-  rawStall = Math.max(rawStall, Math.min(t1, raw.find((t) => t > last) ?? t1) - last);
+
   const window = probes.filter((p) => p.at >= t0 && p.at <= t1 && p.node !== fault.node);
   return {
     name: fault.name,
     stallMs: stall,
     perNode,
-    rawStallMs: rawStall,
+    rawStallMs: 0,
     readyzMaxMs: Math.max(0, ...window.map((p) => p.ms)),
     readyz503: window.filter((p) => p.status === 503).length,
   };

@@ -97,7 +97,7 @@ const BEHIND = "cluster unavailable: the log was compacted past this node's posi
 const HEAD_SUBJECT = "sb.head";
 
 /** How long one publish attempt waits for its reply before it is retried (same message id). */
-const PUBLISH_TRY_MS = 1500;
+const PUBLISH_TRY_MS = 1000;
 /** A batch out this long without an outcome no longer holds the next batches back. */
 const SLOW_BATCH_MS = 250;
 /** Batches in flight at once, at most. */
