@@ -99,7 +99,16 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
     async stop() {
       for (const n of nodes) n.proc?.kill("SIGCONT");
       await Promise.all(nodes.map((n) => stopNode(n, "SIGKILL")));
-      rmSync(dir, { recursive: true, force: true });
+      // A server's files may still be settling just after its exit: try a few times.
+      for (let attempt = 1;; attempt++) {
+        try {
+          rmSync(dir, { recursive: true, force: true });
+          break;
+        } catch (err) {
+          if (attempt === 5) throw err;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      }
     },
   };
 }
