@@ -23,7 +23,7 @@ const MAX_PINGS_OUT = 3;
 /** How long one dial (TCP plus the server's greeting) may take before the next server. */
 const DIAL_MS = 2000;
 /** How long a suspected server has to answer a ping before the connection moves on. */
-const SUSPECT_RTT_MS = 750;
+const SUSPECT_RTT_MS = 1500;
 
 /** The JetStream stream holding every replicated write, and its one subject. */
 export const LOG_STREAM = "SWITCHBOARD";
