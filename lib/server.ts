@@ -35,6 +35,7 @@ import { createShipping } from "../routes/shipping.ts";
 import { type ClusterNode, openCluster } from "./cluster/mod.ts";
 import { createConsole } from "./console/mod.ts";
 import { pusherOutboxView } from "./console/outbox.ts";
+import { joinCaughtUp, withPositions } from "./cluster/read_your_writes.ts";
 
 /** A running Switchboard: the listener plus what tests and shutdown need to reach. */
 export interface Switchboard {
@@ -223,6 +224,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     handlers: Object.assign({}, ...modules.map((m) => m.channels ?? {})),
     verify: verifyToken,
     maxBufferedBytes: MAX_BUFFERED_BYTES,
+    caughtUp: cluster && ((min: unknown) => joinCaughtUp(cluster!.env, min, cluster!.env.writeDeadlineMs)),
   }, config.idleTimeoutSeconds * 1000);
   for (const m of modules) for (const endpoint of m.endpoints ?? []) sockets.addEndpoint(endpoint);
   const inflight = new InflightRequests();
@@ -231,7 +233,13 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   const server = await serve({
     port: config.port,
     hostname: config.host,
-    fetch: (req, conn) => inflight.track(() => dispatch(req, direct, http, conn)),
+    // Clustered mode: write replies carry their log position, reads may wait for one.
+    fetch: (req, conn) =>
+      inflight.track(() =>
+        cluster
+          ? withPositions(cluster.env, req, () => dispatch(req, direct, http, conn), (err) => errorResponse(err, new URL(req.url).pathname))
+          : dispatch(req, direct, http, conn)
+      ),
     sockets,
   }).then(async (main) => {
     metricsServer = config.metricsPort === undefined ? undefined : await serve({

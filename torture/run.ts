@@ -1,4 +1,5 @@
-// The fault suite: `deno task torture [--short] [--minutes N] [--seed S]`. Runs against the
+// The fault suite: `deno task torture [--short] [--minutes N] [--seed S]`; `--cluster` runs the
+// cluster nemesis instead (cluster.ts: 3 nats-servers, 3 nodes; `--short` is its CI form). Runs against the
 // binary (SWITCHBOARD_BIN, default dist/switchboard) on loopback only, each part bounded in
 // time; prints the counts and exits 1 on any failure. `--short` is the CI form (~3 minutes).
 // `--seed S` replays a run; the default seed is fixed, `--seed random` picks one.
@@ -9,6 +10,7 @@ import { crashLoop } from "./crash.ts";
 import { fuzz } from "./fuzz.ts";
 import { webhooks } from "./webhooks.ts";
 import { staleLock } from "./stale_lock.ts";
+import { clusterNemesis } from "./cluster.ts";
 import type { PartResult } from "./common.ts";
 
 const args = process.argv.slice(2);
@@ -28,11 +30,16 @@ if (!existsSync(bin)) {
 }
 Deno.env.set("SWITCHBOARD_BIN", bin);
 
-// Budget shares: fuzzing 40%, crash loop 35%, churn 25%; webhooks under faults on top (50%).
+// Budget shares: fuzzing 40%, crash loop 35%, churn 25%; webhooks under faults on top (50%);
+// or the cluster nemesis alone.
 const total = minutes * 60_000;
 console.log(`torture: ${short ? "short" : "long"} run, ${minutes} min, seed ${seed}, binary ${bin}`);
 const results: PartResult[] = [];
-for (const [part, share] of [[fuzz, 0.4], [crashLoop, 0.35], [churn, 0.25], [staleLock, 0], [webhooks, 0.5]] as const) {
+const nemesis = (budget: { ms: number; seed: number }) => clusterNemesis({ ...budget, short });
+const parts = args.includes("--cluster")
+  ? [[nemesis, 1] as const]
+  : [[fuzz, 0.4], [crashLoop, 0.35], [churn, 0.25], [staleLock, 0], [webhooks, 0.5]] as const;
+for (const [part, share] of parts) {
   const started = Date.now();
   const r = await part({ ms: total * share, seed });
   results.push(r);

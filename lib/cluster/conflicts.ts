@@ -4,6 +4,8 @@
  * the same thing: did any write set applied between `base` and S write a key it read? If so it
  * is stale and skipped (the writer runs it again); else it applies. The check depends only on
  * the log, so every node decides alike, and writers on unrelated keys never wait on each other.
+ * A batch id seen again within the window (a publish retried with the same message id that
+ * the stream stored twice) is skipped the same way on every node.
  */
 import { compareKeys, type Key } from "lmdb";
 
@@ -33,12 +35,22 @@ const id = (db: string, key: Key) => `${db}\u0000${JSON.stringify(key)}`;
  * at most `window` positions old (older ones count as stale). */
 export class RecentWrites {
   readonly window: number;
-  #entries: { seq: number; written: [string, Key][] }[] = [];
+  #entries: { seq: number; written: [string, Key][]; batch?: string }[] = [];
+  /** Batch ids of the positions in the window, with how often each occurs there. */
+  #batches = new Map<string, number>();
 
-  constructor(window: number, stored: Iterable<[number, [string, Key][]]> = []) {
+  constructor(window: number, stored: Iterable<[number, [string, Key][], string?]> = []) {
     this.window = window;
-    for (const [seq, written] of stored) this.#entries.push({ seq, written });
+    for (const [seq, written, batch] of stored) {
+      this.#entries.push({ seq, written, batch });
+      if (batch !== undefined) this.#batches.set(batch, (this.#batches.get(batch) ?? 0) + 1);
+    }
     this.#entries.sort((a, b) => a.seq - b.seq);
+  }
+
+  /** True when a recent position carried batch `batch` already (this occurrence is a repeat). */
+  repeated(batch: string): boolean {
+    return this.#batches.has(batch);
   }
 
   /** True when a write set read at `base` and arriving at `seq` read something written since. */
@@ -62,17 +74,28 @@ export class RecentWrites {
     return false;
   }
 
-  /** Records what position `seq` wrote (nothing when it was skipped); forgets old positions. */
-  record(seq: number, written: [string, Key][]): void {
-    this.#entries.push({ seq, written });
+  /** Records what position `seq` wrote (nothing when it was skipped) and its batch id;
+   * forgets old positions. */
+  record(seq: number, written: [string, Key][], batch?: string): void {
+    this.#entries.push({ seq, written, batch });
+    if (batch !== undefined) this.#batches.set(batch, (this.#batches.get(batch) ?? 0) + 1);
     const keepAfter = seq - this.window;
     let drop = 0;
-    while (drop < this.#entries.length && this.#entries[drop].seq <= keepAfter) drop++;
+    while (drop < this.#entries.length && this.#entries[drop].seq <= keepAfter) this.#forget(this.#entries[drop++]);
     if (drop > 0) this.#entries.splice(0, drop);
   }
 
   /** Forgets positions after `seq` (their commit failed and will be applied again). */
   rollback(seq: number): void {
-    while (this.#entries.length > 0 && this.#entries[this.#entries.length - 1].seq > seq) this.#entries.pop();
+    while (this.#entries.length > 0 && this.#entries[this.#entries.length - 1].seq > seq) {
+      this.#forget(this.#entries.pop()!);
+    }
+  }
+
+  #forget(entry: { batch?: string }): void {
+    if (entry.batch === undefined) return;
+    const n = (this.#batches.get(entry.batch) ?? 1) - 1;
+    if (n > 0) this.#batches.set(entry.batch, n);
+    else this.#batches.delete(entry.batch);
   }
 }

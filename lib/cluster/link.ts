@@ -15,6 +15,16 @@ import {
 } from "nats";
 import { log } from "../log/mod.ts";
 
+/** Client pings: a server that answers none of `MAX_PINGS_OUT` pings sent `PING_MS` apart is
+ * left for another one from `--nats` (a frozen server is noticed in a few seconds, not the
+ * client's default two minutes). */
+const PING_MS = 1000;
+const MAX_PINGS_OUT = 3;
+/** How long one dial (TCP plus the server's greeting) may take before the next server. */
+const DIAL_MS = 2000;
+/** How long a suspected server has to answer a ping before the connection moves on. */
+const SUSPECT_RTT_MS = 1500;
+
 /** The JetStream stream holding every replicated write, and its one subject. */
 export const LOG_STREAM = "SWITCHBOARD";
 const LOG_SUBJECT = "sb.log";
@@ -33,6 +43,7 @@ export class ClusterLink {
   readonly nodeId: string;
   #maxPayload: number;
   #replicas: number;
+  #suspecting = false;
 
   private constructor(nc: NatsConnection, jsm: JetStreamManager, nodeId: string, replicas: number) {
     this.nc = nc;
@@ -56,7 +67,9 @@ export class ClusterLink {
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
       waitOnFirstConnect: true,
-      timeout: Math.max(1000, waitMs),
+      timeout: DIAL_MS,
+      pingInterval: PING_MS,
+      maxPingOut: MAX_PINGS_OUT,
     });
     let lastError: unknown;
     while (Date.now() < deadline) {
@@ -103,6 +116,31 @@ export class ClusterLink {
       return { kind: "unknown", error: err instanceof Error ? err.message : String(err) };
     }
     return { kind: "stored", seq: ack.seq, duplicate: ack.duplicate };
+  }
+
+  /**
+   * Called when a request went unanswered: when the server does not answer a ping within
+   * `SUSPECT_RTT_MS` either (frozen, cut off), the connection moves to another server from
+   * `--nats` at once, without waiting for the ping timer. A server that answers stays (the
+   * stream's leader is elsewhere, or it is electing one).
+   */
+  suspect(): void {
+    if (this.#suspecting || !this.connected()) return;
+    this.#suspecting = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timedOut = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), SUSPECT_RTT_MS)));
+    void Promise.race([this.nc.rtt().then(() => "ok" as const, () => "timeout" as const), timedOut])
+      .then(async (answer) => {
+        clearTimeout(timer);
+        if (answer === "timeout" && this.connected()) {
+          log.warn("cluster NATS server does not answer; moving to another", { server: this.nc.getServer() });
+          await this.nc.reconnect().catch(() => {});
+        }
+      })
+      .finally(() => {
+        // At most one move per ping window: the new server gets time to answer.
+        setTimeout(() => (this.#suspecting = false), SUSPECT_RTT_MS);
+      });
   }
 
   /** The stored message at `seq`, or null when there is none (yet). */
@@ -152,7 +190,8 @@ export class ClusterLink {
             deliver_policy: DeliverPolicy.StartSequence,
             opt_start_seq: start,
           });
-          const iter = await consumer.consume({ max_messages: 512 });
+          // Heartbeats every 2 s: a consumer whose server froze is re-created within seconds.
+          const iter = await consumer.consume({ max_messages: 512, expires: 4000 });
           messages = iter;
           for await (const m of iter) {
             if (stopped) break;

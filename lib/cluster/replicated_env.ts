@@ -8,9 +8,16 @@
  * against the local state at log position `base`. The write set is appended to the log; every
  * node, the writer included, applies the log strictly in order, each run of messages in one
  * local commit, and skips a write set that read a key written after its `base`
- * (`conflicts.ts`: optimistic concurrency, decided alike on every node). The writer's
- * transaction resolves once its write set is applied here (acknowledged after the JetStream
- * ack, a replicated quorum, and the local commit); a skipped one runs again on fresh state.
+ * (`conflicts.ts`: optimistic concurrency, decided alike on every node).
+ *
+ * The stream is the only truth: every node, the writer included, applies at each position the
+ * message read from the stream there (its consumer's deliveries, or a direct read of the
+ * position); a publish ack's sequence number is only a hint of how far to read. The writer's
+ * transaction resolves once this node has applied its batch from the stream (the batch id found
+ * at a position, applied, not skipped); a skipped one runs again on fresh state; a batch not
+ * found within the write deadline (counted from the request's arrival) fails with 503. A
+ * publish whose reply is lost is retried with the same message id (stored once); while one
+ * batch waits for a late reply the next ones go out beside it instead of queueing behind it.
  * Products keep their code: a transaction may run more than once, so it must be a plain
  * function of the stored state, which it already is.
  *
@@ -24,6 +31,7 @@ import { emptyReads, rangeBounds, type ReadSet, RecentWrites } from "./conflicts
 import { type RemoteApplyHook, StoreEnv, type Write } from "../store/env.ts";
 import { log } from "../log/mod.ts";
 import type { ClusterLink } from "./link.ts";
+import { requestPositions } from "./read_your_writes.ts";
 
 /** Databases that belong to one node: applied only there, and left out of snapshots. */
 export const NODE_ONLY_DBS = ["system", "chat:outbox", "pusher:outbox"];
@@ -54,13 +62,18 @@ interface LogMessage {
   w: Write[];
 }
 
-/** How a batch written here ended when the log reached it. */
+/** How a batch written here ended when the log reached it, and at which position. */
 interface Outcome {
   done: "applied" | "stale" | null;
+  seq: number;
 }
 
 interface Task {
   fn: () => unknown;
+  /** When the write's answer is due (its arrival plus the write deadline). */
+  deadline: number;
+  /** Told the log position of the write once applied (read-your-writes). */
+  position?: (seq: number) => void;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
   result?: unknown;
@@ -69,23 +82,37 @@ interface Task {
   checked?: boolean;
 }
 
+/** A wait for a log position to be applied (or for a batch's outcome). */
+interface Waiter {
+  seq: number;
+  outcome?: Outcome;
+  wake: () => void;
+}
+
 const ABORT = Symbol("speculation done");
 /** Why a node cannot go on (see `snapshots.ts`: a restart restores the newest snapshot). */
 const BEHIND = "cluster unavailable: the log was compacted past this node's position; restart the node";
-/** Core NATS subject on which writers hand each stored message to the other nodes. */
-const TAIL_SUBJECT = "sb.tail";
+/** Core NATS subject on which a writer announces the position at which it found its batch in
+ * the stream (a hint only: the others read that position from the stream, never from it). */
+const HEAD_SUBJECT = "sb.head";
 
-/** `data` prefixed with its log position (8 bytes, big-endian). */
-function withSeq(seq: number, data: Uint8Array): Uint8Array {
-  const out = new Uint8Array(8 + data.byteLength);
+/** How long one publish attempt waits for its reply before it is retried (same message id). */
+const PUBLISH_TRY_MS = 1000;
+/** A batch out this long without an outcome no longer holds the next batches back. */
+const SLOW_BATCH_MS = 250;
+/** Batches in flight at once, at most. */
+const MAX_INFLIGHT = 8;
+
+/** `seq` as 8 bytes (big-endian float). */
+function encodeSeq(seq: number): Uint8Array {
+  const out = new Uint8Array(8);
   new DataView(out.buffer).setFloat64(0, seq);
-  out.set(data, 8);
   return out;
 }
 
-/** The inverse of `withSeq`. */
-function splitSeq(framed: Uint8Array): [number, Uint8Array] {
-  return [new DataView(framed.buffer, framed.byteOffset).getFloat64(0), framed.subarray(8)];
+/** The inverse of `encodeSeq` (NaN for anything else). */
+function decodeSeq(data: Uint8Array): number {
+  return data.byteLength === 8 ? new DataView(data.buffer, data.byteOffset).getFloat64(0) : NaN;
 }
 
 /** Tunables, mostly for tests. */
@@ -107,18 +134,32 @@ export class ReplicatedEnv extends StoreEnv {
   #recording: Write[] | null = null;
   #reading: ReadSet | null = null;
   #recent: RecentWrites;
-  #recentDb: Database<[string, Key][], Key>;
+  #recentDb: Database<[string, Key][] | { w: [string, Key][]; b?: string }, Key>;
   #hooks: RemoteApplyHook[] = [];
   #queue: Task[] = [];
-  #pumping = false;
+  /** Batches out (published, no outcome yet), with when each went out. */
+  #inflight = new Set<{ since: number }>();
+  #pumpTimer: ReturnType<typeof setTimeout> | undefined;
+  /** When this node last had a batch found in the log, and last applied anything. */
+  #lastAppend = Date.now();
+  #lastApply = Date.now();
+  /** The log's last position as last seen (for the lag). */
+  #knownTail = 0;
   /** Batches written here and not yet reached by the log. */
   #awaiting = new Map<string, Outcome>();
   #applied: number;
   #buffer = new Map<number, Uint8Array>();
   #applying: Promise<void> | undefined;
-  #appliedWaiters: { seq: number; wake: () => void }[] = [];
+  #appliedWaiters: Waiter[] = [];
   #repairTimer: ReturnType<typeof setTimeout> | undefined;
   #lastDelivery = 0;
+  /** The last position the consumer delivered, and for how many tail checks in a row it was
+   * behind the position applied (a consumer served by a lagging replica). */
+  #consumerSeq = 0;
+  #consumerBehind = 0;
+  /** Since when the repair's target has been unmet, and when a read last failed. */
+  #repairWaitingSince = 0;
+  #repairFailedAt = 0;
   /** Highest position known to exist that repair should reach. */
   #repairTarget = 0;
   #tailTimer: ReturnType<typeof setInterval> | undefined;
@@ -136,10 +177,11 @@ export class ReplicatedEnv extends StoreEnv {
     this.#opts = opts;
     this.#state = this.#rawDb<number>(POSITION_DB);
     this.#applied = this.#state.get("applied") ?? 0;
-    this.#recentDb = this.#rawDb<[string, Key][]>("cluster:recent");
-    const stored: [number, [string, Key][]][] = [];
+    this.#recentDb = this.#rawDb("cluster:recent");
+    const stored: [number, [string, Key][], string?][] = [];
     for (const { key, value } of this.#recentDb.getRange({ start: this.#applied - CONFLICT_WINDOW + 1 })) {
-      stored.push([key as number, value]);
+      // Older stores kept the keys alone, without the batch id.
+      stored.push(Array.isArray(value) ? [key as number, value] : [key as number, value.w, value.b]);
     }
     this.#recent = new RecentWrites(CONFLICT_WINDOW, stored);
   }
@@ -149,22 +191,44 @@ export class ReplicatedEnv extends StoreEnv {
     return this.#applied;
   }
 
+  /** What readiness needs to know, without asking anyone: the connection, how long ago this
+   * node last had a batch found in the log and last applied, and how far behind the log's
+   * last known position it is. */
+  status(): { connected: boolean; appendAgeMs: number; applyAgeMs: number; lag: number; failing?: string } {
+    const now = Date.now();
+    return {
+      connected: this.#link.connected(),
+      appendAgeMs: now - this.#lastAppend,
+      applyAgeMs: now - this.#lastApply,
+      lag: Math.max(0, this.#knownTail - this.#applied),
+      failing: this.#failing,
+    };
+  }
+
+  /** The write deadline in ms (a read waiting for a position waits at most this long). */
+  get writeDeadlineMs(): number {
+    return this.#opts.writeDeadlineMs;
+  }
+
+  /** Resolves true once log position `seq` is applied here, false after `ms`. */
+  caughtUp(seq: number, ms: number): Promise<boolean> {
+    return this.#waitApplied(seq, Date.now() + ms);
+  }
+
   /**
    * Starts following the log and resolves once this node has applied everything the log held
    * when it was called (or rejects after `waitMs`).
    */
   async start(waitMs = 60_000): Promise<void> {
-    this.#consumer = this.#link.follow(this.#applied + 1, (seq, data) => {
-      this.#lastDelivery = Date.now();
-      if (this.#opts.dropRate > 0 && Math.random() < this.#opts.dropRate) return;
-      this.#feed(seq, data);
-    });
-    // A dropped or delayed last message shows no gap: writers announce each new position, and
-    // the log's tail is compared now and then in case an announcement was lost too.
-    this.#unsubscribeTail = this.#link.subscribe(TAIL_SUBJECT, (framed) => {
-      const [seq, data] = splitSeq(framed);
-      if (this.#opts.dropRate > 0 && Math.random() < this.#opts.dropRate) return this.#scheduleRepair(seq);
-      this.#feed(seq, data);
+    this.#follow();
+    // A dropped or delayed last message shows no gap: writers announce each position they
+    // found their batch at (read from the stream after a short grace), and the log's tail is
+    // compared now and then in case an announcement was lost too.
+    this.#unsubscribeTail = this.#link.subscribe(HEAD_SUBJECT, (data) => {
+      const seq = decodeSeq(data);
+      if (!(seq > 0) || (this.#opts.dropRate > 0 && Math.random() < this.#opts.dropRate)) return;
+      this.#knownTail = Math.max(this.#knownTail, seq);
+      if (seq > this.#applied) this.#scheduleRepair(seq);
     });
     this.#tailTimer = setInterval(() => void this.#checkTail(), 1000);
     const { first, last: target } = await this.#link.bounds();
@@ -172,6 +236,19 @@ export class ReplicatedEnv extends StoreEnv {
     if (!(await this.#waitApplied(target, Date.now() + waitMs))) {
       throw new Error(`cluster catch-up to log position ${target} did not finish in ${waitMs} ms`);
     }
+  }
+
+  /** (Re)starts the log consumer after the position applied. */
+  #follow(): void {
+    this.#consumer?.stop();
+    this.#consumerSeq = this.#applied;
+    this.#consumerBehind = 0;
+    this.#consumer = this.#link.follow(this.#applied + 1, (seq, data) => {
+      this.#consumerSeq = seq;
+      if (seq > this.#applied) this.#lastDelivery = Date.now();
+      if (this.#opts.dropRate > 0 && Math.random() < this.#opts.dropRate) return;
+      this.#feed(seq, data);
+    });
   }
 
   override db<V = unknown>(name: string): Database<V, Key> {
@@ -191,23 +268,42 @@ export class ReplicatedEnv extends StoreEnv {
     return true;
   }
 
+  /** Readiness, from what this node knows (no request to anyone): connected to NATS, no
+   * write waiting longer than the deadline without any batch reaching the log, no log position
+   * known and left unapplied for longer than the deadline, no failing apply or compaction. */
   override unavailable(): string | undefined {
+    if (this.#closed) return "storage unavailable: server shutting down";
     if (!this.#link.connected()) return "cluster unavailable: not connected to NATS";
-    return this.#failing;
+    if (this.#failing) return this.#failing;
+    const { appendAgeMs, applyAgeMs, lag } = this.status();
+    const deadline = this.#opts.writeDeadlineMs;
+    if (this.#inflight.size > 0 && appendAgeMs > deadline) {
+      return `cluster unavailable: no write reached the log for ${appendAgeMs} ms`;
+    }
+    if (lag > 0 && applyAgeMs > deadline) {
+      return `cluster unavailable: ${lag} log positions behind, nothing applied for ${applyAgeMs} ms`;
+    }
+    return undefined;
   }
 
-  /** See the module comment: resolves with `fn`'s result once its writes are applied here. */
+  /** See the module comment: resolves with `fn`'s result once its writes are applied here
+   * (and notes their position for the HTTP request being answered, `read_your_writes.ts`). */
   override transaction<T>(fn: () => T): Promise<T> {
     if (this.#closed) return Promise.reject(new StorageUnavailableError("server shutting down"));
+    const deadline = Date.now() + this.#opts.writeDeadlineMs;
+    const request = requestPositions.getStore();
+    const position = request && ((seq: number) => void (request.position = Math.max(request.position, seq)));
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
-      void this.#pump();
+      this.#queue.push({ fn, deadline, position, resolve: resolve as (v: unknown) => void, reject });
+      this.#pump();
     });
   }
 
   override async close(): Promise<void> {
     this.#closed = true;
-    while (this.#pumping || this.#applying) await new Promise((r) => setTimeout(r, 5));
+    clearTimeout(this.#pumpTimer);
+    this.#expireQueued(Infinity);
+    while (this.#inflight.size > 0 || this.#applying) await new Promise((r) => setTimeout(r, 5));
     this.#consumer?.stop();
     this.#unsubscribeTail?.();
     clearInterval(this.#tailTimer);
@@ -274,23 +370,50 @@ export class ReplicatedEnv extends StoreEnv {
     });
   }
 
-  async #pump(): Promise<void> {
-    if (this.#pumping) return;
-    this.#pumping = true;
-    try {
-      while (this.#queue.length > 0) {
-        const tasks = this.#queue.splice(0, MAX_BATCH);
-        // A task must never be left unsettled (its request would hang): an unexpected error
-        // fails the batch's unsettled tasks (settled ones ignore it) with 503.
-        await this.#commit(tasks).catch((err) => {
-          log.error("cluster write failed", { error: String(err) });
-          const failure = new StorageUnavailableError(`cluster write failed (${String(err)})`);
-          for (const t of tasks) t.reject(failure);
-        });
+  /**
+   * Sends queued writes out as batches: at once when no batch is out (the writes queued
+   * meanwhile go together as the next one: group commit), beside the ones out when they have
+   * waited `SLOW_BATCH_MS` (a lost reply or a stalled log must not hold every other write).
+   * Queued writes whose deadline passed fail with 503.
+   */
+  #pump(): void {
+    clearTimeout(this.#pumpTimer);
+    this.#pumpTimer = undefined;
+    if (this.#closed) return;
+    const now = Date.now();
+    this.#expireQueued(now);
+    while (this.#queue.length > 0) {
+      let oldest = Infinity;
+      for (const b of this.#inflight) oldest = Math.min(oldest, b.since);
+      if (this.#inflight.size >= MAX_INFLIGHT || (this.#inflight.size > 0 && now - oldest < SLOW_BATCH_MS)) {
+        let due = this.#inflight.size >= MAX_INFLIGHT ? now + 100 : oldest + SLOW_BATCH_MS;
+        for (const t of this.#queue) due = Math.min(due, t.deadline);
+        this.#pumpTimer = setTimeout(() => this.#pump(), Math.max(1, due - now));
+        return;
       }
-    } finally {
-      this.#pumping = false;
+      const tasks = this.#queue.splice(0, MAX_BATCH);
+      const out = { since: now };
+      this.#inflight.add(out);
+      // A task must never be left unsettled (its request would hang): an unexpected error
+      // fails the batch's unsettled tasks (settled ones ignore it) with 503.
+      void this.#commit(tasks, out).catch((err) => {
+        log.error("cluster write failed", { error: String(err) });
+        const failure = new StorageUnavailableError(`cluster write failed (${String(err)})`);
+        for (const t of tasks) t.reject(failure);
+      }).finally(() => {
+        this.#inflight.delete(out);
+        this.#pump();
+      });
     }
+  }
+
+  /** Fails the queued writes whose deadline is before `now` with 503. */
+  #expireQueued(now: number): void {
+    if (!this.#queue.some((t) => t.deadline <= now)) return;
+    const reason = this.#closed ? "server shutting down" : `cluster write deadline passed (${this.#failing ?? "queued behind a stalled log"})`;
+    const err = new StorageUnavailableError(reason);
+    for (const t of this.#queue) if (t.deadline <= now) t.reject(err);
+    this.#queue = this.#queue.filter((t) => t.deadline > now);
   }
 
   /** Runs `tasks` speculatively; drops a task that throws (see `#fail`) and runs the rest
@@ -328,8 +451,9 @@ export class ReplicatedEnv extends StoreEnv {
     }
   }
 
-  async #commit(tasks: Task[]): Promise<void> {
-    const deadline = Date.now() + this.#opts.writeDeadlineMs;
+  /** Runs `tasks` until their batch is applied from the log (resolving them) or their
+   * deadline passes (503); `out.since` is reset at each new append (see `#pump`). */
+  async #commit(tasks: Task[], out: { since: number }): Promise<void> {
     let lastError = "log did not settle";
     for (;;) {
       if (this.#applying) await this.#applying;
@@ -342,6 +466,7 @@ export class ReplicatedEnv extends StoreEnv {
       }
       tasks = spec.tasks;
       if (tasks.length === 0) return;
+      const deadline = Math.min(...tasks.map((t) => t.deadline));
       const writes = tasks.flatMap((t) => t.writes!);
       if (writes.every((w) => LOCAL_DBS.has(w[1]))) {
         try {
@@ -357,39 +482,31 @@ export class ReplicatedEnv extends StoreEnv {
       const data = codec.pack(message);
       if (data.byteLength > this.#link.maxPayload && tasks.length > 1) {
         const half = Math.ceil(tasks.length / 2);
-        await this.#commit(tasks.slice(0, half));
-        return this.#commit(tasks.slice(half));
+        await Promise.all([this.#commit(tasks.slice(0, half), out), this.#commit(tasks.slice(half), out)]);
+        return;
       }
-      const outcome: Outcome = { done: null };
+      out.since = Date.now();
+      const outcome: Outcome = { done: null, seq: 0 };
       this.#awaiting.set(batch, outcome);
-      // The same message id on a retry: JetStream stores it once and answers with its position.
-      let seq = 0;
-      while (seq === 0 && Date.now() < deadline && !this.#closed) {
-        const r = await this.#link.append(data, batch, deadline - Date.now());
-        if (r.kind === "stored") seq = r.seq;
-        else {
-          lastError = r.error;
-          await new Promise((res) => setTimeout(res, 100));
-        }
-      }
-      if (seq > 0) {
-        this.#feed(seq, data);
-        // Hand the message to the other nodes at once (faster than their consumers), which
-        // also tells one whose delivery was lost that the log grew.
-        this.#link.publish(TAIL_SUBJECT, withSeq(seq, data));
-        await this.#waitApplied(seq, deadline);
-      }
+      lastError = await this.#append(data, batch, outcome, deadline) ?? lastError;
       // From here on an apply treats the batch as another node's (its hooks publish it); one
       // already running counts it as ours and sets the outcome: let that one finish.
       this.#awaiting.delete(batch);
       if (this.#applying) await this.#applying;
       if (outcome.done === "applied") {
         this.#failing = undefined;
-        for (const t of tasks) t.resolve(t.result);
+        this.#lastAppend = Date.now();
+        // The others read the position from the stream; this only tells them it exists.
+        this.#link.publish(HEAD_SUBJECT, encodeSeq(outcome.seq));
+        for (const t of tasks) {
+          t.position?.(outcome.seq);
+          t.resolve(t.result);
+        }
         return;
       }
-      if (outcome.done === null && (Date.now() >= deadline || this.#closed)) {
-        this.#failing = `cluster unavailable: ${lastError}`;
+      if (outcome.done === null) {
+        if (this.#closed) lastError = "server shutting down";
+        else if (Date.now() - this.#lastAppend >= this.#opts.writeDeadlineMs) this.#failing = `cluster unavailable: ${lastError}`;
         log.warn("cluster write deadline passed", { reason: lastError });
         const err = new StorageUnavailableError(`cluster write deadline passed (${lastError})`);
         for (const t of tasks) t.reject(err);
@@ -397,6 +514,38 @@ export class ReplicatedEnv extends StoreEnv {
       }
       // Stale (it read a key another write changed first): run it again on fresh state.
     }
+  }
+
+  /**
+   * Publishes `data` (message id `batch`) until the log, as read from the stream, holds it
+   * (`outcome` set by `#apply`) or `deadline` passes. A publish without a reply is retried with
+   * the same message id (JetStream stores it once); a reply's position is only where to read:
+   * once applied that far without finding the batch, it is published again. Returns the last
+   * error seen, if any.
+   */
+  async #append(data: Uint8Array, batch: string, outcome: Outcome, deadline: number): Promise<string | undefined> {
+    let lastError: string | undefined;
+    while (outcome.done === null && !this.#closed) {
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      const r = await this.#link.append(data, batch, Math.min(PUBLISH_TRY_MS, left));
+      if (outcome.done !== null) break;
+      if (r.kind === "unknown") {
+        lastError = r.error;
+        // A server that does not answer at all is left for another one from `--nats`.
+        this.#link.suspect();
+        await new Promise((res) => setTimeout(res, 50));
+        continue;
+      }
+      this.#knownTail = Math.max(this.#knownTail, r.seq);
+      // Read the log up to the reply's position (the consumer or, failing that, direct reads).
+      await this.#waitApplied(r.seq, deadline, outcome);
+      if (outcome.done !== null || this.#applied < r.seq) continue;
+      lastError = `the log holds another message at position ${r.seq}`;
+      log.warn("cluster publish reply names a position holding another message", { position: r.seq, batch });
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    return lastError;
   }
 
   /**
@@ -412,13 +561,13 @@ export class ReplicatedEnv extends StoreEnv {
       try {
         const tail = await this.#tail();
         if (tail <= base) return task.reject(error);
-        if (!(await this.#waitApplied(tail, Date.now() + this.#opts.writeDeadlineMs))) return task.reject(error);
+        if (!(await this.#waitApplied(tail, task.deadline))) return task.reject(error);
       } catch {
         return task.reject(error);
       }
       if (this.#closed) return task.reject(error);
       this.#queue.push(task);
-      void this.#pump();
+      this.#pump();
     })();
   }
 
@@ -459,6 +608,7 @@ export class ReplicatedEnv extends StoreEnv {
         } catch (err) {
           this.#failing = err instanceof StorageUnavailableError ? err.reason : String(err);
           log.error("cluster apply failed; retrying", { error: String(err) });
+          if (this.#closed) break;
           await new Promise((r) => setTimeout(r, 500));
           continue;
         }
@@ -477,18 +627,24 @@ export class ReplicatedEnv extends StoreEnv {
     const me = this.#link.nodeId;
     const own = new Map<LogMessage, Outcome>();
     const fresh: { seq: number; msg: LogMessage }[] = [];
-    const written: [number, [string, Key][]][] = [];
+    const written: [number, [string, Key][], string][] = [];
     const before = this.#applied;
     for (const item of run) {
       const { seq, msg } = item;
-      const outcome = msg.o === me ? this.#awaiting.get(msg.b) : undefined;
+      // A batch id seen again (a retried publish stored twice) is skipped: its first
+      // occurrence decided it.
+      const repeat = this.#recent.repeated(msg.b);
+      const outcome = msg.o === me && !repeat ? this.#awaiting.get(msg.b) : undefined;
       if (outcome) own.set(msg, outcome);
-      const stale = this.#recent.stale(msg.base, seq, msg.r);
+      const stale = repeat || this.#recent.stale(msg.base, seq, msg.r);
       const keys: [string, Key][] = stale ? [] : msg.w.filter((w) => !LOCAL_DBS.has(w[1])).map((w) => [w[1], w[2]]);
-      this.#recent.record(seq, keys);
-      written.push([seq, keys]);
+      this.#recent.record(seq, keys, msg.b);
+      written.push([seq, keys, msg.b]);
       if (!stale) fresh.push(item);
-      if (outcome) outcome.done = stale ? "stale" : null;
+      if (outcome) {
+        outcome.done = stale ? "stale" : null;
+        outcome.seq = seq;
+      }
     }
     const remote = fresh.filter(({ msg }) => !own.has(msg)).flatMap(({ msg }) => msg.w);
     for (const h of this.#hooks) h.before(remote);
@@ -498,8 +654,8 @@ export class ReplicatedEnv extends StoreEnv {
       // goes on receiving the log and serving requests.
       this.root.transactionSync(() => {
         for (const { msg } of fresh) this.#write(msg.w, msg.o === me);
-        for (const [seq, keys] of written) {
-          this.#recentDb.put(seq, keys);
+        for (const [seq, keys, batch] of written) {
+          this.#recentDb.put(seq, { w: keys, b: batch });
           if (seq - CONFLICT_WINDOW > 0) this.#recentDb.remove(seq - CONFLICT_WINDOW);
         }
         this.#state.put("applied", last);
@@ -512,17 +668,21 @@ export class ReplicatedEnv extends StoreEnv {
       throw err;
     }
     this.#applied = last;
+    this.#lastApply = Date.now();
+    this.#knownTail = Math.max(this.#knownTail, last);
     for (const [msg, o] of own) if (o.done === null && fresh.some((f) => f.msg === msg)) o.done = "applied";
     for (const h of this.#hooks) h.after(remote, true);
-    const due = this.#appliedWaiters.filter((w) => w.seq <= last);
-    this.#appliedWaiters = this.#appliedWaiters.filter((w) => w.seq > last);
+    const due: Waiter[] = [];
+    const waiting: Waiter[] = [];
+    for (const w of this.#appliedWaiters) (w.seq <= last || (w.outcome && w.outcome.done !== null) ? due : waiting).push(w);
+    this.#appliedWaiters = waiting;
     for (const w of due) w.wake();
   }
 
-  /** Resolves true once position `seq` is applied here, false at `deadline`. Fetches missing
-   * messages from the stream when they do not arrive on their own. */
-  #waitApplied(seq: number, deadline: number): Promise<boolean> {
-    if (this.#applied >= seq) return Promise.resolve(true);
+  /** Resolves true once position `seq` is applied here (or `outcome` is decided), false at
+   * `deadline`. Fetches missing messages from the stream when they do not arrive on their own. */
+  #waitApplied(seq: number, deadline: number, outcome?: Outcome): Promise<boolean> {
+    if (this.#applied >= seq || (outcome && outcome.done !== null)) return Promise.resolve(true);
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.#appliedWaiters = this.#appliedWaiters.filter((w) => w !== waiter);
@@ -530,6 +690,7 @@ export class ReplicatedEnv extends StoreEnv {
       }, Math.max(0, deadline - Date.now()));
       const waiter = {
         seq,
+        outcome,
         wake: () => {
           clearTimeout(timer);
           resolve(true);
@@ -554,8 +715,12 @@ export class ReplicatedEnv extends StoreEnv {
         want = Math.max(want, s);
         lowestBuffered = Math.min(lowestBuffered, s);
       }
-      // While the consumer keeps delivering in order (a catch-up), let it: read only a real gap.
-      const flowing = Date.now() - this.#lastDelivery < 50;
+      // While the consumer keeps delivering in order (a catch-up), let it: read only a real gap,
+      // unless the wait has lasted (a consumer served by a lagging replica delivers slowly).
+      const now = Date.now();
+      if (want <= this.#applied) this.#repairWaitingSince = 0;
+      else if (this.#repairWaitingSince === 0) this.#repairWaitingSince = now;
+      const flowing = now - this.#lastDelivery < 50 && now - this.#repairWaitingSince < 300;
       if (flowing && lowestBuffered === Infinity) want = 0;
       else if (flowing) want = Math.min(want, lowestBuffered - 1);
       try {
@@ -566,19 +731,28 @@ export class ReplicatedEnv extends StoreEnv {
           this.#feed(s, data);
         }
       } catch (err) {
-        log.warn("cluster repair read failed", { error: String(err) });
+        // Logged once a second at most, and retried after a pause (no stream leader yet).
+        if (now - this.#repairFailedAt > 1000) log.warn("cluster repair read failed", { error: String(err) });
+        this.#repairFailedAt = Date.now();
       }
       if (this.#applied >= this.#repairTarget) this.#repairTarget = 0;
       if (this.#appliedWaiters.length > 0 || this.#buffer.size > 0 || this.#repairTarget > 0) {
         this.#scheduleRepair();
       }
-    }, 50);
+    }, Date.now() - this.#repairFailedAt < 1000 ? 250 : 50);
   }
 
   async #checkTail(): Promise<void> {
     if (this.#closed || !this.#link.connected()) return;
     try {
       const { first, last } = await this.#link.bounds();
+      this.#knownTail = Math.max(this.#knownTail, last);
+      // A consumer left behind the position applied for 3 checks in a row is re-created.
+      this.#consumerBehind = this.#consumerSeq < this.#applied ? this.#consumerBehind + 1 : 0;
+      if (this.#consumerBehind >= 3 && !this.#closed) {
+        log.warn("cluster log consumer behind; re-creating it", { consumer: this.#consumerSeq, applied: this.#applied });
+        this.#follow();
+      }
       if (first > this.#applied + 1 && this.#failing !== BEHIND) {
         this.#failing = BEHIND;
         log.error(BEHIND, { applied: this.#applied, log_first: first });

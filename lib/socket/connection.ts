@@ -31,6 +31,10 @@ export interface SocketDeps {
   verify(app: App, token: unknown, socketId: string): Promise<Principal | null>;
   /** Per-socket send buffer bound; a subscriber above it is disconnected. */
   maxBufferedBytes: number;
+  /** Clustered mode: resolves null once this node applied a join's `min_position` param (the
+   * raw value; one that is not a position is ignored), else the refusal reason when it did not
+   * in time. Without it the param is satisfied at once. */
+  caughtUp?: (minPosition: unknown) => Promise<string | null>;
 }
 
 interface Membership {
@@ -146,6 +150,10 @@ export class Connection extends SubscriberSocket implements LiveSocket {
 
   async #join(joinRef: string | null, ref: string | null, topic: string, params: Record<string, unknown>) {
     const jr = joinRef ?? "0";
+    // Read-your-writes across nodes (CONTRACT.md "Cluster"): wait until this node has applied
+    // the position the client saw its write at.
+    const behind = this.#deps.caughtUp ? await this.#deps.caughtUp(params?.min_position) : null;
+    if (behind) return this.#reply(jr, ref, topic, { status: "error", response: { reason: behind } });
     if (this.#members.has(topic)) this.#leave(topic, "rejoin", true);
     if (this.app.enabled === false) {
       record.join(topic, "app disabled");

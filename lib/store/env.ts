@@ -1,6 +1,7 @@
 // The one LMDB environment of the data dir (`StoreEnv`): named databases, durable transactions
 // and batches, storage failures as `StorageUnavailableError`, backup and close.
-import { join } from "node:path";
+import { statfsSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { open, type Database, type Key, type RootDatabase } from "lmdb";
 import { asStorageError, StorageUnavailableError } from "./errors.ts";
 import { record } from "../metrics/mod.ts";
@@ -41,10 +42,14 @@ export class StoreEnv {
   #idle: (() => void)[] = [];
   #closing = false;
   #commits: CommitQueue | undefined;
+  #path: string;
+  /** The last commit storage refused (no commit succeeded since), with the free bytes then. */
+  #refused: { reason: string; free: number } | undefined;
 
   /** `syncEachCommit: false` (clustered mode, where the replicated log is the durable copy)
    * makes commits visible before they reach the disk, keeping LMDB's crash consistency. */
   constructor(path: string, syncEachCommit = true) {
+    this.#path = path;
     this.root = open({
       path,
       overlappingSync: !syncEachCommit,
@@ -92,6 +97,7 @@ export class StoreEnv {
     const started = performance.now();
     try {
       const result = await commit();
+      this.#refused = undefined;
       record.commit((performance.now() - started) / 1000, false);
       return result;
     } catch (err) {
@@ -99,6 +105,7 @@ export class StoreEnv {
       const refused = mapped instanceof StorageUnavailableError;
       record.commit((performance.now() - started) / 1000, refused);
       if (refused && !this.#closing) log.error("storage refused a commit", { reason: mapped.reason });
+      if (refused) this.#refused = { reason: mapped.reason, free: this.#freeBytes() };
       throw mapped;
     } finally {
       if (--this.#pending === 0) for (const wake of this.#idle.splice(0)) wake();
@@ -135,9 +142,26 @@ export class StoreEnv {
    */
   onRemoteApply(_hook: RemoteApplyHook): void {}
 
-  /** Why this store cannot take writes now (cluster unreachable), or undefined when it can. */
+  /**
+   * Why this store cannot take writes now, or undefined when it can, from what it knows and
+   * without writing (readiness): shutting down, or its last commit was refused and the disk
+   * has not gained space since.
+   */
   unavailable(): string | undefined {
+    if (this.#closing) return "storage unavailable: server shutting down";
+    const refused = this.#refused;
+    if (refused && this.#freeBytes() <= refused.free + 1024 * 1024) return refused.reason;
     return undefined;
+  }
+
+  /** Bytes free for this store on its file system (0 when unknown). */
+  #freeBytes(): number {
+    try {
+      const s = statfsSync(dirname(this.#path));
+      return s.bavail * s.bsize;
+    } catch {
+      return 0;
+    }
   }
 
   /**

@@ -73,6 +73,52 @@ Deno.test({
     });
     const sockets: RawSocket[] = [];
     try {
+      await t.step("read-your-writes across nodes; /readyz answers without writing", async () => {
+        const [n1, n2] = cluster.nodes;
+        const write = await fetch(`${n1.baseUrl}${path("ryw")}/append`, {
+          method: "POST",
+          headers: n1.headers(),
+          body: JSON.stringify({ slot: "l", value: "mine" }),
+        });
+        assert.equal(write.status, 200);
+        await write.body?.cancel();
+        const position = Number(write.headers.get("switchboard-position"));
+        assert.ok(Number.isSafeInteger(position) && position > 0, "a write reply carries its log position");
+        // A read on another node asking for that position sees the write.
+        const read = await fetch(`${n2.baseUrl}${path("ryw")}`, {
+          headers: { ...n2.headers(), "Switchboard-Min-Position": String(position) },
+        });
+        assert.equal(read.status, 200);
+        assert.deepEqual((await read.json()).state, { l: ["mine"] });
+        // A failed write's reply carries a position too (what the node had applied).
+        const refused = await fetch(`${n2.baseUrl}${path("ryw")}/append`, { method: "POST", headers: n2.headers(), body: "{" });
+        assert.equal(refused.status, 400);
+        await refused.body?.cancel();
+        assert.ok(Number(refused.headers.get("switchboard-position")) >= position);
+        // A position no node has reached: 503 after the write deadline (4 s here).
+        const far = position + 1_000_000;
+        const late = await fetch(`${n2.baseUrl}${path("ryw")}`, { headers: { ...n2.headers(), "Switchboard-Min-Position": String(far) } });
+        assert.equal(late.status, 503);
+        assert.match((await late.json()).error, /not caught up/);
+        // Joins: min_position reached joins; one not reached is refused with "not caught up".
+        const s = await RawSocket.connect(n2.wsUrl());
+        sockets.push(s);
+        assert.equal((await s.join("durable:key1:ledger:ryw", { app_secret: "secret1", min_position: position })).status, "ok");
+        const behind = await s.join("durable:key1:ledger:ryw2", { app_secret: "secret1", min_position: far });
+        assert.deepEqual([behind.status, behind.response], ["error", { reason: "not caught up" }]);
+        // Readiness reads what the node knows: many probes add nothing to the log.
+        const applied = async () => {
+          const text = await (await fetch(`${n1.baseUrl}/metrics`)).text();
+          return Number(text.match(/switchboard_cluster_applied_position\{[^}]*\} (\d+)/)![1]);
+        };
+        const before = await applied();
+        for (let i = 0; i < 20; i++) {
+          const r = await fetch(`${cluster.nodes[i % 3].baseUrl}/readyz`);
+          assert.deepEqual([r.status, await r.json()], [200, { status: "ready" }]);
+        }
+        assert.equal(await applied(), before, "no probe wrote to the log");
+      });
+
       await t.step("SIGKILL of the JetStream stream leader during writes", async () => {
         const nc = await connect({ servers: cluster.nats.urls });
         const jsm = await nc.jetstreamManager();

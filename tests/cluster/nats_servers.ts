@@ -49,6 +49,8 @@ export interface NatsCluster {
   kill(i: number): Promise<void>;
   /** Starts node `i` again with its store dir. */
   restart(i: number): Promise<void>;
+  /** Sends `signal` to node `i` (SIGSTOP freezes it, SIGCONT resumes it). */
+  signal(i: number, signal: NodeJS.Signals): void;
   /** Stops every node and removes the store dirs. */
   stop(): Promise<void>;
 }
@@ -93,9 +95,20 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
     urls: nodes.map((n) => `nats://127.0.0.1:${n.port}`),
     kill: (i) => stopNode(nodes[i], "SIGKILL"),
     restart: (i) => start(nodes[i]),
+    signal: (i, signal) => void nodes[i].proc?.kill(signal),
     async stop() {
+      for (const n of nodes) n.proc?.kill("SIGCONT");
       await Promise.all(nodes.map((n) => stopNode(n, "SIGKILL")));
-      rmSync(dir, { recursive: true, force: true });
+      // A server's files may still be settling just after its exit: try a few times.
+      for (let attempt = 1;; attempt++) {
+        try {
+          rmSync(dir, { recursive: true, force: true });
+          break;
+        } catch (err) {
+          if (attempt === 5) throw err;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      }
     },
   };
 }

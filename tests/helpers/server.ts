@@ -42,6 +42,8 @@ export interface TestServer {
   stop(): Promise<number | null>;
   /** SIGKILL and wait. */
   kill(): Promise<void>;
+  /** The server's process id (fault tests freeze it with SIGSTOP). */
+  pid: number;
 }
 
 /** Options for `startServer`. */
@@ -124,6 +126,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
       "content-type": "application/json",
     }),
     output: () => out,
+    pid: child.pid!,
     stop: () => stopChild(child, exited, "SIGTERM"),
     kill: async () => {
       await stopChild(child, exited, "SIGKILL");

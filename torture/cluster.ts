@@ -1,0 +1,447 @@
+// The cluster nemesis (issue 35): 3 nats-servers and 3 Switchboard nodes (the binary) on
+// loopback, writers on every node at once (list appends and counter increments on shared
+// objects), while faults hit one at a time: SIGSTOP and SIGKILL of a nats-server (the stream's
+// leader and not), SIGSTOP and SIGKILL of a Switchboard node. A partition made with network
+// namespaces needs a namespace per server and veth pairs; loopback-only runs use SIGSTOP of the
+// server instead (a frozen peer is what a partitioned one looks like from outside).
+//
+// Checks, on every node once writes stop: every acknowledged write is in the final state at its
+// position; the lists are contiguous (length = log_id), without repeats, identical on every
+// node; counters are identical and between the acknowledged and the attempted increments;
+// real-time order holds (a write sent after another was acknowledged lands after it); every
+// write got an answer, never later than twice the write deadline after it was sent (requests
+// in flight to a frozen node excepted); no node logged a crash. Recorded per fault: the
+// longest time without an acknowledged write on each live node ("stall"), and the slowest
+// /readyz answer and its 503s.
+import { connect } from "nats";
+import type { TestServer } from "../tests/helpers/server.ts";
+import { startCluster, type SwitchboardCluster } from "../tests/cluster/cluster.ts";
+import { crashLines, type PartResult, rng, sleep } from "./common.ts";
+
+/** How long the nemesis runs and how hard. */
+export interface NemesisBudget {
+  ms: number;
+  seed: number;
+  short: boolean;
+}
+
+const DEADLINE_MS = 10_000;
+const LISTS = 3;
+const COUNTERS = 3;
+const WRITERS_PER_NODE = 3;
+
+interface Op {
+  node: number;
+  key: string;
+  kind: "append" | "increment";
+  value: string;
+  sent: number;
+  answered?: number;
+  status?: number;
+  logId?: number;
+  /** The request's node was frozen while it was in flight (its late answer is expected). */
+  frozen?: boolean;
+}
+
+/** One fault: its name, what it does, and how it heals. */
+interface Fault {
+  name: string;
+  /** The Switchboard node it takes down (its own writes do not count for the stall). */
+  node?: number;
+  /** A fault of the stream's leader, and the nats-server it hit. */
+  leader?: boolean;
+  target?: () => number;
+  apply(): Promise<void>;
+  heal(): Promise<void>;
+}
+
+/** What one fault cost. */
+interface FaultReport {
+  name: string;
+  stallMs: number;
+  /** JetStream's own stall: for a leader fault, until another server led the stream. */
+  rawStallMs: number;
+  /** The stall of each node (null: the faulted node). */
+  perNode: (number | null)[];
+  readyzMaxMs: number;
+  readyz503: number;
+}
+
+/** The stream's leader: the index of the nats-server (n1 → 0), or -1 when unknown. */
+async function leaderOf(urls: string[], skip: Set<number>): Promise<number> {
+  let lastError: unknown;
+  // Just after a fault the stream may have no leader yet: ask again for a while.
+  for (let attempt = 0; attempt < 20; attempt++) {
+    try {
+      const nc = await connect({ servers: urls.filter((_, i) => !skip.has(i)), timeout: 2000, maxReconnectAttempts: 0 });
+      try {
+        const jsm = await nc.jetstreamManager({ timeout: 3000 });
+        const leader = (await jsm.streams.info("SWITCHBOARD")).cluster?.leader;
+        if (leader) return Number(leader.replace(/^n/, "")) - 1;
+      } finally {
+        await nc.close();
+      }
+    } catch (err) {
+      lastError = err;
+    }
+    await sleep(500);
+  }
+  throw new Error(`no stream leader: ${String(lastError)}`);
+}
+
+/** Resolves once the stream has a leader and every replica is current (a fault while a
+ * replica still catches up would be two faults at once: no quorum of current replicas). */
+async function streamHealthy(urls: string[], ms: number): Promise<true | number[]> {
+  const deadline = Date.now() + ms;
+  let lagging: number[] = [];
+  while (Date.now() < deadline) {
+    try {
+      const nc = await connect({ servers: urls, timeout: 2000, maxReconnectAttempts: 0 });
+      try {
+        const jsm = await nc.jetstreamManager({ timeout: 3000 });
+        const { cluster } = await jsm.streams.info("SWITCHBOARD");
+        if (cluster?.leader && (cluster.replicas ?? []).every((r) => r.current && !r.offline)) return true;
+        lagging = (cluster?.replicas ?? []).filter((r) => !r.current).map((r) => Number(r.name.replace(/^n/, "")) - 1);
+      } finally {
+        await nc.close();
+      }
+    } catch { /* not yet */ }
+    await sleep(500);
+  }
+  return lagging;
+}
+
+/** Watches which nats-server leads the log's stream (every 250 ms, over its own connection),
+ * so each fault's stall can be compared with JetStream's own: how long the stream had no
+ * working leader. */
+async function leaderWatch(urls: string[]): Promise<{ unusableSince: (t0: number, frozen: number) => number; stop: () => Promise<void> }> {
+  const nc = await connect({ servers: urls, pingInterval: 1000, maxPingOut: 3, timeout: 2000, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+  const seen: { at: number; leader: number }[] = [];
+  let stop = false;
+  const loop = (async () => {
+    while (!stop) {
+      const at = Date.now();
+      try {
+        const jsm = await nc.jetstreamManager({ timeout: 1000 });
+        const leader = (await jsm.streams.info("SWITCHBOARD")).cluster?.leader;
+        seen.push({ at, leader: leader ? Number(leader.replace(/^n/, "")) - 1 : -1 });
+      } catch {
+        seen.push({ at, leader: -1 });
+      }
+      await sleep(250);
+    }
+  })();
+  return {
+    /** Ms from `t0` until the stream was first seen led by a server other than `frozen`
+     * (-1: none is excluded), or until now when it never was. */
+    unusableSince(t0, frozen) {
+      const ok = seen.find((s) => s.at >= t0 && s.leader >= 0 && s.leader !== frozen);
+      return (ok?.at ?? Date.now()) - t0;
+    },
+    async stop() {
+      stop = true;
+      await loop;
+      await nc.close();
+    },
+  };
+}
+
+/** Runs the nemesis (see the module comment). */
+export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult> {
+  const failures: string[] = [];
+  const counts: Record<string, number> = {};
+  const random = rng(budget.seed);
+  const pauseMs = budget.short ? 6000 : 20_000;
+  const recoverMs = budget.short ? 5000 : 8000;
+  const cluster: SwitchboardCluster = await startCluster({
+    env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "500", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: String(DEADLINE_MS) },
+  });
+  const ops: Op[] = [];
+  /** Nodes writers leave alone (killed or frozen), and frozen nodes. */
+  const down = new Set<number>();
+  const frozen = new Set<number>();
+  const natsDown = new Set<number>();
+  const acks: number[][] = [[], [], []];
+  const probes: { node: number; at: number; ms: number; status: number }[] = [];
+  let stop = false;
+  let seq = 0;
+  const writer = async (node: number) => {
+    while (!stop) {
+      if (down.has(node)) {
+        await sleep(100);
+        continue;
+      }
+      const kind = random() < 0.5 ? "append" : "increment";
+      const key = kind === "append" ? `list${Math.floor(random() * LISTS)}` : `count${Math.floor(random() * COUNTERS)}`;
+      const op: Op = { node, key, kind, value: `v${seq++}`, sent: Date.now() };
+      ops.push(op);
+      const server = cluster.nodes[node];
+      try {
+        const body = kind === "append" ? { slot: "l", value: op.value } : { slot: "n" };
+        const res = await fetch(`${server.baseUrl}/api/v1/objects/app-1/nemesis/${key}/${kind}`, {
+          method: "POST",
+          headers: server.headers(),
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(DEADLINE_MS * 2 + pauseMs + 5000),
+        });
+        op.status = res.status;
+        const json = await res.json();
+        op.answered = Date.now();
+        if (res.status === 200) {
+          op.logId = json.log_id;
+          acks[node].push(op.answered);
+        } else if (res.status !== 503) failures.push(`${kind} on node ${node + 1}: ${res.status} ${JSON.stringify(json)}`);
+      } catch (err) {
+        op.status = 0; // no answer: the node was killed under it, or it hung (checked below)
+        if ((err as Error).name === "TimeoutError") failures.push(`${kind} on node ${node + 1} never answered`);
+        await sleep(50);
+      }
+    }
+  };
+  const prober = async () => {
+    while (!stop) {
+      await Promise.all(cluster.nodes.map(async (server, node) => {
+        if (down.has(node)) return;
+        const at = Date.now();
+        try {
+          const res = await fetch(`${server.baseUrl}/readyz`, { signal: AbortSignal.timeout(5000) });
+          await res.body?.cancel();
+          probes.push({ node, at, ms: Date.now() - at, status: res.status });
+        } catch {
+          if (!down.has(node)) probes.push({ node, at, ms: Date.now() - at, status: 0 });
+        }
+      }));
+      await sleep(250);
+    }
+  };
+
+  const natsFault = (name: string, pick: "leader" | "follower", signal: "SIGSTOP" | "SIGKILL"): Fault => {
+    let target = -1;
+    return {
+      name,
+      leader: pick === "leader",
+      target: () => target,
+      async apply() {
+        const leader = await leaderOf(cluster.nats.urls, natsDown);
+        target = pick === "leader" ? leader : [0, 1, 2].find((i) => i !== leader)!;
+        natsDown.add(target);
+        if (signal === "SIGSTOP") cluster.nats.signal(target, "SIGSTOP");
+        else await cluster.nats.kill(target);
+      },
+      async heal() {
+        if (signal === "SIGSTOP") cluster.nats.signal(target, "SIGCONT");
+        else await cluster.nats.restart(target);
+        natsDown.delete(target);
+      },
+    };
+  };
+  const faults: Fault[] = [
+    {
+      name: "Switchboard node SIGSTOP",
+      node: 2,
+      apply() {
+        down.add(2);
+        frozen.add(2);
+        for (const op of ops) if (op.node === 2 && op.status === undefined) op.frozen = true;
+        Deno.kill(cluster.nodes[2].pid, "SIGSTOP");
+        return Promise.resolve();
+      },
+      heal() {
+        Deno.kill(cluster.nodes[2].pid, "SIGCONT");
+        frozen.delete(2);
+        down.delete(2);
+        return Promise.resolve();
+      },
+    },
+    {
+      name: "Switchboard node SIGKILL, restarted",
+      node: 1,
+      async apply() {
+        down.add(1);
+        await cluster.kill(1);
+      },
+      async heal() {
+        await cluster.restart(1);
+        down.delete(1);
+      },
+    },
+    // nats-server 2.9.10 (see docs/cluster.md): a replica frozen under writes may not catch up
+    // again, so the faults that leave one behind come last.
+    natsFault("nats-server (stream leader) SIGKILL, restarted", "leader", "SIGKILL"),
+    natsFault("nats-server (not leader) SIGSTOP", "follower", "SIGSTOP"),
+    natsFault("nats-server (stream leader) SIGSTOP", "leader", "SIGSTOP"),
+    natsFault("nats-server (not leader) SIGKILL, restarted", "follower", "SIGKILL"),
+  ];
+  const reports: FaultReport[] = [];
+  const watch = await leaderWatch(cluster.nats.urls);
+  const writers = [0, 1, 2].flatMap((node) => Array.from({ length: WRITERS_PER_NODE }, () => writer(node)));
+  const probing = prober();
+  const started = Date.now();
+  try {
+    await sleep(2000);
+    for (let round = 0; round === 0 || Date.now() - started < budget.ms * 0.8; round++) {
+      for (const fault of faults) {
+        // One fault at a time: a NATS fault while a replica is still behind would be a second
+        // fault at once (no quorum of current replicas). nats-server 2.9.10 may leave a replica
+        // that was frozen under writes behind for good (also without Switchboard, and after a
+        // restart): the NATS faults after that are reported as not run.
+        if (fault.node === undefined && (await streamHealthy(cluster.nats.urls, 20_000)) !== true) {
+          console.log(`    ${fault.name}: not run (a stream replica is still behind)`);
+          counts["NATS faults not run (replica behind)"] = (counts["NATS faults not run (replica behind)"] ?? 0) + 1;
+          continue;
+        }
+        const t0 = Date.now();
+        await fault.apply();
+        await sleep(pauseMs);
+        await fault.heal();
+        await sleep(recoverMs);
+        const t1 = Date.now();
+        const report = measure(fault, t0, t1, acks, probes);
+        // JetStream's own stall: until a leader other than a frozen or killed one leads.
+        report.rawStallMs = fault.leader ? watch.unusableSince(t0, fault.target!()) : 0;
+        reports.push(report);
+        await sleep(1000);
+      }
+      if (budget.short) break;
+    }
+  } catch (err) {
+    failures.push(`nemesis step failed: ${String(err)}`);
+  } finally {
+    stop = true;
+    await Promise.all(writers);
+    await probing;
+    await watch.stop();
+  }
+  for (const r of reports) {
+    const nodes = r.perNode.map((ms, i) => `node ${i + 1} ${ms === null ? "down" : (ms / 1000).toFixed(1)}`).join(", ");
+    console.log(
+      `    ${r.name}: stall ${(r.stallMs / 1000).toFixed(1)} s (${nodes}; JetStream alone ${(r.rawStallMs / 1000).toFixed(1)}), ` +
+        `/readyz slowest ${r.readyzMaxMs} ms, ${r.readyz503} x 503`,
+    );
+    // Generous bound: the goal is JetStream's own stall plus 2 s, but on the shared 2-core
+    // machine a node sometimes stops answering for a few seconds while another one restarts
+    // (seen with /readyz too); a stall a whole write deadline past JetStream's own (the kind
+    // this suite was written for: 10-180 s) fails the run.
+    if (r.stallMs > r.rawStallMs + DEADLINE_MS) failures.push(`${r.name}: writes stalled ${r.stallMs} ms (JetStream alone ${r.rawStallMs} ms)`);
+  }
+  try {
+    await verify(cluster.nodes, ops, failures);
+    for (const [i, node] of cluster.nodes.entries()) {
+      for (const line of crashLines(node.output())) failures.push(`node ${i + 1}: ${line}`);
+    }
+  } finally {
+    if (failures.length > 0) {
+      const dir = Deno.makeTempDirSync({ prefix: "sb-nemesis-" });
+      for (const [i, n] of cluster.nodes.entries()) Deno.writeTextFileSync(`${dir}/node-${i + 1}.log`, n.output());
+      failures.push(`node logs in ${dir}`);
+    }
+    for (const n of cluster.nodes) {
+      try {
+        Deno.kill(n.pid, "SIGCONT");
+      } catch { /* gone */ }
+    }
+    await cluster.stop();
+  }
+  counts["acknowledged writes"] = ops.filter((o) => o.status === 200).length;
+  counts["503 (outcome unknown)"] = ops.filter((o) => o.status === 503).length;
+  counts["faults"] = reports.length;
+  counts["worst stall ms"] = Math.max(0, ...reports.map((r) => r.stallMs));
+  counts["slowest /readyz ms"] = Math.max(0, ...reports.map((r) => r.readyzMaxMs));
+  const late = ops.filter((o) => o.answered !== undefined && !o.frozen && o.answered - o.sent > 2 * DEADLINE_MS);
+  counts["answers later than 2x deadline"] = late.length;
+  if (late.length > 0) failures.push(`${late.length} writes answered later than twice the deadline`);
+  return { name: "cluster nemesis", counts, failures };
+}
+
+/** The longest time without an ack on each node that stayed up, between `t0` and `t1`, and the
+ * readiness probes of that window. */
+function measure(
+  fault: Fault,
+  t0: number,
+  t1: number,
+  acks: number[][],
+  probes: { node: number; at: number; ms: number; status: number }[],
+): FaultReport {
+  let stall = 0;
+  const perNode: (number | null)[] = [];
+  for (const [node, times] of acks.entries()) {
+    if (node === fault.node) {
+      perNode.push(null);
+      continue;
+    }
+    const before = stall;
+    stall = 0;
+    let last = t0;
+    for (const t of times) {
+      if (t <= t0) continue;
+      if (t > t1) break;
+      stall = Math.max(stall, t - last);
+      last = t;
+    }
+    stall = Math.max(stall, Math.min(t1, times.find((t) => t > last) ?? t1) - last);
+    perNode.push(stall);
+    stall = Math.max(before, stall);
+  }
+
+  const window = probes.filter((p) => p.at >= t0 && p.at <= t1 && p.node !== fault.node);
+  return {
+    name: fault.name,
+    stallMs: stall,
+    perNode,
+    rawStallMs: 0,
+    readyzMaxMs: Math.max(0, ...window.map((p) => p.ms)),
+    readyz503: window.filter((p) => p.status === 503).length,
+  };
+}
+
+/** Waits for every node to hold the same state of every object, then checks it against the
+ * writes (see the module comment). */
+async function verify(nodes: TestServer[], ops: Op[], failures: string[]): Promise<void> {
+  const keys = [...Array(LISTS).keys()].map((i) => `list${i}`).concat([...Array(COUNTERS).keys()].map((i) => `count${i}`));
+  const read = async (node: TestServer, key: string) => {
+    const res = await fetch(`${node.baseUrl}/api/v1/objects/app-1/nemesis/${key}`, { headers: node.headers(), signal: AbortSignal.timeout(10_000) });
+    return await res.json() as { state: { l?: string[]; n?: number }; log_id: number };
+  };
+  for (const key of keys) {
+    let states: { state: { l?: string[]; n?: number }; log_id: number }[] = [];
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      states = await Promise.all(nodes.map((n) => read(n, key).catch(() => ({ state: {}, log_id: -1 }))));
+      if (states.every((s) => JSON.stringify(s) === JSON.stringify(states[0]))) break;
+      await sleep(250);
+    }
+    if (!states.every((s) => JSON.stringify(s) === JSON.stringify(states[0]))) {
+      failures.push(`${key}: nodes differ: ${states.map((s) => `log_id ${s.log_id}`).join(", ")}`);
+      continue;
+    }
+    const { state, log_id } = states[0];
+    const mine = ops.filter((o) => o.key === key);
+    const acked = mine.filter((o) => o.status === 200);
+    if (key.startsWith("list")) {
+      const list = state.l ?? [];
+      if (list.length !== log_id) failures.push(`${key}: ${list.length} entries at log_id ${log_id} (not contiguous)`);
+      if (new Set(list).size !== list.length) failures.push(`${key}: a value stored twice`);
+      const sent = new Set(mine.map((o) => o.value));
+      for (const v of list) if (!sent.has(v)) failures.push(`${key}: ${v} was never written`);
+      for (const o of acked) {
+        if (list[o.logId! - 1] !== o.value) failures.push(`${key}: acknowledged ${o.value} not at log_id ${o.logId}`);
+      }
+    } else {
+      const n = state.n ?? 0;
+      const attempted = mine.filter((o) => o.status !== 200).length;
+      if (n !== log_id) failures.push(`${key}: counter ${n} at log_id ${log_id}`);
+      if (n < acked.length || n > acked.length + attempted) {
+        failures.push(`${key}: counter ${n}, ${acked.length} acknowledged, ${attempted} unknown`);
+      }
+    }
+    // Real-time order: a write sent after another was acknowledged has a later position.
+    const byAck = [...acked].sort((a, b) => a.answered! - b.answered!);
+    const bySent = [...acked].sort((a, b) => a.sent - b.sent);
+    let i = 0;
+    let highest = 0;
+    for (const b of bySent) {
+      while (i < byAck.length && byAck[i].answered! < b.sent) highest = Math.max(highest, byAck[i++].logId!);
+      if (b.logId! <= highest) failures.push(`${key}: ${b.value} (log_id ${b.logId}) sent after log_id ${highest} was acknowledged`);
+    }
+  }
+}
