@@ -85,8 +85,8 @@ export class ThreadLog {
       hub,
       (logId, entry) => [[entry.event, { log_id: logId, ...wireEventData(entry.data) }]],
     );
-    // Topic `chat:{appKey}:{threadId}`: the thread id follows the second colon.
-    this.streams.onRemotePurge((topic) => ["thread:deleted", { threadId: topic.slice(topic.indexOf(":", 5) + 1) }]);
+    // Topic `chat:{appKey}:{threadId}`: the thread id is the topic's name.
+    this.streams.onRemotePurge((topic) => ["thread:deleted", { threadId: topic.name }]);
   }
 
   /** Storage stream and topic of a thread. */

@@ -7,7 +7,7 @@ import { verifyJoin } from "../auth/join.ts";
 import { type ChannelHandler, errorReply, type JoinContext } from "../socket/handler.ts";
 import { MAX_NAME_BYTES, objectTypeProblem } from "./limits.ts";
 import { byteLength } from "./ops.ts";
-import { parseEpoch, parsePosition } from "../streams/mod.ts";
+import { objectName, parseEpoch, parsePosition } from "../streams/mod.ts";
 import { addressOf, type ObjectRef, type ObjectStore } from "./store.ts";
 
 /** The push refusal the spec prescribes for this read-only channel. */
@@ -27,11 +27,9 @@ async function authorize(ctx: JoinContext, type: string, key: string): Promise<s
 export function objectChannel(store: ObjectStore): ChannelHandler {
   return {
     async join(ctx) {
-      const colon = ctx.name.indexOf(":");
-      const type = ctx.name.slice(0, colon);
-      const key = ctx.name.slice(colon + 1);
+      const { type, key } = objectName(ctx.name) ?? { type: "", key: "" };
       if (
-        colon <= 0 || key === "" || objectTypeProblem(type) ||
+        type === "" || key === "" || objectTypeProblem(type) ||
         byteLength(type) > MAX_NAME_BYTES || byteLength(key) > MAX_NAME_BYTES
       ) {
         return { error: "invalid topic format" };

@@ -6,6 +6,7 @@ import type { App } from "../config/apps.ts";
 import type { Config } from "../config/config.ts";
 import type { Hub } from "../hub/hub.ts";
 import { Occupancy } from "../hub/occupancy.ts";
+import { Topic } from "../wire/topic.ts";
 import {
   channelAddress,
   type LogRecord,
@@ -85,7 +86,7 @@ export class ChannelService {
       (e) => e.exclude,
     );
     this.hub = hub;
-    this.occupancy = new Occupancy(hub, "pubsub:");
+    this.occupancy = new Occupancy(hub, Topic.prefixOf("pubsub"));
     this.#maxCount = config.historyMaxCount;
     this.#maxAgeMs = config.historyMaxAgeSeconds * 1000;
   }

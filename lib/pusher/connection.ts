@@ -371,8 +371,9 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
   }
 
   #subscriptionError(channel: string, type: string, status: number, error: string) {
-    record.join(`pubsub:${this.#app.key}:${channel}`, error);
-    if (tapActive) tap(this.#app.key, "join", { topic: `pubsub:${this.#app.key}:${channel}`, socket_id: this.socketId, outcome: error });
+    const topic = this.#deps.svc.topic(this.#app, channel);
+    record.join(topic, error);
+    if (tapActive) tap(this.#app.key, "join", { topic, socket_id: this.socketId, outcome: error });
     this.#send(message("pusher:subscription_error", { type, error, status }, channel));
   }
 

@@ -9,7 +9,7 @@ import type { JoinContext } from "../socket/handler.ts";
 import type { LogRecord, Prepared, StreamLog } from "./stream_log.ts";
 import { joinStream, type StreamJoinSpec } from "./join.ts";
 import { record } from "../metrics/mod.ts";
-import type { StreamAddress } from "./names.ts";
+import { type StreamAddress, Topic } from "./names.ts";
 
 /** Maps one stored entry at `position` to the wire events it is delivered (and replayed) as. */
 export type EventsOf<E> = (position: number, entry: E) => [string, unknown][];
@@ -30,7 +30,7 @@ export class ProductStream<E> {
   /** Topics of the streams joined on this node, for other nodes' writes (clustered mode):
    * kept while the topic has subscribers or a join is under way. */
   #joined = new Map<string, { topic: string; joining: number }>();
-  #purgeNotice: (topic: string) => [string, Record<string, unknown>] = () => ["purge", {}];
+  #purgeNotice: (topic: Topic) => [string, Record<string, unknown>] = () => ["purge", {}];
 
   constructor(log: StreamLog, hub: Hub, events: EventsOf<E>, excludedBy: ExcludedBy<E> = () => undefined) {
     this.log = log;
@@ -44,16 +44,17 @@ export class ProductStream<E> {
       },
       purged: (stream, epoch) => {
         const topic = this.#liveTopic(stream);
-        if (!topic) return;
-        const [event, payload] = this.#purgeNotice(topic);
+        const parsed = topic ? Topic.parse(topic) : null;
+        if (!topic || !parsed) return;
+        const [event, payload] = this.#purgeNotice(parsed);
         this.#hub.publish(topic, event, { ...payload, epoch });
       },
     });
   }
 
-  /** The event (and payload) subscribers get when another node purges the stream of `topic`;
-   * the same the product passes to `purge`. */
-  onRemotePurge(notice: (topic: string) => [string, Record<string, unknown>]): void {
+  /** The event (and payload) subscribers get when another node purges the stream of `topic`
+   * (parsed); the same the product passes to `purge`. */
+  onRemotePurge(notice: (topic: Topic) => [string, Record<string, unknown>]): void {
     this.#purgeNotice = notice;
   }
 
