@@ -31,6 +31,7 @@
 import type { App } from "../config/apps.ts";
 import type { Hub } from "../hub/hub.ts";
 import {
+  LOG_ID,
   type LogRecord,
   type Prepared,
   ProductStream,
@@ -83,6 +84,7 @@ export class ThreadLog {
     this.streams = new ProductStream<ThreadEntry>(
       log,
       hub,
+      LOG_ID,
       (logId, entry) => [[entry.event, { log_id: logId, ...wireEventData(entry.data) }]],
     );
     // Topic `chat:{appKey}:{threadId}`: the thread id is the topic's name.

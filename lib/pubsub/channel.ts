@@ -17,7 +17,7 @@ import {
 } from "./names.ts";
 import { memberOf, type PresenceMember } from "./presence.ts";
 import { type ChannelService, deliveryPayload, type StoredEvent } from "./service.ts";
-import { parseEpoch, parsePosition } from "../streams/mod.ts";
+import { isRefusal, type StreamPosition } from "../streams/mod.ts";
 
 type JoinOutcome = ChannelInstance | { error: string };
 
@@ -51,13 +51,11 @@ async function join(svc: ChannelService, ctx: JoinContext): Promise<JoinOutcome>
     member = checked;
     if (principal!.clientId !== member.user_id) return { error: "invalid token" };
   }
-  const after = parsePosition(ctx.params.after_serial);
-  if (after === null) return { error: "invalid after_serial" };
-  const epoch = parseEpoch(ctx.params.epoch);
-  if (epoch === null) return { error: "invalid epoch" };
+  const from = svc.streams.position(ctx.params);
+  if (isRefusal(from)) return from;
 
   const instance = channelInstance(svc, ctx, principal, member);
-  return await enterChannel(svc, ctx, { member, after, epoch }) ? instance : { error: "join ended" };
+  return await enterChannel(svc, ctx, { member, from }) ? instance : { error: "join ended" };
 }
 
 /**
@@ -80,7 +78,7 @@ export function presenceMember(raw: unknown): PresenceMember | { error: string }
 }
 
 /**
- * An authorized join, whichever protocol asked: replay after `after` (oldest first), the
+ * An authorized join, whichever protocol asked: replay after `from` (oldest first), the
  * reply with the snapshot `{ serial, epoch }` (plus `replay`/`first_serial` when a position was
  * given, and `presence` for a member), then live delivery, with nothing dropped or repeated.
  * A presence member is announced to the others before it subscribes. Resolves false when the
@@ -89,7 +87,7 @@ export function presenceMember(raw: unknown): PresenceMember | { error: string }
 export async function enterChannel(
   svc: ChannelService,
   ctx: JoinContext,
-  opts: { member?: PresenceMember; after?: number; epoch?: string },
+  opts: { member?: PresenceMember; from?: StreamPosition },
 ): Promise<boolean> {
   // The join waits until what it makes observable is reported (webhooks, ChannelService.onEnter).
   const entered = await svc.beforeEnter(ctx.app, ctx.topic, opts.member?.user_id);
@@ -100,9 +98,9 @@ export async function enterChannel(
 async function joinChannel(
   svc: ChannelService,
   ctx: JoinContext,
-  opts: { member?: PresenceMember; after?: number; epoch?: string },
+  opts: { member?: PresenceMember; from?: StreamPosition },
 ): Promise<boolean> {
-  const { member, after, epoch } = opts;
+  const { member, from } = opts;
   if (channelKind(ctx.name) === "ephemeral") {
     ctx.accept({ serial: null, replay: "none" });
     ctx.subscribe();
@@ -110,20 +108,15 @@ async function joinChannel(
   }
   const addr = svc.address(ctx.app, ctx.name);
   return await svc.streams.join(ctx, addr, {
-    after,
-    epoch,
+    from,
     // Replay honours the retention window (count and age), even before a lazy trim ran.
     read: (from, upTo, limit) => svc.records(addr.stream, from, upTo, limit),
     snapshot: () => {
       const serial = svc.log.head(addr.stream);
-      return { position: serial, value: { serial, epoch: svc.log.epoch(addr.stream) } };
+      return { position: serial, value: { serial } };
     },
-    reply: (snap, { replay, first }) => {
+    reply: (snap) => {
       const response: Record<string, unknown> = { ...snap };
-      if (after !== undefined) {
-        response.replay = replay;
-        response.first_serial = first;
-      }
       if (member) {
         // Announce before subscribing, so the joiner itself does not get its own join event.
         if (svc.presence.add(ctx.topic, member.user_id, member.user_info, ctx.socketId)) {
@@ -137,7 +130,7 @@ async function joinChannel(
         // or repeated between the cached event and the next one.
         const hit = svc.cached(addr.stream, snap.serial);
         response.cache = hit ? { event: hit.event, payload: deliveryPayload(hit.serial, hit) } : null;
-        if (!hit && after === undefined) svc.cacheMiss(ctx.app, ctx.name);
+        if (!hit && from === undefined) svc.cacheMiss(ctx.app, ctx.name);
       }
       return response;
     },

@@ -11,6 +11,7 @@ import {
   channelAddress,
   type LogRecord,
   ProductStream,
+  SERIAL,
   type StreamAddress,
   type StreamLog,
 } from "../streams/mod.ts";
@@ -82,6 +83,7 @@ export class ChannelService {
     this.streams = new ProductStream<StoredEvent>(
       log,
       hub,
+      SERIAL,
       (serial, e) => [[e.event, deliveryPayload(serial, e)]],
       (e) => e.exclude,
     );

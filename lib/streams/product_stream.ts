@@ -10,6 +10,7 @@ import type { LogRecord, Prepared, StreamLog } from "./stream_log.ts";
 import { joinStream, type StreamJoinSpec } from "./join.ts";
 import { record } from "../metrics/mod.ts";
 import { type StreamAddress, Topic } from "./names.ts";
+import { type PositionWire, readPosition, type StreamPosition } from "./position.ts";
 
 /** Maps one stored entry at `position` to the wire events it is delivered (and replayed) as. */
 export type EventsOf<E> = (position: number, entry: E) => [string, unknown][];
@@ -19,11 +20,13 @@ export type EventsOf<E> = (position: number, entry: E) => [string, unknown][];
 export type ExcludedBy<E> = (entry: E) => string | undefined;
 
 /** The join options a product gives; log, stream and the event mapping come from the stream. */
-export type ProductJoin<E, S> = Omit<StreamJoinSpec<E, S>, "log" | "stream" | "events">;
+export type ProductJoin<E, S> = Omit<StreamJoinSpec<E, S>, "log" | "stream" | "events" | "wire">;
 
 /** See the module comment. */
 export class ProductStream<E> {
   readonly log: StreamLog;
+  /** The product's position names on the wire. */
+  readonly wire: PositionWire;
   #hub: Hub;
   #events: EventsOf<E>;
   #excludedBy: ExcludedBy<E>;
@@ -32,8 +35,15 @@ export class ProductStream<E> {
   #joined = new Map<string, { topic: string; joining: number }>();
   #purgeNotice: (topic: Topic) => [string, Record<string, unknown>] = () => ["purge", {}];
 
-  constructor(log: StreamLog, hub: Hub, events: EventsOf<E>, excludedBy: ExcludedBy<E> = () => undefined) {
+  constructor(
+    log: StreamLog,
+    hub: Hub,
+    wire: PositionWire,
+    events: EventsOf<E>,
+    excludedBy: ExcludedBy<E> = () => undefined,
+  ) {
     this.log = log;
+    this.wire = wire;
     this.#hub = hub;
     this.#events = events;
     this.#excludedBy = excludedBy;
@@ -111,6 +121,12 @@ export class ProductStream<E> {
     });
   }
 
+  /** The client's position in this product's join params, or the refusal reason (see
+   * `readPosition`). */
+  position(params: Record<string, unknown>): StreamPosition | undefined | { error: string } {
+    return readPosition(this.wire, params);
+  }
+
   /** The join sequence on this stream: replay, snapshot reply, live (see `joinStream`). */
   async join<S>(ctx: JoinContext, addr: StreamAddress, spec: ProductJoin<E, S>): Promise<boolean> {
     let seen = this.#joined.get(addr.stream);
@@ -119,6 +135,7 @@ export class ProductStream<E> {
     try {
       return await joinStream<E, S>(ctx, {
         ...spec,
+        wire: this.wire,
         log: this.log,
         stream: addr.stream,
         events: (rec: LogRecord<E>) => this.#events(rec.position, rec.entry),

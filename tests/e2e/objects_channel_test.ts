@@ -83,7 +83,7 @@ Deno.test({
         await http("POST", `${p}/increment`, { slot: "a", by: 4 });
         const sock = await RawSocket.connect(server.wsUrl());
         const joined = await sock.join(topic, { app_secret: "secret1", after_log_id: 1 });
-        assert.deepEqual(joined.response, { state: { a: 5, b: 2, c: 3 }, log_id: 3, epoch: "0" });
+        assert.deepEqual(joined.response, { state: { a: 5, b: 2, c: 3 }, log_id: 3, epoch: "0", replay: "complete", first_log_id: 1 });
         const replyIndex = sock.frames.findIndex((f) => f[3] === "phx_reply" && f[1] === joined.joinRef);
         const replayed = sock.frames.slice(0, replyIndex).filter(isLive);
         assert.deepEqual(replayed.map((f) => [f[3], f[4]]), [
@@ -111,11 +111,13 @@ Deno.test({
         // snapshot, no replay; the same from another epoch even when the position exists.
         const again = await RawSocket.connect(server.wsUrl());
         const j = await again.join(topic, { app_secret: "secret1", after_log_id: 6 });
-        assert.deepEqual(j.response, { state: { z: true }, log_id: 1, epoch, reset: true });
+        // (`replay` and `first_log_id` as on channels; `reset: true` kept for one release.)
+        const reset = { replay: "reset", first_log_id: 1, reset: true };
+        assert.deepEqual(j.response, { state: { z: true }, log_id: 1, epoch, ...reset });
         const old = await again.join(topic, { app_secret: "secret1", after_log_id: 0, epoch: "0" });
-        assert.deepEqual(old.response, { state: { z: true }, log_id: 1, epoch, reset: true });
+        assert.deepEqual(old.response, { state: { z: true }, log_id: 1, epoch, ...reset });
         const same = await again.join(topic, { app_secret: "secret1", after_log_id: 0, epoch });
-        assert.deepEqual(same.response, { state: { z: true }, log_id: 1, epoch });
+        assert.deepEqual(same.response, { state: { z: true }, log_id: 1, epoch, replay: "complete", first_log_id: 1 });
         assert.equal(again.frames.filter((f) => f[3] === "change").length, 1, "one replayed change");
         await sock.close();
         await again.close();
