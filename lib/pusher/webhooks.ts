@@ -98,12 +98,12 @@ export class PusherWebhooks {
         topic,
         "",
         occupied ? "channel_occupied" : "channel_vacated",
-        hub.owns(topic),
+        hub.owns(Topic.format(topic)),
         {},
       );
     });
     svc.presence.observe((topic, userId, joined) => {
-      this.#change(topic, userId, joined ? "member_added" : "member_removed", hub.owns(topic), {
+      this.#change(topic, userId, joined ? "member_added" : "member_removed", hub.owns(Topic.format(topic)), {
         user_id: userId,
       });
     });
@@ -212,7 +212,7 @@ export class PusherWebhooks {
       for (const [id, user] of mine.reverse()) {
         if (!this.#announced.delete(id)) continue; // the change itself was seen
         const closing = user === "" ? "channel_vacated" : "member_removed";
-        this.#change(topic, user, closing, true, user === "" ? {} : { user_id: user });
+        this.#change(parsed, user, closing, true, user === "" ? {} : { user_id: user });
       }
     };
     return Promise.all(waits).then(() => settle, (err) => {
@@ -226,14 +226,14 @@ export class PusherWebhooks {
 
   /** One occupancy or presence change of the topic `pubsub:{key}:{channel}`. */
   #change(
-    topic: string,
+    parsed: Topic,
     user: string,
     name: WebhookEventType,
     owned: boolean,
     fields: Record<string, unknown>,
   ) {
-    const parsed = Topic.parseOf(topic, "pubsub");
-    if (this.#closed || !parsed) return;
+    if (this.#closed || parsed.product !== "pubsub") return;
+    const topic = Topic.format(parsed);
     const app = this.#apps.byKey(parsed.appKey);
     if (!app) return;
     const id = recordId(topic, user);
