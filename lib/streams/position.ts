@@ -6,8 +6,6 @@
  * fields (`epoch`, `replay`, `first_{offset}`, the deprecated `reset`) are added here, the same
  * way for every product and protocol (docs/protocol.md "Epochs").
  */
-import type { ReplayOutcome } from "./join.ts";
-
 /** A client's place in one stream: the position it has seen up to, in the epoch it saw it in. */
 export interface StreamPosition {
   /** The last position the client has (`after_serial` / `after_log_id`). */
@@ -73,15 +71,16 @@ function parseEpoch(raw: unknown): string | undefined | null {
 }
 
 /**
- * The position fields of a join reply: always the snapshot's `epoch`; when the client gave a
- * position, `replay` (`complete`, `partial` or `reset`) and `first_{offset}` (the oldest
- * retained position); on a reset, `reset: true` too for products with `legacyReset`.
+ * The position fields of a join reply (`outcome` is joinStream's `ReplayOutcome`): always the
+ * snapshot's `epoch`; when the client gave a position, `replay` (`complete`, `partial` or
+ * `reset`) and `first_{offset}` (the oldest retained position); on a reset, `reset: true` too
+ * for products with `legacyReset`.
  */
 export function replyFields(
   wire: PositionWire,
   from: StreamPosition | undefined,
   epoch: string,
-  outcome: ReplayOutcome,
+  outcome: { replay: string; first: number },
 ): Record<string, unknown> {
   if (from === undefined) return { epoch };
   const fields: Record<string, unknown> = { epoch, replay: outcome.replay, [`first_${wire.offset}`]: outcome.first };
