@@ -31,6 +31,7 @@
 import type { App } from "../config/apps.ts";
 import type { Hub } from "../hub/hub.ts";
 import {
+  LOG_ID,
   type LogRecord,
   type Prepared,
   ProductStream,
@@ -83,10 +84,11 @@ export class ThreadLog {
     this.streams = new ProductStream<ThreadEntry>(
       log,
       hub,
+      LOG_ID,
       (logId, entry) => [[entry.event, { log_id: logId, ...wireEventData(entry.data) }]],
     );
-    // Topic `chat:{appKey}:{threadId}`: the thread id follows the second colon.
-    this.streams.onRemotePurge((topic) => ["thread:deleted", { threadId: topic.slice(topic.indexOf(":", 5) + 1) }]);
+    // Topic `chat:{appKey}:{threadId}`: the thread id is the topic's name.
+    this.streams.onRemotePurge((topic) => ["thread:deleted", { threadId: topic.name }]);
   }
 
   /** Storage stream and topic of a thread. */

@@ -13,6 +13,7 @@ import type { ChatStore } from "../chat/store.ts";
 import { RunTable } from "../chat/live/runs.ts";
 import type { StoreEnv } from "../store/env.ts";
 import type { Database, Key } from "lmdb";
+import { Topic } from "../wire/topic.ts";
 
 /** A request the console refuses (bad name, unknown object): status and message. */
 export class BrowseError extends Error {
@@ -51,9 +52,8 @@ export class Browse {
   /** The app's occupied channels (this node's view of the cluster-wide occupancy). */
   channels(app: App): { name: string; subscribers: number; members: number | null; serial: number | null }[] {
     const svc = this.#s.channels;
-    const base = `pubsub:${app.key}:`;
-    return svc.occupancy.topics(base).sort().slice(0, 1000).map((topic) => {
-      const name = topic.slice(base.length);
+    return svc.occupancy.topics(Topic.prefixOf("pubsub", app.key)).sort().slice(0, 1000).map((topic) => {
+      const name = Topic.parse(topic)?.name ?? "";
       const kind = channelKind(name);
       return {
         name,
@@ -156,7 +156,7 @@ export class Browse {
     const { messages } = this.#s.chat.messages.recent(app, id, TAIL);
     return {
       thread,
-      topic: `chat:${app.key}:${id}`,
+      topic: Topic.format({ product: "chat", appKey: app.key, name: id }),
       messages: messages.map((m) => ({
         id: m.id,
         role: m.role,

@@ -8,6 +8,7 @@ import type { Context } from "hono";
 import { streamSSE } from "hono/streaming";
 import { type TapEntry, watchApp } from "../debug/tap.ts";
 import { preview } from "./browse.ts";
+import { Topic } from "../wire/topic.ts";
 
 /** Most entries held while the stream writes. */
 const QUEUE = 2000;
@@ -17,11 +18,10 @@ const KEEPALIVE_MS = 15_000;
 /** What the page shows of one entry. */
 export function entryView(e: TapEntry): Record<string, unknown> {
   const out: Record<string, unknown> = { time: e.time, kind: e.kind };
-  if (typeof e.topic === "string") {
-    const a = e.topic.indexOf(":");
-    const b = e.topic.indexOf(":", a + 1);
-    out.product = e.topic.slice(0, a);
-    out.channel = e.topic.slice(b + 1);
+  const topic = typeof e.topic === "string" ? Topic.parse(e.topic) : null;
+  if (topic) {
+    out.product = topic.product;
+    out.channel = topic.name;
   }
   switch (e.kind) {
     case "event": {

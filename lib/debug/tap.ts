@@ -5,6 +5,7 @@
  * call site while no console is open and no counting sink is registered; entries are built
  * only for apps someone is watching.
  */
+import { Topic } from "../wire/topic.ts";
 
 /** One thing that happened in an app. */
 export interface TapEntry {
@@ -60,7 +61,5 @@ export function tap(appKey: string, kind: TapKind, fields: Record<string, unknow
 
 /** The app key segment of a topic (`{product}:{appKey}:{name}`), or undefined. */
 export function appKeyOfTopic(topic: string): string | undefined {
-  const a = topic.indexOf(":");
-  const b = a < 0 ? -1 : topic.indexOf(":", a + 1);
-  return b < 0 ? undefined : topic.slice(a + 1, b);
+  return Topic.parse(topic)?.appKey;
 }

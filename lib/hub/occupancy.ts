@@ -5,9 +5,11 @@
  * vacated webhooks read this view, so they describe the channel, not one node.
  */
 import type { Hub } from "./hub.ts";
+import { Topic } from "../wire/topic.ts";
 
-/** Told when a topic's first subscription anywhere starts (`true`) or its last ends. */
-export type OccupancyObserver = (topic: string, occupied: boolean) => void;
+/** Told when a topic's first subscription anywhere starts (`true`) or its last ends (with
+ * the topic parsed). */
+export type OccupancyObserver = (topic: Topic, occupied: boolean) => void;
 
 /** See the module comment. */
 export class Occupancy {
@@ -91,6 +93,7 @@ export class Occupancy {
   }
 
   #tell(topic: string, occupied: boolean): void {
-    for (const fn of this.#observers) fn(topic, occupied);
+    const parsed = this.#observers.length > 0 ? Topic.parse(topic) : null;
+    if (parsed) for (const fn of this.#observers) fn(parsed, occupied);
   }
 }

@@ -6,6 +6,7 @@
  */
 import client from "prom-client";
 import { deferredCounter, deferredHistogram } from "./deferred.ts";
+import { Topic } from "../wire/topic.ts";
 
 /** The process's registry, served at `GET /metrics`. */
 export const registry = new client.Registry();
@@ -118,10 +119,9 @@ const PRODUCTS = ["durable", "pubsub", "chat", "spaces"];
 
 /** The product of a topic (`durable`, `pubsub`, `chat`, `spaces`): the text before its first `:`. */
 function productOf(topic: string): string {
-  const i = topic.indexOf(":");
-  if (i <= 0 || i >= 16) return "other";
-  for (const p of PRODUCTS) if (p.length === i && topic.startsWith(p)) return p;
-  return topic.slice(0, i);
+  const product = Topic.productOf(topic);
+  if (product === null || product.length >= 16) return "other";
+  return PRODUCTS.find((p) => p === product) ?? product;
 }
 
 /** Record functions used by the layers. */

@@ -7,7 +7,7 @@ import { verifyJoin } from "../auth/join.ts";
 import { type ChannelHandler, errorReply, type JoinContext } from "../socket/handler.ts";
 import { MAX_NAME_BYTES, objectTypeProblem } from "./limits.ts";
 import { byteLength } from "./ops.ts";
-import { parseEpoch, parsePosition } from "../streams/mod.ts";
+import { isRefusal, objectName } from "../streams/mod.ts";
 import { addressOf, type ObjectRef, type ObjectStore } from "./store.ts";
 
 /** The push refusal the spec prescribes for this read-only channel. */
@@ -27,32 +27,27 @@ async function authorize(ctx: JoinContext, type: string, key: string): Promise<s
 export function objectChannel(store: ObjectStore): ChannelHandler {
   return {
     async join(ctx) {
-      const colon = ctx.name.indexOf(":");
-      const type = ctx.name.slice(0, colon);
-      const key = ctx.name.slice(colon + 1);
+      const { type, key } = objectName(ctx.name) ?? { type: "", key: "" };
       if (
-        colon <= 0 || key === "" || objectTypeProblem(type) ||
+        type === "" || key === "" || objectTypeProblem(type) ||
         byteLength(type) > MAX_NAME_BYTES || byteLength(key) > MAX_NAME_BYTES
       ) {
         return { error: "invalid topic format" };
       }
       const refused = await authorize(ctx, type, key);
       if (refused) return { error: refused };
-      const after = parsePosition(ctx.params.after_log_id);
-      if (after === null) return { error: "invalid after_log_id" };
-      const epoch = parseEpoch(ctx.params.epoch);
-      if (epoch === null) return { error: "invalid epoch" };
+      const from = store.streams.position(ctx.params);
+      if (isRefusal(from)) return from;
 
       const ref: ObjectRef = { appId: ctx.app.id, appKey: ctx.app.key, type, key };
       const addr = addressOf(ref);
       const joined = await store.streams.join(ctx, addr, {
-        after,
-        epoch,
+        from,
         snapshot: () => {
-          const snap = { ...store.snapshot(ref), epoch: store.streams.log.epoch(addr.stream) };
+          const snap = store.snapshot(ref);
           return { position: snap.log_id, value: snap };
         },
-        reply: (snap, { replay }) => (replay === "reset" ? { ...snap, reset: true } : snap),
+        reply: (snap) => ({ ...snap }),
       });
       if (!joined) return { error: "join ended" };
       return { handleIn: () => errorReply(READ_ONLY_REASON) };

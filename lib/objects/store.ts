@@ -11,7 +11,7 @@ import type { Database, Key } from "lmdb";
 import type { Hub } from "../hub/hub.ts";
 import type { StoreEnv } from "../store/env.ts";
 import type { CommitQueue } from "../store/commit_queue.ts";
-import { objectAddress, ProductStream, type StreamAddress, type StreamLog } from "../streams/mod.ts";
+import { LOG_ID, objectAddress, ProductStream, type StreamAddress, type StreamLog } from "../streams/mod.ts";
 import { applyOps, emptyRecord, foldOps, type MaterialOp, type ObjectRecord, type Op } from "./ops.ts";
 import { packEntry, type StoredObjectEntry, unpackEntry } from "./entry.ts";
 
@@ -78,6 +78,7 @@ export class ObjectStore {
     this.streams = new ProductStream<StoredObjectEntry>(
       log,
       hub,
+      LOG_ID,
       (position, entry) => [eventOf(position, entry)],
     );
     this.streams.onRemotePurge(() => ["purge", { log_id: 0 }]);

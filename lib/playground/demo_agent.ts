@@ -8,6 +8,7 @@
 import { type Channel, Socket } from "phoenix";
 import { type DemoPlan, planReply } from "./demo_replies.ts";
 import { errorFields, log } from "../log/mod.ts";
+import { Topic } from "../wire/topic.ts";
 
 /** Where and as whom the agent connects. */
 export interface AgentConnection {
@@ -43,7 +44,7 @@ export class DemoAgents {
     }
     let agent = this.#threads.get(threadId);
     if (!agent) {
-      const topic = `chat:${conn.appKey}:${threadId}`;
+      const topic = Topic.format({ product: "chat", appKey: conn.appKey, name: threadId });
       agent = ThreadAgent.join(this.#socket!.channel(topic, { agent_secret: conn.appSecret, agent_id: this.agentId }));
       this.#threads.set(threadId, agent);
       agent.catch(() => this.#threads.delete(threadId));

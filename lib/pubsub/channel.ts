@@ -17,7 +17,7 @@ import {
 } from "./names.ts";
 import { memberOf, type PresenceMember } from "./presence.ts";
 import { type ChannelService, deliveryPayload, type StoredEvent } from "./service.ts";
-import { parseEpoch, parsePosition } from "../streams/mod.ts";
+import { isRefusal, type StreamPosition } from "../streams/mod.ts";
 
 type JoinOutcome = ChannelInstance | { error: string };
 
@@ -51,13 +51,11 @@ async function join(svc: ChannelService, ctx: JoinContext): Promise<JoinOutcome>
     member = checked;
     if (principal!.clientId !== member.user_id) return { error: "invalid token" };
   }
-  const after = parsePosition(ctx.params.after_serial);
-  if (after === null) return { error: "invalid after_serial" };
-  const epoch = parseEpoch(ctx.params.epoch);
-  if (epoch === null) return { error: "invalid epoch" };
+  const from = svc.streams.position(ctx.params);
+  if (isRefusal(from)) return from;
 
   const instance = channelInstance(svc, ctx, principal, member);
-  return await enterChannel(svc, ctx, { member, after, epoch }) ? instance : { error: "join ended" };
+  return await enterChannel(svc, ctx, { member, from }) ? instance : { error: "join ended" };
 }
 
 /**
@@ -80,7 +78,7 @@ export function presenceMember(raw: unknown): PresenceMember | { error: string }
 }
 
 /**
- * An authorized join, whichever protocol asked: replay after `after` (oldest first), the
+ * An authorized join, whichever protocol asked: replay after `from` (oldest first), the
  * reply with the snapshot `{ serial, epoch }` (plus `replay`/`first_serial` when a position was
  * given, and `presence` for a member), then live delivery, with nothing dropped or repeated.
  * A presence member is announced to the others before it subscribes. Resolves false when the
@@ -89,11 +87,11 @@ export function presenceMember(raw: unknown): PresenceMember | { error: string }
 export async function enterChannel(
   svc: ChannelService,
   ctx: JoinContext,
-  opts: { member?: PresenceMember; after?: number; epoch?: string },
+  opts: { member?: PresenceMember; from?: StreamPosition },
 ): Promise<boolean> {
   // The join waits until what it makes observable is reported (webhooks, ChannelService.onEnter),
   // a cache miss included: it is reported before the join when nothing is cached now.
-  const missReported = await reportCacheMiss(svc, ctx, opts.after);
+  const missReported = await reportCacheMiss(svc, ctx, opts.from);
   const entered = await svc.beforeEnter(ctx.app, ctx.topic, opts.member?.user_id);
   return await joinChannel(svc, ctx, { ...opts, missReported }).finally(entered);
 }
@@ -103,8 +101,8 @@ export async function enterChannel(
  * waits until it is stored; true when it did. (An event published meanwhile makes the join a
  * hit after all: the report stands, as the miss was real when the client subscribed.)
  */
-async function reportCacheMiss(svc: ChannelService, ctx: JoinContext, after: number | undefined): Promise<boolean> {
-  if (after !== undefined || !svc.isCache(ctx.name)) return false;
+async function reportCacheMiss(svc: ChannelService, ctx: JoinContext, from: StreamPosition | undefined): Promise<boolean> {
+  if (from !== undefined || !svc.isCache(ctx.name)) return false;
   const { stream } = svc.address(ctx.app, ctx.name);
   if (svc.cached(stream, svc.log.head(stream))) return false;
   await svc.cacheMiss(ctx.app, ctx.name);
@@ -115,9 +113,9 @@ async function reportCacheMiss(svc: ChannelService, ctx: JoinContext, after: num
 async function joinChannel(
   svc: ChannelService,
   ctx: JoinContext,
-  opts: { member?: PresenceMember; after?: number; epoch?: string; missReported: boolean },
+  opts: { member?: PresenceMember; from?: StreamPosition; missReported: boolean },
 ): Promise<boolean> {
-  const { member, after, epoch, missReported } = opts;
+  const { member, from, missReported } = opts;
   if (channelKind(ctx.name) === "ephemeral") {
     ctx.accept({ serial: null, replay: "none" });
     ctx.subscribe();
@@ -125,20 +123,15 @@ async function joinChannel(
   }
   const addr = svc.address(ctx.app, ctx.name);
   return await svc.streams.join(ctx, addr, {
-    after,
-    epoch,
+    from,
     // Replay honours the retention window (count and age), even before a lazy trim ran.
     read: (from, upTo, limit) => svc.records(addr.stream, from, upTo, limit),
     snapshot: () => {
       const serial = svc.log.head(addr.stream);
-      return { position: serial, value: { serial, epoch: svc.log.epoch(addr.stream) } };
+      return { position: serial, value: { serial } };
     },
-    reply: (snap, { replay, first }) => {
+    reply: (snap) => {
       const response: Record<string, unknown> = { ...snap };
-      if (after !== undefined) {
-        response.replay = replay;
-        response.first_serial = first;
-      }
       if (member) {
         // Announce before subscribing, so the joiner itself does not get its own join event.
         if (svc.presence.add(ctx.topic, member.user_id, member.user_info, ctx.socketId)) {
@@ -153,7 +146,7 @@ async function joinChannel(
         const hit = svc.cached(addr.stream, snap.serial);
         response.cache = hit ? { event: hit.event, payload: deliveryPayload(hit.serial, hit) } : null;
         // Missed only now (the cached event expired since): reported without holding the join.
-        if (!hit && after === undefined && !missReported) void svc.cacheMiss(ctx.app, ctx.name).catch(() => {});
+        if (!hit && from === undefined && !missReported) void svc.cacheMiss(ctx.app, ctx.name).catch(() => {});
       }
       return response;
     },

@@ -4,6 +4,7 @@
  * "joins" with its first socket and "leaves" after its last. In clustered mode a member may
  * also be present through other nodes (`addRemote`); it is still one member.
  */
+import { Topic } from "../wire/topic.ts";
 
 /** One presence member as shown in join replies, events and the users route. */
 export interface PresenceMember {
@@ -18,17 +19,21 @@ interface Entry {
   nodes: Set<string>;
 }
 
+/** Told when a user becomes a member of a topic anywhere (`joined`) or stops being one (with
+ * the topic parsed). */
+export type PresenceObserver = (topic: Topic, userId: string, joined: boolean) => void;
+
 /** Told when a user's presence on this node starts (`true`) or ends. */
 export type LocalPresenceObserver = (topic: string, userId: string, info: unknown, present: boolean) => void;
 
 /** Presence state of every presence channel in this process. */
 export class PresenceRegistry {
   #topics = new Map<string, Map<string, Entry>>();
-  #observers: ((topic: string, userId: string, joined: boolean) => void)[] = [];
+  #observers: PresenceObserver[] = [];
   #local: LocalPresenceObserver[] = [];
 
   /** Calls `fn` whenever a user becomes a member of a topic (`true`) or stops being one. */
-  observe(fn: (topic: string, userId: string, joined: boolean) => void): void {
+  observe(fn: PresenceObserver): void {
     this.#observers.push(fn);
   }
 
@@ -97,7 +102,7 @@ export class PresenceRegistry {
     let entry = members.get(userId);
     if (entry) return { entry, created: false };
     members.set(userId, (entry = { info, sockets: new Set(), nodes: new Set() }));
-    for (const fn of this.#observers) fn(topic, userId, true);
+    this.#tell(topic, userId, true);
     return { entry, created: true };
   }
 
@@ -106,8 +111,13 @@ export class PresenceRegistry {
     const members = this.#topics.get(topic)!;
     members.delete(userId);
     if (members.size === 0) this.#topics.delete(topic);
-    for (const fn of this.#observers) fn(topic, userId, false);
+    this.#tell(topic, userId, false);
     return true;
+  }
+
+  #tell(topic: string, userId: string, joined: boolean): void {
+    const parsed = this.#observers.length > 0 ? Topic.parse(topic) : null;
+    if (parsed) for (const fn of this.#observers) fn(parsed, userId, joined);
   }
 
   /** Current members of `topic`, in join order. */

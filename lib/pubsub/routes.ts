@@ -15,6 +15,7 @@ import {
   validChannelName,
 } from "./names.ts";
 import type { ChannelService, StoredEvent } from "./service.ts";
+import { Topic } from "../wire/topic.ts";
 
 /** Default and largest history page. */
 export const HISTORY_DEFAULT_LIMIT = 100;
@@ -70,10 +71,9 @@ export function pubsubRoutes(apps: AppRegistry, svc: ChannelService): Hono {
     const app = c.get("app");
     const prefix = c.req.query("filter_by_prefix") ?? "";
     const info = new Set((c.req.query("info") ?? "").split(",").filter(Boolean));
-    const base = `pubsub:${app.key}:`;
     const channels: Record<string, Record<string, number>> = {};
-    for (const topic of svc.occupancy.topics(base + prefix).sort()) {
-      const name = topic.slice(base.length);
+    for (const topic of svc.occupancy.topics(Topic.prefixOf("pubsub", app.key) + prefix).sort()) {
+      const name = Topic.parse(topic)?.name ?? "";
       const entry: Record<string, number> = {};
       if (info.has("subscription_count")) entry.subscription_count = svc.occupancy.count(topic);
       if (info.has("user_count") && channelKind(name) === "presence") {

@@ -6,10 +6,12 @@ import type { App } from "../config/apps.ts";
 import type { Config } from "../config/config.ts";
 import type { Hub } from "../hub/hub.ts";
 import { Occupancy } from "../hub/occupancy.ts";
+import { Topic } from "../wire/topic.ts";
 import {
   channelAddress,
   type LogRecord,
   ProductStream,
+  SERIAL,
   type StreamAddress,
   type StreamLog,
 } from "../streams/mod.ts";
@@ -81,11 +83,12 @@ export class ChannelService {
     this.streams = new ProductStream<StoredEvent>(
       log,
       hub,
+      SERIAL,
       (serial, e) => [[e.event, deliveryPayload(serial, e)]],
       (e) => e.exclude,
     );
     this.hub = hub;
-    this.occupancy = new Occupancy(hub, "pubsub:");
+    this.occupancy = new Occupancy(hub, Topic.prefixOf("pubsub"));
     this.#maxCount = config.historyMaxCount;
     this.#maxAgeMs = config.historyMaxAgeSeconds * 1000;
   }

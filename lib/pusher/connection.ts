@@ -21,7 +21,7 @@ import { SubscriberSocket } from "../socket/subscriber_socket.ts";
 import { newSocketId } from "../socket/connection.ts";
 import { ChurnLimit, JOIN_RATE } from "../socket/churn.ts";
 import { StorageUnavailableError } from "../store/errors.ts";
-import { parseEpoch, parsePosition } from "../streams/mod.ts";
+import { isRefusal } from "../streams/mod.ts";
 import { idProblem } from "../limits.ts";
 import { jsonProblem, MAX_FRAME_BYTES } from "../wire/codec.ts";
 import { validChannelAuth, validUserAuth } from "./signature.ts";
@@ -219,21 +219,17 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     } else if (app.enable_user_authentication === 1 && this.#user === undefined) {
       return this.#subscriptionError(name, "AuthError", 401, "This app requires pusher:signin before subscribing");
     }
-    const after = parsePosition(data.after_serial);
-    if (after === null) return this.#subscriptionError(name, "InvalidRequest", 400, "invalid after_serial");
-    const epoch = parseEpoch(data.epoch);
-    if (epoch === null) {
-      return this.#subscriptionError(name, "InvalidRequest", 400, "invalid epoch: a string of at most 64 characters, as given in subscription_succeeded");
-    }
-
     const svc = this.#deps.svc;
+    const from = svc.streams.position(data);
+    if (isRefusal(from)) return this.#subscriptionError(name, "InvalidRequest", 400, from.error);
+
     const topic = svc.topic(app, name);
     const sub: Subscription = { topic, member, live: true };
     this.#subs.set(name, sub);
-    const ctx = this.#joinContext(name, topic, sub, after !== undefined);
+    const ctx = this.#joinContext(name, topic, sub, from !== undefined);
     let joined: boolean;
     try {
-      joined = await enterChannel(svc, ctx, { member, after, epoch });
+      joined = await enterChannel(svc, ctx, { member, from });
     } catch (err) {
       if (this.#subs.get(name) === sub) this.#unsubscribe(name);
       if (!(err instanceof StorageUnavailableError)) log.error("pusher subscribe crashed", { ...errorFields(err) });
@@ -376,8 +372,9 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
   }
 
   #subscriptionError(channel: string, type: string, status: number, error: string) {
-    record.join(`pubsub:${this.#app.key}:${channel}`, error);
-    if (tapActive) tap(this.#app.key, "join", { topic: `pubsub:${this.#app.key}:${channel}`, socket_id: this.socketId, outcome: error });
+    const topic = this.#deps.svc.topic(this.#app, channel);
+    record.join(topic, error);
+    if (tapActive) tap(this.#app.key, "join", { topic, socket_id: this.socketId, outcome: error });
     this.#send(message("pusher:subscription_error", { type, error, status }, channel));
   }
 

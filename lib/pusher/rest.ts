@@ -11,6 +11,7 @@ import type { ChannelService, StoredEvent } from "../pubsub/service.ts";
 import { requestProblem } from "./signature.ts";
 import { jsonProblem } from "../wire/codec.ts";
 import { SERVER_TO_USER } from "./wire.ts";
+import { Topic } from "../wire/topic.ts";
 
 /** What the REST API needs of the Pusher sockets: users signed in with `pusher:signin`. */
 export interface PusherUsers {
@@ -109,10 +110,9 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
     if (info.has("user_count") && !prefix.startsWith("presence-")) {
       throw new Refused(400, "info=user_count needs filter_by_prefix=presence-");
     }
-    const base = `pubsub:${app.key}:`;
     const channels: Record<string, Record<string, number>> = {};
-    for (const topic of svc.occupancy.topics(base + prefix).sort()) {
-      const name = topic.slice(base.length);
+    for (const topic of svc.occupancy.topics(Topic.prefixOf("pubsub", app.key) + prefix).sort()) {
+      const name = Topic.parse(topic)?.name ?? "";
       channels[name] = info.has("user_count") ? { user_count: svc.presence.count(topic) } : {};
     }
     return c.json({ channels });

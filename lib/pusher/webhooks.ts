@@ -35,6 +35,7 @@ import { VERSION } from "../version.ts";
 import { tap, tapActive } from "../debug/tap.ts";
 import { hmacHex } from "./signature.ts";
 import { pusherData } from "./wire.ts";
+import { Topic } from "../wire/topic.ts";
 
 /** With `webhook_batching`, at most this many events go in one request. */
 export const MAX_BATCH_EVENTS = 100;
@@ -97,12 +98,12 @@ export class PusherWebhooks {
         topic,
         "",
         occupied ? "channel_occupied" : "channel_vacated",
-        hub.owns(topic),
+        hub.owns(Topic.format(topic)),
         {},
       );
     });
     svc.presence.observe((topic, userId, joined) => {
-      this.#change(topic, userId, joined ? "member_added" : "member_removed", hub.owns(topic), {
+      this.#change(topic, userId, joined ? "member_added" : "member_removed", hub.owns(Topic.format(topic)), {
         user_id: userId,
       });
     });
@@ -170,10 +171,9 @@ export class PusherWebhooks {
     topic: string,
     userId?: string,
   ): Promise<() => void> | undefined {
-    if (this.#closed || !app.webhooks?.length || !topic.startsWith("pubsub:") || !hub.owns(topic)) {
-      return;
-    }
-    const channel = topic.slice(topic.indexOf(":", 7) + 1);
+    const parsed = Topic.parseOf(topic, "pubsub");
+    if (this.#closed || !app.webhooks?.length || !parsed || !hub.owns(topic)) return;
+    const channel = parsed.name;
     const mine: [string, string][] = [];
     const waits: Promise<void>[] = [];
     const announce = (
@@ -212,7 +212,7 @@ export class PusherWebhooks {
       for (const [id, user] of mine.reverse()) {
         if (!this.#announced.delete(id)) continue; // the change itself was seen
         const closing = user === "" ? "channel_vacated" : "member_removed";
-        this.#change(topic, user, closing, true, user === "" ? {} : { user_id: user });
+        this.#change(parsed, user, closing, true, user === "" ? {} : { user_id: user });
       }
     };
     return Promise.all(waits).then(() => settle, (err) => {
@@ -226,15 +226,15 @@ export class PusherWebhooks {
 
   /** One occupancy or presence change of the topic `pubsub:{key}:{channel}`. */
   #change(
-    topic: string,
+    parsed: Topic,
     user: string,
     name: WebhookEventType,
     owned: boolean,
     fields: Record<string, unknown>,
   ) {
-    if (this.#closed || !topic.startsWith("pubsub:")) return;
-    const keyEnd = topic.indexOf(":", 7);
-    const app = this.#apps.byKey(topic.slice(7, keyEnd));
+    if (this.#closed || parsed.product !== "pubsub") return;
+    const topic = Topic.format(parsed);
+    const app = this.#apps.byKey(parsed.appKey);
     if (!app) return;
     const id = recordId(topic, user);
     this.#stale.delete(id); // a change after the start supersedes what a crash left
@@ -249,7 +249,7 @@ export class PusherWebhooks {
       record = { key: ["l", topic, user], put: false };
     }
     const event = owned
-      ? { name, channel: topic.slice(keyEnd + 1), ...fields } as WebhookEvent
+      ? { name, channel: parsed.name, ...fields } as WebhookEvent
       : undefined;
     if (event && wants(app, name)) {
       const batch = this.#batch();
@@ -281,13 +281,13 @@ export class PusherWebhooks {
       ) {
         continue; // still there: its owner reports its end
       }
-      const keyEnd = topic.indexOf(":", 7);
-      const app = this.#apps.byKey(topic.slice(7, keyEnd));
+      const parsed = Topic.parseOf(topic, "pubsub");
+      const app = parsed && this.#apps.byKey(parsed.appKey);
       const name: WebhookEventType = user === "" ? "channel_vacated" : "member_removed";
-      if (!app || !wants(app, name)) continue;
+      if (!parsed || !app || !wants(app, name)) continue;
       const event = {
         name,
-        channel: topic.slice(keyEnd + 1),
+        channel: parsed.name,
         ...(user === "" ? {} : { user_id: user }),
       } as WebhookEvent;
       batch.events.push({ app, event });

@@ -6,18 +6,19 @@
  * top-level `serial` field, which Pusher clients ignore.
  */
 import type { Frame } from "../wire/codec.ts";
+import { Topic } from "../wire/topic.ts";
 
 /** The hub format name of Pusher subscribers. */
 export const PUSHER_FORMAT = "pusher";
 
-/** Hub topic prefix of `#server-to-user-{id}` deliveries (users signed in with `pusher:signin`). */
-const USER_TOPIC = "pusher-user:";
+/** Hub topic product of `#server-to-user-{id}` deliveries (users signed in with `pusher:signin`). */
+const USER_TOPIC = "pusher-user";
 /** The channel name Pusher clients use for server-to-user events. */
 export const SERVER_TO_USER = "#server-to-user-";
 
 /** Hub topic of the server-to-user channel of `userId` in the app with key `appKey`. */
 export function userTopic(appKey: string, userId: string): string {
-  return `${USER_TOPIC}${appKey}:${userId}`;
+  return Topic.format({ product: USER_TOPIC, appKey, name: userId });
 }
 
 /** `data` as Pusher carries it: strings as they are, anything else as JSON. */
@@ -42,12 +43,10 @@ export function errorMessage(code: number | null, text: string): string {
 
 /** The Pusher channel name of a hub topic, or null for topics Pusher clients never join. */
 function channelOf(topic: string): string | null {
-  const prefix = topic.startsWith("pubsub:") ? "pubsub:" : topic.startsWith(USER_TOPIC) ? USER_TOPIC : null;
-  if (!prefix) return null;
-  const keyEnd = topic.indexOf(":", prefix.length);
-  if (keyEnd < 0) return null;
-  const name = topic.slice(keyEnd + 1);
-  return prefix === USER_TOPIC ? SERVER_TO_USER + name : name;
+  const channel = Topic.parseOf(topic, "pubsub");
+  if (channel) return channel.name;
+  const user = Topic.parseOf(topic, USER_TOPIC);
+  return user ? SERVER_TO_USER + user.name : null;
 }
 
 /**

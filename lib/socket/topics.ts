@@ -1,3 +1,9 @@
+/**
+ * Topic checks of the socket layer: a joined topic must parse (`Topic.parse`), name a
+ * registered handler and the connected app.
+ */
+import { Topic } from "../wire/topic.ts";
+
 /** A parsed topic: the handler prefix, the app key and the part after `{prefix}:{appKey}:`. */
 export interface ParsedTopic {
   prefix: string;
@@ -17,13 +23,8 @@ export function parseTopic(
   connectedAppKey: string,
   known: (prefix: string) => boolean,
 ): ParsedTopic | string {
-  const first = topic.indexOf(":");
-  const second = first < 0 ? -1 : topic.indexOf(":", first + 1);
-  if (first < 0 || second < 0) return "invalid topic format";
-  const prefix = topic.slice(0, first);
-  const appKey = topic.slice(first + 1, second);
-  const name = topic.slice(second + 1);
-  if (!known(prefix) || appKey === "" || name === "") return "invalid topic format";
-  if (appKey !== connectedAppKey) return "app_key mismatch";
-  return { prefix, appKey, name };
+  const t = Topic.parse(topic);
+  if (!t || !known(t.product)) return "invalid topic format";
+  if (t.appKey !== connectedAppKey) return "app_key mismatch";
+  return { prefix: t.product, appKey: t.appKey, name: t.name };
 }

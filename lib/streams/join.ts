@@ -15,6 +15,7 @@
 import type { JoinContext } from "../socket/handler.ts";
 import type { LogRecord, StreamLog } from "./stream_log.ts";
 import { record } from "../metrics/mod.ts";
+import { type PositionWire, replyFields, type StreamPosition } from "./position.ts";
 
 /** Entries read from the log per step of a long replay. */
 export const REPLAY_CHUNK = 256;
@@ -40,10 +41,10 @@ export interface ReplayOutcome {
 export interface StreamJoinSpec<E, S> {
   log: StreamLog;
   stream: string;
-  /** The client's position (`after_serial` / `after_log_id`), undefined for no replay. */
-  after: number | undefined;
-  /** The epoch the client's position belongs to, when it sent one. */
-  epoch?: string;
+  /** The client's position (see `readPosition`), undefined for no replay. */
+  from: StreamPosition | undefined;
+  /** The product's position names; the reply's position fields are added with them. */
+  wire: PositionWire;
   /**
    * Retained records in (after, upTo], oldest first, at most `limit`, and the oldest retained
    * position (products with a retention window, like channels, apply it here). Defaults to the
@@ -58,9 +59,10 @@ export interface StreamJoinSpec<E, S> {
   snapshot(): { position: number; value: S };
   /**
    * Builds the ok reply in the turn N is published, just before the subscription starts (a
-   * product may announce presence here).
+   * product may announce presence here). The stream layer adds the position fields (`epoch`,
+   * `replay`, `first_*`: see `replyFields`).
    */
-  reply(value: S, outcome: ReplayOutcome): unknown;
+  reply(value: S, outcome: ReplayOutcome): Record<string, unknown>;
 }
 
 /**
@@ -81,9 +83,9 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
     for (const [event, payload] of spec.events(rec)) ctx.push(event, payload);
   };
 
-  let pos = spec.after;
+  let pos = spec.from?.offset;
   let partial = false;
-  let reset = spec.epoch !== undefined && spec.after !== undefined && spec.epoch !== log.epoch(stream);
+  let reset = spec.from?.epoch !== undefined && spec.from.epoch !== log.epoch(stream);
   if (reset) pos = undefined;
   // Long backlog: bounded chunks, each after the socket has drained.
   while (pos !== undefined) {
@@ -116,6 +118,7 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
 
   // Final turn: snapshot at N; when N is published, the rest of the replay, reply, subscribe.
   const snap = spec.snapshot();
+  const epoch = log.epoch(stream);
   const n = snap.position;
   return await new Promise<boolean>((resolve, reject) => {
     log.whenPublished(stream, n, () => ctx.corked(() => {
@@ -138,7 +141,8 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
             replay = partial ? "partial" : "complete";
           }
         }
-        ctx.accept(spec.reply(snap.value, { replay, first }));
+        const outcome = { replay, first };
+        ctx.accept({ ...spec.reply(snap.value, outcome), ...replyFields(spec.wire, spec.from, epoch, outcome) });
         ctx.subscribe();
         resolve(true);
       } catch (err) {
@@ -146,22 +150,4 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
       }
     }));
   });
-}
-
-/**
- * Parses a client position (`after_serial`, `after_log_id`): absent -> undefined, a
- * non-negative safe integer or a string of digits -> the number, anything else -> null (the
- * caller refuses the join with `invalid {name}`).
- */
-export function parsePosition(raw: unknown): number | undefined | null {
-  if (raw === undefined || raw === null || raw === "") return undefined;
-  if (typeof raw === "number") return Number.isSafeInteger(raw) && raw >= 0 ? raw : null;
-  if (typeof raw === "string" && /^\d{1,15}$/.test(raw)) return Number(raw);
-  return null;
-}
-
-/** Parses the `epoch` join param: absent -> undefined, a short string -> it, else null. */
-export function parseEpoch(raw: unknown): string | undefined | null {
-  if (raw === undefined || raw === null || raw === "") return undefined;
-  return typeof raw === "string" && raw.length <= 64 ? raw : null;
 }

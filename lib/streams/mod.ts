@@ -4,6 +4,15 @@
  * topic naming. Products are thin faces over it.
  */
 export type { LogRecord, Prepared, PublishFn, StreamLog } from "./stream_log.ts";
-export { joinStream, parseEpoch, parsePosition, type ReplayOutcome, type StreamJoinSpec } from "./join.ts";
+export { joinStream, type ReplayOutcome, type StreamJoinSpec } from "./join.ts";
+export {
+  isRefusal,
+  LOG_ID,
+  type PositionWire,
+  readPosition,
+  replyFields,
+  SERIAL,
+  type StreamPosition,
+} from "./position.ts";
 export { type EventsOf, ProductStream, type ProductJoin } from "./product_stream.ts";
-export { channelAddress, objectAddress, type StreamAddress, threadAddress } from "./names.ts";
+export { channelAddress, objectAddress, objectName, type StreamAddress, threadAddress, Topic } from "./names.ts";

@@ -9,7 +9,8 @@ import type { JoinContext } from "../socket/handler.ts";
 import type { LogRecord, Prepared, StreamLog } from "./stream_log.ts";
 import { joinStream, type StreamJoinSpec } from "./join.ts";
 import { record } from "../metrics/mod.ts";
-import type { StreamAddress } from "./names.ts";
+import { type StreamAddress, Topic } from "./names.ts";
+import { type PositionWire, readPosition, type StreamPosition } from "./position.ts";
 
 /** Maps one stored entry at `position` to the wire events it is delivered (and replayed) as. */
 export type EventsOf<E> = (position: number, entry: E) => [string, unknown][];
@@ -19,21 +20,30 @@ export type EventsOf<E> = (position: number, entry: E) => [string, unknown][];
 export type ExcludedBy<E> = (entry: E) => string | undefined;
 
 /** The join options a product gives; log, stream and the event mapping come from the stream. */
-export type ProductJoin<E, S> = Omit<StreamJoinSpec<E, S>, "log" | "stream" | "events">;
+export type ProductJoin<E, S> = Omit<StreamJoinSpec<E, S>, "log" | "stream" | "events" | "wire">;
 
 /** See the module comment. */
 export class ProductStream<E> {
   readonly log: StreamLog;
+  /** The product's position names on the wire. */
+  readonly wire: PositionWire;
   #hub: Hub;
   #events: EventsOf<E>;
   #excludedBy: ExcludedBy<E>;
   /** Topics of the streams joined on this node, for other nodes' writes (clustered mode):
    * kept while the topic has subscribers or a join is under way. */
   #joined = new Map<string, { topic: string; joining: number }>();
-  #purgeNotice: (topic: string) => [string, Record<string, unknown>] = () => ["purge", {}];
+  #purgeNotice: (topic: Topic) => [string, Record<string, unknown>] = () => ["purge", {}];
 
-  constructor(log: StreamLog, hub: Hub, events: EventsOf<E>, excludedBy: ExcludedBy<E> = () => undefined) {
+  constructor(
+    log: StreamLog,
+    hub: Hub,
+    wire: PositionWire,
+    events: EventsOf<E>,
+    excludedBy: ExcludedBy<E> = () => undefined,
+  ) {
     this.log = log;
+    this.wire = wire;
     this.#hub = hub;
     this.#events = events;
     this.#excludedBy = excludedBy;
@@ -44,16 +54,17 @@ export class ProductStream<E> {
       },
       purged: (stream, epoch) => {
         const topic = this.#liveTopic(stream);
-        if (!topic) return;
-        const [event, payload] = this.#purgeNotice(topic);
+        const parsed = topic ? Topic.parse(topic) : null;
+        if (!topic || !parsed) return;
+        const [event, payload] = this.#purgeNotice(parsed);
         this.#hub.publish(topic, event, { ...payload, epoch });
       },
     });
   }
 
-  /** The event (and payload) subscribers get when another node purges the stream of `topic`;
-   * the same the product passes to `purge`. */
-  onRemotePurge(notice: (topic: string) => [string, Record<string, unknown>]): void {
+  /** The event (and payload) subscribers get when another node purges the stream of `topic`
+   * (parsed); the same the product passes to `purge`. */
+  onRemotePurge(notice: (topic: Topic) => [string, Record<string, unknown>]): void {
     this.#purgeNotice = notice;
   }
 
@@ -110,6 +121,12 @@ export class ProductStream<E> {
     });
   }
 
+  /** The client's position in this product's join params, or the refusal reason (see
+   * `readPosition`). */
+  position(params: Record<string, unknown>): StreamPosition | undefined | { error: string } {
+    return readPosition(this.wire, params);
+  }
+
   /** The join sequence on this stream: replay, snapshot reply, live (see `joinStream`). */
   async join<S>(ctx: JoinContext, addr: StreamAddress, spec: ProductJoin<E, S>): Promise<boolean> {
     let seen = this.#joined.get(addr.stream);
@@ -118,6 +135,7 @@ export class ProductStream<E> {
     try {
       return await joinStream<E, S>(ctx, {
         ...spec,
+        wire: this.wire,
         log: this.log,
         stream: addr.stream,
         events: (rec: LogRecord<E>) => this.#events(rec.position, rec.entry),

@@ -63,8 +63,9 @@ export class ChatClient implements SessionHost {
   readonly socket: any;
   readonly auth: ChatAuthOptions;
   #socketId: string | null = null;
-  #epoch = 0;
-  #waiters: { after: number; resolve: (v: { socketId: string; epoch: number }) => void }[] = [];
+  /** Connections (`connected` frames) seen: the generation a token's socket id belongs to. */
+  #connection = 0;
+  #waiters: { after: number; resolve: (v: { socketId: string; connection: number }) => void }[] = [];
   #rejoin: (tries: number) => number;
   #own: boolean;
 
@@ -87,8 +88,8 @@ export class ChatClient implements SessionHost {
       // The connected frame may already have passed: take the id the realtime client saw.
       if (typeof reused.socketId === "string") {
         this.#socketId = reused.socketId;
-        this.#epoch = 1;
-      } else if (this.socket.isConnected?.() && !hasTokenSource(this.auth)) this.#epoch = 1;
+        this.#connection = 1;
+      } else if (this.socket.isConnected?.() && !hasTokenSource(this.auth)) this.#connection = 1;
     } else {
       const msgpack = (options.serializer ?? options.messageFormat) === "msgpack";
       const endpoint = (options.endpoint ?? defaultEndpoint()).replace(/\/websocket\/?$/, "");
@@ -110,10 +111,10 @@ export class ChatClient implements SessionHost {
       (msg: { topic: string; event: string; payload: { socket_id?: string } }) => {
         if (msg.topic !== "phoenix" || msg.event !== "connected") return;
         this.#socketId = String(msg.payload?.socket_id ?? "");
-        this.#epoch++;
-        const due = this.#waiters.filter((w) => this.#epoch > w.after);
-        this.#waiters = this.#waiters.filter((w) => this.#epoch <= w.after);
-        for (const w of due) w.resolve({ socketId: this.#socketId, epoch: this.#epoch });
+        this.#connection++;
+        const due = this.#waiters.filter((w) => this.#connection > w.after);
+        this.#waiters = this.#waiters.filter((w) => this.#connection <= w.after);
+        for (const w of due) w.resolve({ socketId: this.#socketId, connection: this.#connection });
       },
     );
     if (this.#own && options.autoConnect !== false) this.socket.connect();
@@ -124,17 +125,17 @@ export class ChatClient implements SessionHost {
     return this.#socketId;
   }
 
-  /** How many connections (`connected` frames) this client has seen. */
-  get epoch(): number {
-    return this.#epoch;
+  /** How many connections (`connected` frames) this client has seen (not a stream epoch). */
+  get connection(): number {
+    return this.#connection;
   }
 
-  /** SessionHost: waits for a connection numbered above `afterEpoch`. */
-  socketIdAfter(afterEpoch: number): Promise<{ socketId: string; epoch: number }> {
-    if (this.#epoch > afterEpoch) {
-      return Promise.resolve({ socketId: this.#socketId ?? "", epoch: this.#epoch });
+  /** SessionHost: waits for a connection numbered above `afterConnection`. */
+  socketIdAfter(afterConnection: number): Promise<{ socketId: string; connection: number }> {
+    if (this.#connection > afterConnection) {
+      return Promise.resolve({ socketId: this.#socketId ?? "", connection: this.#connection });
     }
-    return new Promise((resolve) => this.#waiters.push({ after: afterEpoch, resolve }));
+    return new Promise((resolve) => this.#waiters.push({ after: afterConnection, resolve }));
   }
 
   /** SessionHost: the rejoin delay. */

@@ -13,10 +13,11 @@ export interface SessionHost {
   readonly appKey: string;
   readonly socket: any;
   readonly auth: ChatAuthOptions;
-  /** Resolves with the socket id of connection number > `afterEpoch`. */
-  socketIdAfter(afterEpoch: number): Promise<{ socketId: string; epoch: number }>;
-  /** Current connection number (0 before the first `connected` frame). */
-  readonly epoch: number;
+  /** Resolves with the socket id of connection number > `afterConnection`. */
+  socketIdAfter(afterConnection: number): Promise<{ socketId: string; connection: number }>;
+  /** Current connection number (0 before the first `connected` frame). Not a stream epoch:
+   * the thread's `epoch` is the view's. */
+  readonly connection: number;
   readonly socketId: string | null;
   rejoinDelay(tries: number): number;
 }
@@ -46,7 +47,7 @@ export class ChatSession implements ViewTransport {
   #channel: any = null;
   #closed = false;
   /** Connection number of the current join. */
-  #epoch = 0;
+  #connection = 0;
   #clientId: string;
 
   constructor(host: SessionHost, threadId: string, who: JoinIdentity, afterLogId?: number) {
@@ -133,29 +134,25 @@ export class ChatSession implements ViewTransport {
         });
       }
     }
-    if (!first) {
-      params.after_log_id = this.view.logId;
-      if (this.view.epoch !== undefined) params.epoch = this.view.epoch;
-    }
-    else if (this.#afterLogId !== undefined) params.after_log_id = this.#afterLogId;
-    return params;
+    // Where to resume: the view's position (on a first join, the app's `afterLogId`, if any).
+    if (first && this.#afterLogId !== undefined) this.view.seek(this.#afterLogId);
+    return { ...params, ...this.view.resumeParams() };
   }
 
   /**
-   * Joins on connection number > `afterEpoch` (a token is bound to that connection's socket
-   * id); a first join uses the current connection.
+   * Joins on connection number > `afterConnection` (a token is bound to that connection's
+   * socket id); a first join uses the current connection.
    */
-  async #join(first: boolean, afterEpoch = this.#epoch): Promise<void> {
+  async #join(first: boolean, afterConnection = this.#connection): Promise<void> {
     if (first && !this.#host.socket.isConnected?.()) this.#host.socket.connect?.();
     const got = await this.#host.socketIdAfter(
-      first ? Math.max(0, this.#host.epoch - 1) : afterEpoch,
+      first ? Math.max(0, this.#host.connection - 1) : afterConnection,
     );
     const socketId = got.socketId;
-    this.#epoch = got.epoch;
+    this.#connection = got.connection;
     if (this.#closed) return;
     const params = await this.#params(first, socketId);
     if (this.#closed) return;
-    if (first && this.#afterLogId !== undefined) this.view.seek(this.#afterLogId);
     const ch = this.#host.socket.channel(`chat:${this.appKey}:${this.threadId}`, params);
     this.#channel = ch;
     ch.onMessage = (event: string, payload: any, _ref: unknown) => {
@@ -197,13 +194,13 @@ export class ChatSession implements ViewTransport {
     const sameSocket = !!this.#host.socket.isConnected?.();
     this.#drop(ch);
     this.view.emit("disconnected", {});
-    void this.#rejoinLoop(sameSocket ? this.#epoch - 1 : this.#epoch);
+    void this.#rejoinLoop(sameSocket ? this.#connection - 1 : this.#connection);
   }
 
-  async #rejoinLoop(afterEpoch: number): Promise<void> {
+  async #rejoinLoop(afterConnection: number): Promise<void> {
     for (let tries = 1; !this.#closed; tries++) {
       try {
-        await this.#join(false, afterEpoch);
+        await this.#join(false, afterConnection);
         return;
       } catch (err) {
         this.view.emit("error", err);

@@ -55,8 +55,12 @@ export interface ThreadSnapshot {
   client_id?: string;
   /** The thread stream's epoch; a hard delete starts a new one. */
   epoch?: string;
-  /** True when `after_log_id` could not be resumed (older than the retained log, or from
-   * another epoch): the state must be replaced. */
+  /** With `after_log_id`: `"reset"` when it could not be resumed (older than the retained
+   * log, or from another epoch): the state must be replaced; else `"complete"`. */
+  replay?: string;
+  /** With `after_log_id`: the oldest retained log_id. */
+  first_log_id?: number;
+  /** Deprecated (the server sends it for one more release): `replay === "reset"`. */
   reset?: boolean;
 }
 

@@ -12,6 +12,7 @@ import {
   TERMINAL,
   type ThreadSnapshot,
 } from "./chat_types.ts";
+import { StreamCursor } from "./stream_cursor.ts";
 
 /** What the view needs from its session to send pushes. */
 export interface ViewTransport {
@@ -77,8 +78,8 @@ export class ChatView extends Emitter {
   #streams = new Map<string, string>();
   #selected = new Map<string, string>();
   #hasOlder = false;
-  #logId = 0;
-  #epoch: string | undefined;
+  /** The log position and epoch applied so far; a rejoin resumes from it. */
+  readonly #cursor = new StreamCursor("log_id");
   #head: unknown = null;
 
   constructor(transport: ViewTransport) {
@@ -93,12 +94,18 @@ export class ChatView extends Emitter {
 
   /** Current log position: the log_id of the latest applied entry. */
   get logId(): number {
-    return this.#logId;
+    return this.#cursor.offset ?? 0;
   }
 
   /** The epoch `logId` belongs to (sent back on rejoin so a deleted thread is noticed). */
   get epoch(): string | undefined {
-    return this.#epoch;
+    return this.#cursor.epoch;
+  }
+
+  /** The join params that resume from here (`after_log_id` + `epoch`; none before a position
+   * is known). */
+  resumeParams(): Record<string, unknown> {
+    return this.#cursor.params();
   }
 
   /** The `head` slot of the last compaction batch (`{ messageId, runId, logId }`), or null. */
@@ -246,7 +253,7 @@ export class ChatView extends Emitter {
 
   /** Starts a fresh view at `logId` (connect's `afterLogId`): replay applies from there. */
   seek(logId: number): void {
-    if (this.#order.length === 0 && this.#logId === 0) this.#logId = logId;
+    if (this.#order.length === 0 && this.logId === 0) this.#cursor.seek(logId);
   }
 
   /** Forgets every message, run and streaming text (reset, thread deleted). */
@@ -259,13 +266,12 @@ export class ChatView extends Emitter {
 
   /** Applies a join reply. A first join (or `reset`) replaces the state; a rejoin merges. */
   applySnapshot(s: ThreadSnapshot, firstJoin: boolean): void {
-    if (s.reset) this.#clear();
-    if (s.epoch !== undefined) this.#epoch = s.epoch;
-    if (firstJoin || s.reset) this.#hasOlder = !!s.has_older;
+    const reset = this.#cursor.joined(s as unknown as Record<string, unknown>);
+    if (reset) this.#clear();
+    if (firstJoin || reset) this.#hasOlder = !!s.has_older;
     for (const m of s.messages) this.#upsertMessage(m);
     for (const r of s.runs) this.#runs.set(r.runId, r);
     this.#streams = new Map(Object.entries(s.streams ?? {}));
-    this.#logId = s.reset ? s.log_id : Math.max(this.#logId, s.log_id);
     this.emit("update");
   }
 
@@ -274,15 +280,12 @@ export class ChatView extends Emitter {
     if (event === "thread:deleted") {
       // The thread was hard-deleted: its log restarts at 1 in a new epoch.
       this.#clear();
-      this.#logId = 0;
-      if (typeof p?.epoch === "string") this.#epoch = p.epoch;
+      this.#cursor.purged(p?.epoch);
       this.emit("update");
       return;
     }
-    if (typeof p?.log_id === "number") {
-      if (p.log_id <= this.#logId) return; // already applied (replay overlap)
-      this.#logId = p.log_id;
-    }
+    // A position already applied is a replay overlap: skipped.
+    if (typeof p?.log_id === "number" && !this.#cursor.advance(p.log_id)) return;
     switch (event) {
       case "stream":
         this.#applyStream(p.runId, String(p.text ?? ""), Number(p.offset ?? 0));

@@ -11,6 +11,7 @@
  */
 
 import type { Channel, Socket } from "phoenix";
+import { StreamCursor } from "./stream_cursor.ts";
 
 /** What `on("change")` listeners receive. */
 export type ObjectChange =
@@ -44,10 +45,8 @@ export class ObjectSubscription {
   readonly topic: string;
   /** Slot name -> value, current as of `logId`. */
   state: Record<string, unknown> = {};
-  /** Position of the latest applied write (0 before the first snapshot or after a purge). */
-  logId = 0;
-  /** The object stream's epoch (a purge starts a new one); sent back on rejoin. */
-  epoch: string | undefined;
+  /** Where the copy resumes from on a rejoin (`after_log_id` + `epoch`). */
+  readonly #cursor = new StreamCursor("log_id");
   #socket: Socket;
   #getAuth: (socketId: string) => Promise<string | undefined>;
   #socketId?: string;
@@ -96,6 +95,16 @@ export class ObjectSubscription {
     }
   }
 
+  /** Position of the latest applied write (0 before the first snapshot or after a purge). */
+  get logId(): number {
+    return this.#cursor.offset ?? 0;
+  }
+
+  /** The object stream's epoch (a purge starts a new one); sent back on rejoin. */
+  get epoch(): string | undefined {
+    return this.#cursor.epoch;
+  }
+
   /** Listens for snapshots and writes (`change`) or join failures (`error`, with the reason). */
   on(event: "change", callback: Listener<ObjectChange>): () => void;
   on(event: "error", callback: Listener<string>): () => void;
@@ -142,11 +151,7 @@ export class ObjectSubscription {
     const params = () => {
       const p: Record<string, unknown> = {};
       if (auth !== undefined) p.auth = auth;
-      if (this.#synced) {
-        p.after_log_id = this.logId;
-        if (this.epoch !== undefined) p.epoch = this.epoch;
-      }
-      return p;
+      return this.#synced ? { ...p, ...this.#cursor.params() } : p;
     };
     const channel = this.#socket.channel(this.topic, params as unknown as object);
     this.#channel = channel;
@@ -174,17 +179,16 @@ export class ObjectSubscription {
   }
 
   #onSnapshot(
-    snapshot: { state: Record<string, unknown>; log_id: number; epoch?: string; reset?: boolean },
+    snapshot: { state: Record<string, unknown>; log_id: number; epoch?: string; replay?: string; reset?: boolean },
   ): void {
     this.state = { ...snapshot.state };
-    this.logId = snapshot.log_id;
-    if (snapshot.epoch !== undefined) this.epoch = snapshot.epoch;
+    const reset = this.#cursor.joined(snapshot);
     this.#synced = true;
     this.#emit({
       type: "snapshot",
       log_id: this.logId,
       state: this.state,
-      ...(snapshot.reset ? { reset: true as const } : {}),
+      ...(reset ? { reset: true as const } : {}),
     });
     for (const resolve of this.#syncWaiters.splice(0)) resolve();
   }
@@ -192,8 +196,7 @@ export class ObjectSubscription {
   #apply(event: "change" | "batch" | "purge", payload: any): void {
     if (event === "purge") {
       this.state = {};
-      this.logId = 0;
-      if (typeof payload?.epoch === "string") this.epoch = payload.epoch;
+      this.#cursor.purged(payload?.epoch);
       return this.#emit({ type: "purge", log_id: 0, epoch: this.epoch });
     }
     const logId = Number(payload.log_id);
@@ -210,7 +213,7 @@ export class ObjectSubscription {
       else next[op.key] = op.value;
     }
     this.state = next;
-    this.logId = logId;
+    this.#cursor.advance(logId);
     this.#emit(
       event === "batch"
         ? { type: "batch", log_id: logId, ops: payload.ops }

@@ -7,6 +7,7 @@
 import { Socket } from "phoenix";
 import { msgpackSocketOptions } from "./msgpack_serializer.ts";
 import { objectAuthBody, ObjectSubscription } from "./object_subscription.ts";
+import { StreamCursor } from "./stream_cursor.ts";
 
 /** What a token source returns: the token, or `{ auth, channel_data? }`. */
 export type AuthResult = string | { auth: string; channel_data?: string | Record<string, unknown> };
@@ -196,10 +197,8 @@ export class ChannelSubscription {
   readonly name: string;
   /** Presence members by user id (presence channels). */
   readonly members = new Map<string, unknown>();
-  /** Serial of the latest event seen (null before the first join and on ephemeral channels). */
-  lastSerial: number | null = null;
-  /** The channel stream's epoch from the last join; sent back with `after_serial`. */
-  epoch: string | undefined;
+  /** Where the subscription resumes from (`after_serial` + `epoch`). */
+  readonly #cursor = new StreamCursor("serial");
   /** Settles with the first join reply, or rejects with its refusal. */
   readonly ready: Promise<Record<string, any>>;
   #client: RealtimeClient;
@@ -221,6 +220,16 @@ export class ChannelSubscription {
     this.#remove = remove;
     this.ready = new Promise((ok, fail) => (this.#settle = { ok, fail }));
     this.ready.catch(() => {}); // observed through bind("switchboard:error") too
+  }
+
+  /** Serial of the latest event seen (null before the first join and on ephemeral channels). */
+  get lastSerial(): number | null {
+    return this.#cursor.offset ?? null;
+  }
+
+  /** The channel stream's epoch from the last join; sent back with `after_serial`. */
+  get epoch(): string | undefined {
+    return this.#cursor.epoch;
   }
 
   /** Calls `cb(data, meta)` for `event`. */
@@ -302,11 +311,9 @@ export class ChannelSubscription {
     }
     if (this.#closed || this.#client.socketId !== socketId) return; // a newer connection took over
     const channel = this.#client.socket.channel(`pubsub:${this.#client.appKey}:${this.name}`, () => {
-      const after = this.lastSerial ?? this.#opts.afterSerial;
-      if (after === undefined) return params;
-      return this.epoch === undefined
-        ? { ...params, after_serial: after }
-        : { ...params, after_serial: after, epoch: this.epoch };
+      // Until the first join replied, the app's `afterSerial` (if any) is the position.
+      const first = this.#cursor.offset === undefined && this.#opts.afterSerial !== undefined;
+      return { ...params, ...(first ? { after_serial: this.#opts.afterSerial } : this.#cursor.params()) };
     });
     channel.onMessage = (event: string, payload: any) => {
       if (channel === this.#channel) this.#dispatch(event, payload);
@@ -317,8 +324,7 @@ export class ChannelSubscription {
       .receive("ok", (resp: Record<string, any>) => {
         // A `replay: "reset"` reply (the channel's history restarted) also lands here: the
         // position restarts at the reply's serial, in the reply's epoch.
-        this.lastSerial = typeof resp.serial === "number" ? resp.serial : null;
-        if (typeof resp.epoch === "string") this.epoch = resp.epoch;
+        this.#cursor.joined(resp);
         if (resp.presence) {
           this.members.clear();
           for (const m of resp.presence.members) this.members.set(m.user_id, m.user_info);
@@ -357,10 +363,7 @@ export class ChannelSubscription {
     else if (event === "presence:leave") this.members.delete(payload.user_id);
     if (event.startsWith("presence:")) return this.#emit(event, payload, {});
     const serial = payload?.serial;
-    if (typeof serial === "number") {
-      if (this.lastSerial !== null && serial <= this.lastSerial) return; // already seen
-      this.lastSerial = serial;
-    }
+    if (typeof serial === "number" && !this.#cursor.advance(serial)) return; // already seen
     this.#emit(event, payload?.data, payload ?? {});
   }
 

@@ -74,7 +74,7 @@ Deno.test("harness objects: replay before the reply, live change / batch / purge
     await http(h, "PATCH", p, { b: 2, c: 3 });
     await http(h, "POST", `${p}/increment`, { slot: "a", by: 4 });
     const m = await h.join(topic, { app_secret: "secret1", after_log_id: 1 });
-    assert.deepEqual(m.reply.response, { state: { a: 5, b: 2, c: 3 }, log_id: 3, epoch: "0" });
+    assert.deepEqual(m.reply.response, { state: { a: 5, b: 2, c: 3 }, log_id: 3, epoch: "0", replay: "complete", first_log_id: 1 });
     assert.deepEqual(m.replayed().map((e) => [e.event, e.payload]), [
       ["batch", { log_id: 2, ops: [{ op: "set", key: "b", value: 2 }, { op: "set", key: "c", value: 3 }] }],
       ["change", { log_id: 3, op: "set", key: "a", value: 5 }],
@@ -99,13 +99,13 @@ Deno.test("harness objects: replay before the reply, live change / batch / purge
     // after_log_id beyond the head (the object was purged meanwhile): a flagged fresh snapshot,
     // no replay; the same from another epoch even when the position exists.
     const beyond = await h.join(topic, { app_secret: "secret1", after_log_id: 6 });
-    assert.deepEqual(beyond.reply.response, { state: { z: true }, log_id: 1, epoch, reset: true });
+    assert.deepEqual(beyond.reply.response, { state: { z: true }, log_id: 1, epoch, replay: "reset", first_log_id: 1, reset: true });
     assert.deepEqual(beyond.replayed(), []);
     const old = await h.join(topic, { app_secret: "secret1", after_log_id: 0, epoch: "0" });
-    assert.deepEqual(old.reply.response, { state: { z: true }, log_id: 1, epoch, reset: true });
+    assert.deepEqual(old.reply.response, { state: { z: true }, log_id: 1, epoch, replay: "reset", first_log_id: 1, reset: true });
     assert.deepEqual(old.replayed(), []);
     const same = await h.join(topic, { app_secret: "secret1", after_log_id: 0, epoch });
-    assert.deepEqual(same.reply.response, { state: { z: true }, log_id: 1, epoch });
+    assert.deepEqual(same.reply.response, { state: { z: true }, log_id: 1, epoch, replay: "complete", first_log_id: 1 });
     assert.deepEqual(same.replayed().map((e) => e.payload.log_id), [1], "one replayed change");
   });
 });

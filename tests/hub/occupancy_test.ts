@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { Hub, type Subscriber } from "../../lib/hub/hub.ts";
 import { Occupancy } from "../../lib/hub/occupancy.ts";
 import { ownerOf } from "../../lib/cluster/nodes.ts";
+import { Topic } from "../../lib/wire/topic.ts";
 
 const sub = (socketId: string): Subscriber => ({ socketId, format: "json", sendEncoded() {} });
 
@@ -10,7 +11,7 @@ Deno.test("Occupancy: counts, listings and occupied/vacated across this node and
   const occ = new Occupancy(hub, "pubsub:");
   const seen: [string, boolean][] = [];
   const local: [string, number][] = [];
-  occ.observe((t, o) => seen.push([t, o]));
+  occ.observe((t, o) => seen.push([Topic.format(t), o])); // observers get the topic parsed
   occ.observeLocal((t, c) => local.push([t, c]));
   const [a, b] = [sub("a"), sub("b")];
 

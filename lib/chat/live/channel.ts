@@ -22,7 +22,7 @@ import type { LiveService } from "./service.ts";
 import { handlePush } from "./pushes.ts";
 import type { Member } from "./member.ts";
 import { idProblem } from "../../limits.ts";
-import { parseEpoch, parsePosition } from "../../streams/mod.ts";
+import { isRefusal } from "../../streams/mod.ts";
 
 /** Messages in a join snapshot (older ones come from `load_older`). */
 export const SNAPSHOT_WINDOW = 50;
@@ -84,11 +84,9 @@ export function threadChannel(
       if (clientProblem) return { error: `invalid ${clientProblem}` };
       const app = ctx.app;
       const threadId = ctx.name;
-      const after = parsePosition(ctx.params.after_log_id);
-      if (after === null) return { error: "invalid after_log_id" };
-      const epoch = parseEpoch(ctx.params.epoch);
-      if (epoch === null) return { error: "invalid epoch" };
       const log = svc.threadLog;
+      const from = log.streams.position(ctx.params);
+      if (isRefusal(from)) return from;
       const addr = log.address(app, threadId);
 
       let unregister: (() => void) | undefined;
@@ -98,8 +96,7 @@ export function threadChannel(
       // Replay, then the snapshot at N (window, runs, streaming text) and live from N + 1. A
       // position older than the log (or from another epoch) gets a flagged fresh snapshot.
       const joined = await log.streams.join(ctx, addr, {
-        after,
-        epoch,
+        from,
         gap: "reset",
         snapshot: () => {
           const head = log.head(app, threadId);
@@ -108,9 +105,9 @@ export function threadChannel(
           const runs = live.runs.all(app.id, threadId).filter((r) =>
             !isTerminal(r) || inWindow.has(r.runId)
           );
-          return { position: head, value: { head, recent, runs, epoch: log.streams.log.epoch(addr.stream) } };
+          return { position: head, value: { head, recent, runs } };
         },
-        reply: ({ head, recent, runs, epoch }, { replay }) => {
+        reply: ({ head, recent, runs }) => {
           const streams: Record<string, string> = {};
           for (const run of runs) {
             if (isTerminal(run)) continue;
@@ -119,13 +116,11 @@ export function threadChannel(
           }
           return {
             log_id: head,
-            epoch,
             messages: recent.messages.map(toWire),
             runs,
             streams,
             has_older: recent.hasOlder,
             client_id: member.clientId,
-            ...(replay === "reset" ? { reset: true } : {}),
           };
         },
       }).catch((err) => {

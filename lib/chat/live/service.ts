@@ -11,6 +11,7 @@ import type { ThreadEntry } from "../types.ts";
 import { stagePair } from "./messages.ts";
 import { RollupBuffers } from "./rollup.ts";
 import { byteLength, MAX_MESSAGE_CONTENT_BYTES } from "../../limits.ts";
+import { Topic } from "../../streams/mod.ts";
 import {
   decideTool,
   endRun,
@@ -61,7 +62,7 @@ export class LiveService {
       hub.broadcast(topic, "stream", { runId, text, offset });
     }, rollupMs);
     hub.onRelayed((topic, event, payload) => {
-      if (event === "stream" && topic.startsWith("chat:")) this.#mirror(topic, payload as RemoteDelta);
+      if (event === "stream" && Topic.parseOf(topic, "chat")) this.#mirror(topic, payload as RemoteDelta);
     });
     // A hard-deleted thread takes its runs and streaming buffers with it, so a thread
     // re-created with the same id starts clean.
