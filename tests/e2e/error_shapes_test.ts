@@ -135,7 +135,9 @@ Deno.test("error shapes: every surface answers its refusals byte for byte as bef
       assert.deepEqual(await req(server, "GET", "/api/chat/threads", { headers: bad }), [401, JSON_API, jsonApi(401, "Unauthorized")]);
       assert.deepEqual(
         await req(server, "GET", "/api/chat/threads", { headers: off }),
-        [403, JSON_API, jsonApi(403, "Error", "app disabled")],
+        // One credentials middleware for every surface: the chat's 403 title is "Forbidden" as the
+        // native API's always was (it was "Error" before, the reason phrase missing from TITLES).
+        [403, JSON_API, jsonApi(403, "Forbidden", "app disabled")],
       );
       assert.deepEqual(
         await req(server, "POST", "/api/chat/threads", { headers: { ...h, "content-type": "text/plain" }, body: "{}" }),
