@@ -10,6 +10,7 @@ import type { SocketEndpoint } from "./socket/endpoint.ts";
 import type { StoreEnv } from "./store/env.ts";
 import type { StreamLog } from "./streams/mod.ts";
 import type { Occupancy } from "./hub/occupancy.ts";
+import type { Surface } from "./http/surfaces.ts";
 
 /**
  * What the cluster reads and writes of a product's presence registry (pubsub's
@@ -58,7 +59,8 @@ export interface ProductDeps {
  * A hot route a product answers before the router, for speed: for `req` at `path`, undefined
  * when it is not that route or is out of the ordinary (the router then answers it), else the
  * route template (metrics), the caller's app key and `respond`, whose thrown errors the
- * server answers as the router would (`errorResponse`). It must behave as the router does.
+ * server answers in the module's `surface`, as the router would. It must behave as the router
+ * does.
  */
 export type DirectRoute = (req: Request, path: string) => {
   route: string;
@@ -70,6 +72,8 @@ export type DirectRoute = (req: Request, path: string) => {
 export interface ProductModule {
   /** Mounted at `/`; the module owns its paths (e.g. `/api/v1/objects/...`). */
   routes?: Hono;
+  /** The shape its routes' (and direct routes') errors are answered in; NATIVE by default. */
+  surface?: Surface;
   /** Hot routes answered before `routes` (see `DirectRoute`). */
   direct?: DirectRoute[];
   /** Handlers for the topic prefixes this product owns. */

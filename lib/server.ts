@@ -4,7 +4,6 @@
 import { mkdirSync, statSync } from "node:fs";
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { HTTPException } from "hono/http-exception";
 import { MAX_BODY_BYTES } from "./limits.ts";
 import { PROTO_PROBLEM, protoProblem } from "./wire/codec.ts";
 import { type App, AppRegistry } from "./config/apps.ts";
@@ -13,7 +12,8 @@ import type { Config } from "./config/config.ts";
 import { Hub } from "./hub/hub.ts";
 import type { DirectRoute, ProductDeps, ProductModule } from "./product.ts";
 import { StoreEnv, storePath } from "./store/env.ts";
-import { errorResponse } from "./http/errors.ts";
+import { ApiError, toApiError } from "./http/errors.ts";
+import { NATIVE, RouteSurfaces, type Surface } from "./http/surfaces.ts";
 import { lockDataDir } from "./store/lock.ts";
 import { gaugeFrom, record, registry } from "./metrics/mod.ts";
 import { log } from "./log/mod.ts";
@@ -69,16 +69,16 @@ function observe(method: string, route: string, path: string, status: number, ms
 
 /** Answers `req` through the products' direct routes when one takes it (measured and logged
  * like the router's), else through `router`. */
-function dispatch(req: Request, direct: DirectRoute[], router: Hono, conn?: unknown): Response | Promise<Response> {
+function dispatch(req: Request, direct: { route: DirectRoute; surface: Surface }[], router: Hono, conn?: unknown): Response | Promise<Response> {
   const url = req.url;
   const start = url.indexOf("/", url.indexOf("//") + 2);
   const query = url.indexOf("?", start);
   const path = query < 0 ? url.slice(start) : url.slice(start, query);
-  for (const route of direct) {
+  for (const { route, surface } of direct) {
     const call = route(req, path);
     if (!call) continue;
     const started = performance.now();
-    return call.respond().catch((err) => errorResponse(err, path)).then((res) => {
+    return call.respond().catch((err) => surface.answer(toApiError(err, path))).then((res) => {
       observe(req.method, call.route, path, res.status, performance.now() - started, call.app);
       return res;
     });
@@ -159,6 +159,8 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   });
 
   const http = new Hono();
+  // Errors are answered in the shape of the surface whose routes matched (lib/http/surfaces.ts).
+  const surfaces = new RouteSurfaces();
   // Request metrics by route template (bounded labels), measured around everything else;
   // every 4xx/5xx is logged (the app key is public; credentials and bodies are never logged).
   http.use("*", async (c, next) => {
@@ -172,9 +174,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   http.use("*", bodyLimit({
     maxSize: MAX_BODY_BYTES,
     onError: (c) =>
-      isPusherRestPath(c.req.path) // Pusher's API answers in plain text
-        ? c.text(`Request body too large: the limit is ${MAX_BODY_BYTES} bytes`, 413)
-        : errorResponse(new HTTPException(413, { message: "request body too large" }), c.req.path),
+      surfaces.of(c).answer(new ApiError(413, "request body too large", { code: "body_too_large" })),
   }));
   // Storage (MessagePack) cannot keep an object key named __proto__: refuse it up front rather
   // than store a renamed key. Free for bodies that do not contain the text at all.
@@ -183,7 +183,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     // The Pusher REST API checks its own bodies (body_md5 over the raw bytes, then __proto__).
     if (c.req.method === "GET" || isPusherRestPath(c.req.path)) return next();
     if (!type?.includes("json") || !protoProblem(await c.req.text(), type)) return next();
-    return errorResponse(new HTTPException(422, { message: PROTO_PROBLEM }), c.req.path);
+    return surfaces.of(c).answer(new ApiError(422, PROTO_PROBLEM));
   });
   // Public probes and the root answer any origin (a browser health check from another origin);
   // authenticated routes never do. The 404 of an unknown path gets it in notFound below.
@@ -215,9 +215,13 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
       outbox: pusherOutboxView(env, () => pusher.webhooks.wake()),
     }));
   }
-  for (const m of modules) if (m.routes) http.route("/", m.routes);
-  http.notFound((c) => c.json({ errors: [{ status: "404", title: "Not Found" }] }, 404, { "Access-Control-Allow-Origin": "*" }));
-  http.onError((err, c) => errorResponse(err, c.req.path));
+  for (const m of modules) if (m.routes) surfaces.mount(http, m.routes, m.surface ?? NATIVE);
+  http.notFound(() => {
+    const res = NATIVE.answer(new ApiError(404));
+    res.headers.set("Access-Control-Allow-Origin", "*");
+    return res;
+  });
+  http.onError((err, c) => surfaces.answer(err, c));
 
   const sockets = new SocketServer(apps, {
     hub,
@@ -228,7 +232,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   }, config.idleTimeoutSeconds * 1000);
   for (const m of modules) for (const endpoint of m.endpoints ?? []) sockets.addEndpoint(endpoint);
   const inflight = new InflightRequests();
-  const direct = modules.flatMap((m) => m.direct ?? []);
+  const direct = modules.flatMap((m) => (m.direct ?? []).map((route) => ({ route, surface: m.surface ?? NATIVE })));
   let metricsServer: RunningServer | undefined;
   const server = await serve({
     port: config.port,

@@ -4,10 +4,9 @@ import type { AppRegistry } from "../lib/config/apps.ts";
 import { appCredentials, type AppEnv } from "../lib/auth/credentials.ts";
 import { validateCapabilities } from "../lib/auth/capability.ts";
 import { issueJwt } from "../lib/auth/jwt.ts";
-import { jsonApiError, readJsonBody } from "../lib/http/errors.ts";
+import { ApiError, readJsonBody } from "../lib/http/errors.ts";
+import { answerIn, NATIVE } from "../lib/http/surfaces.ts";
 import { idProblem } from "../lib/limits.ts";
-
-const INVALID = "Unprocessable Entity";
 
 /**
  * The issuer sub-app. Credentials first (401), then 400 for a body that is not JSON, then 422
@@ -15,12 +14,14 @@ const INVALID = "Unprocessable Entity";
  */
 export function authRoutes(registry: AppRegistry): Hono<AppEnv> {
   const routes = new Hono<AppEnv>();
+  // Also mounted on its own (outside the server): answers its refusals itself.
+  routes.onError(answerIn(NATIVE));
   routes.post("/api/auth", appCredentials(registry), async (c) => {
     const read = await readJsonBody(c);
-    if (!read.ok) return jsonApiError(c, 400, "Bad Request", "request body is not valid JSON");
+    if (!read.ok) throw new ApiError(400, "request body is not valid JSON");
     const body = read.body;
     if (typeof body !== "object" || body === null || Array.isArray(body)) {
-      return jsonApiError(c, 422, INVALID, "request body must be a JSON object", { pointer: "" });
+      throw new ApiError(422, "request body must be a JSON object", { source: { pointer: "" } });
     }
     const { socket_id, client_id, capabilities } = body as Record<string, unknown>;
     for (const [name, value] of [["socket_id", socket_id], ["client_id", client_id]] as const) {
@@ -28,20 +29,18 @@ export function authRoutes(registry: AppRegistry): Hono<AppEnv> {
         const detail = value === undefined
           ? `${name} is required`
           : `${name} must be a non-empty string`;
-        return jsonApiError(c, 422, INVALID, detail, { pointer: `/${name}` });
+        throw new ApiError(422, detail, { source: { pointer: `/${name}` } });
       }
     }
     // The client id becomes part of chat storage keys: bounded like every id (docs/limits.md).
     const longId = idProblem("client_id", client_id as string);
-    if (longId) return jsonApiError(c, 422, INVALID, longId, { pointer: "/client_id" });
+    if (longId) throw new ApiError(422, longId, { source: { pointer: "/client_id" } });
     if (capabilities === undefined) {
-      return jsonApiError(c, 422, INVALID, "capabilities is required", {
-        pointer: "/capabilities",
-      });
+      throw new ApiError(422, "capabilities is required", { source: { pointer: "/capabilities" } });
     }
     const checked = validateCapabilities(capabilities);
     if (!checked.ok) {
-      return jsonApiError(c, 422, INVALID, checked.detail, { pointer: "/capabilities" });
+      throw new ApiError(422, checked.detail, { source: { pointer: "/capabilities" } });
     }
     const auth = await issueJwt(c.get("app"), {
       socket_id: socket_id as string,

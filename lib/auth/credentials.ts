@@ -1,16 +1,12 @@
 /** Server-to-server credentials: the `X-App-Key` / `X-App-Secret` header pair. */
 import type { MiddlewareHandler } from "hono";
 import type { App, AppRegistry } from "../config/apps.ts";
+import { ApiError } from "../http/errors.ts";
+import { NATIVE, type Surface } from "../http/surfaces.ts";
 import { constantTimeEqual } from "./fast_token.ts";
 
 /** Hono environment of routes behind `appCredentials`: `c.get("app")` is the caller's app. */
 export type AppEnv = { Variables: { app: App } };
-
-/** The exact 401 body the spec prescribes for bad server credentials. */
-export const UNAUTHORIZED_BODY = { errors: [{ status: "401", title: "Unauthorized" }] };
-
-/** The 403 body of every authenticated call to an app switched off with `enabled: false`. */
-export const DISABLED_BODY = { errors: [{ status: "403", title: "Forbidden", detail: "app disabled" }] };
 
 /** Compared against when the key is unknown, so both failure paths do similar work. */
 const DUMMY_SECRET = "x".repeat(32);
@@ -35,10 +31,11 @@ export function appFromCredentials(
  * on a path with an `:app_id` parameter (`app.use("/api/apps/:app_id/*", mw)`, or inline on a
  * route `app.post("/api/apps/:app_id/trigger", mw, handler)`), that segment (App Key or App ID)
  * must name the same app. Mounted globally (`app.use("*", mw)`) it cannot see a route's
- * `:app_id`, so mount it on the `:app_id` pattern instead. Any failure answers 401 with
- * `UNAUTHORIZED_BODY`.
+ * `:app_id`, so mount it on the `:app_id` pattern instead. Any failure answers 401
+ * (`Unauthorized`, no detail, as the spec prescribes) and a disabled app 403 (`app disabled`),
+ * both in `surface`'s shape (NATIVE by default; the chat REST passes CHAT).
  */
-export function appCredentials(registry: AppRegistry): MiddlewareHandler<AppEnv> {
+export function appCredentials(registry: AppRegistry, surface: Surface = NATIVE): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const app = appFromCredentials(
       registry,
@@ -47,9 +44,9 @@ export function appCredentials(registry: AppRegistry): MiddlewareHandler<AppEnv>
     );
     const pathAppId = c.req.param("app_id");
     if (!app || (pathAppId !== undefined && registry.byIdOrKey(pathAppId) !== app)) {
-      return c.json(UNAUTHORIZED_BODY, 401);
+      return surface.answer(new ApiError(401));
     }
-    if (app.enabled === false) return c.json(DISABLED_BODY, 403);
+    if (app.enabled === false) return surface.answer(new ApiError(403, "app disabled"));
     c.set("app", app);
     await next();
   };

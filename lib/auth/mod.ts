@@ -14,6 +14,6 @@ export { issueJwt, JWT_AUDIENCE, JWT_DEFAULT_TTL_SECONDS, verifyJwt } from "./jw
 export type { JwtClaims } from "./jwt.ts";
 export { constantTimeEqual, verifyToken } from "./verify.ts";
 export { type JoinCredential, verifyJoin } from "./join.ts";
-export { appCredentials, appFromCredentials, UNAUTHORIZED_BODY } from "./credentials.ts";
+export { appCredentials, appFromCredentials } from "./credentials.ts";
 export type { AppEnv } from "./credentials.ts";
 export type { Principal } from "./principal.ts";

@@ -1,6 +1,7 @@
 // The chat product's entry: builds the shared services, the REST routes, the bot webhooks and
 // the live thread channel (`createChat`).
 import type { ProductDeps, ProductModule } from "../product.ts";
+import { CHAT } from "../http/surfaces.ts";
 import { createChatLive } from "./live/mod.ts";
 import { chatRestRoutes } from "./rest/mod.ts";
 import { type ChatServices, createChatServices } from "./services.ts";
@@ -16,6 +17,7 @@ export function createChat(deps: ProductDeps): ProductModule & { services: ChatS
   const webhooks = new WebhookDispatcher(services.store, deps.apps, outbox, services.threadLog);
   return {
     routes: chatRestRoutes(deps.apps, services),
+    surface: CHAT,
     channels: { chat: live.handler },
     services,
     close: () => {

@@ -60,7 +60,7 @@ export class ChatStore {
     return this.threads.get(app, threadId);
   }
 
-  /** Creates a message; rejects with ChatError 409 on a duplicate id (see MessageStore). */
+  /** Creates a message; rejects with ApiError 409 on a duplicate id (see MessageStore). */
   createMessage(app: App, threadId: string, input: NewMessage, opts?: CreateMessageOptions) {
     return this.messages.create(app, threadId, input, opts);
   }

@@ -29,7 +29,7 @@ export class BotStore {
     return this.rows.get(app.id, [], id);
   }
 
-  /** The bot or a 404 ChatError. */
+  /** The bot or a 404 ApiError. */
   require(app: App, id: string): Bot {
     const b = this.get(app, id);
     if (!b) throw notFound("Bot", id);

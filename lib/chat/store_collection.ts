@@ -7,7 +7,7 @@
  */
 import type { Database, Key } from "lmdb";
 import type { StoreEnv } from "../store/env.ts";
-import { ChatError } from "./errors.ts";
+import { ApiError } from "../http/errors.ts";
 
 const MAX_SEQ = Number.MAX_SAFE_INTEGER;
 
@@ -113,8 +113,9 @@ export class Collection<T extends { id: string }> {
     const cursorSeq = (id: string, param: string) => {
       const seq = this.seqOf(appId, scope, id);
       if (seq === undefined) {
-        throw new ChatError(400, "Invalid cursor", `No ${this.kind} with id ${id}.`, {
-          parameter: param,
+        throw new ApiError(400, `No ${this.kind} with id ${id}.`, {
+          title: "Invalid cursor",
+          source: { parameter: param },
         });
       }
       return seq;

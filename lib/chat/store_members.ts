@@ -25,7 +25,7 @@ export class ParticipantStore {
     private log: ThreadLog,
   ) {}
 
-  /** The participant or a 404 ChatError (404 also when the thread is missing). */
+  /** The participant or a 404 ApiError (404 also when the thread is missing). */
   require(app: App, threadId: string, id: string): Participant {
     this.threads.require(app, threadId);
     const p = this.rows.get(app.id, [threadId], id);

@@ -63,7 +63,7 @@ export class MessageStore {
     return this.rows.get(app.id, [threadId], id);
   }
 
-  /** The message or a 404 ChatError (also 404 when the thread is missing). */
+  /** The message or a 404 ApiError (also 404 when the thread is missing). */
   require(app: App, threadId: string, id: string): MessageRecord {
     this.threads.require(app, threadId);
     const m = this.get(app, threadId, id);
@@ -86,7 +86,7 @@ export class MessageStore {
 
   /**
    * Validates a new message and returns the record plus the writes, for use INSIDE a
-   * thread-log `prepare` (the live side composes it with its own entries). Throws ChatError:
+   * thread-log `prepare` (the live side composes it with its own entries). Throws ApiError:
    * 404 thread missing (unless autoCreateThread), 409 duplicate id or archived thread, 422 bad
    * parent.
    */

@@ -54,7 +54,7 @@ export class ThreadStore {
     return this.rows.get(app.id, [], id);
   }
 
-  /** The thread or a 404 ChatError. */
+  /** The thread or a 404 ApiError. */
   require(app: App, id: string): Thread {
     const t = this.get(app, id);
     if (!t) throw notFound("Thread", id);

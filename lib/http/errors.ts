@@ -1,38 +1,92 @@
 /**
- * HTTP errors of every surface: the thrown `HttpError` type that carries its own response, the
- * one mapping of anything thrown to a response (`errorResponse`, used by the server's single
- * error handler), JSON:API error bodies and safe JSON body reading.
+ * The one error type of every HTTP surface (`ApiError`: status, machine title/code, detail,
+ * source), the normalisation of anything thrown into it (`toApiError`: storage refusing a write
+ * is 503, Hono's HTTPException keeps its status, anything else is a logged 500), the reason
+ * phrases, and safe JSON body reading. How each surface shapes an `ApiError` into a response
+ * is in ./surfaces.ts.
  */
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { StorageUnavailableError } from "../store/errors.ts";
-import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { errorFields, log } from "../log/mod.ts";
 
-/** One entry of a JSON:API `errors` array. */
-export interface JsonApiErrorObject {
-  status: string;
-  title: string;
-  detail?: string;
-  source?: object;
+/** Reason phrases of the statuses this service answers with (the default `title`). */
+export const TITLES: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  409: "Conflict",
+  413: "Payload Too Large",
+  415: "Unsupported Media Type",
+  422: "Unprocessable Entity",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  503: "Service Unavailable",
+};
+
+/** Machine codes of refusals a surface may word its own way (see ./surfaces.ts). */
+export type ApiErrorCode = "body_too_large";
+
+/** What an `ApiError` is built from besides its status and detail. */
+export interface ApiErrorOptions {
+  /** Machine reason (JSON:API `title`); defaults to the status's reason phrase. */
+  title?: string;
+  /** What the error points at: `{ pointer }` into the body or `{ parameter }` of the query. */
+  source?: Record<string, string>;
+  /** A refusal some surface words its own way (e.g. Pusher's body-size text). */
+  code?: ApiErrorCode;
+  /** Every error of a refusal that has several (e.g. one per validation issue; same status). */
+  all?: ApiError[];
 }
 
 /**
- * Answers `status` with `{ errors: [ { status, title, detail?, source? } ] }` (application/json).
- * `detail` and `source` are omitted when not given.
+ * The failure every HTTP handler, middleware and direct route throws (or hands to its
+ * surface): an HTTP status, a machine `title`, an optional human `detail` and `source`. It
+ * carries no body: the surface the route belongs to shapes it (./surfaces.ts).
  */
-export function jsonApiError(
-  c: Context,
-  status: number,
-  title: string,
-  detail?: string,
-  source?: object,
-): Response {
-  const error: JsonApiErrorObject = { status: String(status), title };
-  if (detail !== undefined) error.detail = detail;
-  if (source !== undefined) error.source = source;
-  return c.json({ errors: [error] }, status as ContentfulStatusCode);
+export class ApiError extends Error {
+  readonly status: number;
+  /** Machine reason: JSON:API `title`; the status's reason phrase unless given. */
+  readonly title: string;
+  /** Human explanation (JSON:API `detail`, objects' `error`, Pusher's text). */
+  readonly detail?: string;
+  /** JSON:API `source`. */
+  readonly source?: Record<string, string>;
+  /** See `ApiErrorOptions.code`. */
+  readonly code?: ApiErrorCode;
+  /** See `ApiErrorOptions.all`; undefined for a single error. */
+  readonly all?: ApiError[];
+
+  /** Builds the error; its message is `detail` (or the title when there is none). */
+  constructor(status: number, detail?: string, options: ApiErrorOptions = {}) {
+    const title = options.title ?? TITLES[status] ?? "Error";
+    super(detail ?? title);
+    this.name = "ApiError";
+    this.status = status;
+    this.title = title;
+    this.detail = detail;
+    this.source = options.source;
+    this.code = options.code;
+    this.all = options.all;
+  }
 }
+
+/**
+ * Anything thrown while answering a request, as an `ApiError`: itself when it is one; storage
+ * refusing a write is 503 with its reason; Hono's HTTPException keeps its status and message;
+ * anything else is logged (with `path`) and is a 500.
+ */
+export function toApiError(err: unknown, path: string): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof StorageUnavailableError) return new ApiError(503, err.reason);
+  if (err instanceof HTTPException) return new ApiError(err.status, err.message || undefined);
+  log.error("unhandled request error", { path, ...errorFields(err) });
+  return new ApiError(500);
+}
+
+/** JSON:API's media type (chat REST). */
+export const JSON_API = "application/vnd.api+json";
 
 /**
  * Reads the request body as JSON. `{ ok: false }` when it is empty or not valid JSON (callers
@@ -48,72 +102,3 @@ export async function readJsonBody(
     return { ok: false };
   }
 }
-
-/**
- * A failure that carries its response in its surface's shape (`ObjectError`: `{ error }`,
- * `ChatError`: JSON:API). Handlers throw it; `errorResponse` answers with `toResponse()`.
- */
-export class HttpError extends Error {
-  readonly status: number;
-  readonly #body: unknown;
-  readonly #contentType: string;
-
-  constructor(status: number, message: string, body: unknown, contentType = "application/json") {
-    super(message);
-    this.status = status;
-    this.#body = body;
-    this.#contentType = contentType;
-  }
-
-  /** The response this error answers with. */
-  toResponse(): Response {
-    return new Response(JSON.stringify(this.#body), {
-      status: this.status,
-      headers: { "content-type": this.#contentType },
-    });
-  }
-}
-
-/** JSON:API's media type (chat REST). */
-export const JSON_API = "application/vnd.api+json";
-
-/**
- * The one mapping of a thrown error to a response, in the shape of the surface `path` belongs
- * to: `HttpError` answers itself; storage refusing a write is 503; Hono's HTTPException (e.g.
- * malformed JSON) keeps its status; anything else is a logged 500.
- */
-export function errorResponse(err: unknown, path: string): Response {
-  if (err instanceof HttpError) return err.toResponse();
-  let status = 500;
-  let detail: string | undefined;
-  if (err instanceof StorageUnavailableError) {
-    status = 503;
-    detail = err.reason;
-  } else if (err instanceof HTTPException) {
-    status = err.status;
-    detail = err.message || undefined;
-  } else {
-    log.error("unhandled request error", { path, ...errorFields(err) });
-  }
-  if (path.startsWith("/api/v1/objects/")) {
-    return new HttpError(status, detail ?? TITLES[status], { error: detail ?? TITLES[status] }).toResponse();
-  }
-  const e: JsonApiErrorObject = { status: String(status), title: TITLES[status] ?? "Error" };
-  if (detail !== undefined) e.detail = detail;
-  const type = path.startsWith("/api/chat/") ? JSON_API : "application/json";
-  return new HttpError(status, e.title, { errors: [e] }, type).toResponse();
-}
-
-/** Reason phrases of the statuses this service answers with. */
-export const TITLES: Record<number, string> = {
-  400: "Bad Request",
-  401: "Unauthorized",
-  404: "Not Found",
-  409: "Conflict",
-  413: "Payload Too Large",
-  415: "Unsupported Media Type",
-  422: "Unprocessable Entity",
-  429: "Too Many Requests",
-  500: "Internal Server Error",
-  503: "Service Unavailable",
-};

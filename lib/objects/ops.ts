@@ -3,7 +3,7 @@
  * applying operations to an object's state into materialised `set` / `delete` entries.
  * Everything here validates before anything is written (lmdb-js does not roll back).
  */
-import { HttpError } from "../http/errors.ts";
+import { ApiError } from "../http/errors.ts";
 import {
   MAX_OBJECT_BYTES,
   MAX_OPS_PER_WRITE,
@@ -26,16 +26,6 @@ export interface MaterialOp {
   value: unknown;
 }
 
-/** A Durable Object failure answered as `{ error: message }` with `status`. */
-export class ObjectError extends HttpError {
-  declare readonly status: 400 | 404 | 413 | 422;
-  /** Builds the error; `message` is the user-facing `error` text. */
-  constructor(status: 400 | 404 | 413 | 422, message: string) {
-    super(status, message, { error: message });
-    this.name = "ObjectError";
-  }
-}
-
 import { byteLength, jsonBytes } from "../limits.ts";
 
 export { byteLength, jsonBytes };
@@ -43,10 +33,10 @@ export { byteLength, jsonBytes };
 /** Throws 422 unless `key` is a valid slot name (non-empty string within the length limit). */
 export function checkSlotName(key: unknown, where = "slot"): string {
   if (typeof key !== "string" || key === "") {
-    throw new ObjectError(422, `${where} must be a non-empty string`);
+    throw new ApiError(422, `${where} must be a non-empty string`);
   }
   if (byteLength(key) > MAX_SLOT_NAME_BYTES) {
-    throw new ObjectError(422, `${where} is longer than ${MAX_SLOT_NAME_BYTES} bytes`);
+    throw new ApiError(422, `${where} is longer than ${MAX_SLOT_NAME_BYTES} bytes`);
   }
   return key;
 }
@@ -56,23 +46,23 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 function checkCount(n: number): void {
-  if (n === 0) throw new ObjectError(422, "a write must contain at least one operation");
+  if (n === 0) throw new ApiError(422, "a write must contain at least one operation");
   if (n > MAX_OPS_PER_WRITE) {
-    throw new ObjectError(413, `too many operations: at most ${MAX_OPS_PER_WRITE} per write`);
+    throw new ApiError(413, `too many operations: at most ${MAX_OPS_PER_WRITE} per write`);
   }
 }
 
 /** `PUT /{slot}` body: `{ value }` -> a set op. */
 export function parseSet(slot: string, body: unknown): Op[] {
   if (!isPlainObject(body) || !("value" in body)) {
-    throw new ObjectError(422, 'body must be an object with a "value" field');
+    throw new ApiError(422, 'body must be an object with a "value" field');
   }
   return [{ op: "set", key: checkSlotName(slot), value: body.value }];
 }
 
 /** `PATCH` body: plain object, each key a slot -> set ops in key order. */
 export function parsePatch(body: unknown): Op[] {
-  if (!isPlainObject(body)) throw new ObjectError(422, "body must be a plain JSON object");
+  if (!isPlainObject(body)) throw new ApiError(422, "body must be a plain JSON object");
   const keys = Object.keys(body);
   checkCount(keys.length);
   return keys.map((k) => ({ op: "set", key: checkSlotName(k, "slot name"), value: body[k] }));
@@ -80,14 +70,14 @@ export function parsePatch(body: unknown): Op[] {
 
 /** `POST /increment` body: `{ slot, by? }`. */
 export function parseIncrement(body: unknown): Op[] {
-  if (!isPlainObject(body)) throw new ObjectError(422, "body must be a JSON object");
+  if (!isPlainObject(body)) throw new ApiError(422, "body must be a JSON object");
   return [{ op: "increment", key: checkSlotName(body.slot), by: parseBy(body.by, "by") }];
 }
 
 /** `POST /append` body: `{ slot, value }`. */
 export function parseAppend(body: unknown): Op[] {
   if (!isPlainObject(body) || !("value" in body)) {
-    throw new ObjectError(422, 'body must be an object with "slot" and "value" fields');
+    throw new ApiError(422, 'body must be an object with "slot" and "value" fields');
   }
   return [{ op: "append", key: checkSlotName(body.slot), value: body.value }];
 }
@@ -95,30 +85,30 @@ export function parseAppend(body: unknown): Op[] {
 function parseBy(by: unknown, where: string): number {
   if (by === undefined) return 1;
   if (typeof by !== "number" || !Number.isFinite(by)) {
-    throw new ObjectError(422, `${where} must be a finite number`);
+    throw new ApiError(422, `${where} must be a finite number`);
   }
   return by;
 }
 
 /** `POST /transaction` body: a bare array of `{ op, key, value?, by? }`. */
 export function parseTransaction(body: unknown): Op[] {
-  if (!Array.isArray(body)) throw new ObjectError(422, "transaction body must be a JSON array");
+  if (!Array.isArray(body)) throw new ApiError(422, "transaction body must be a JSON array");
   checkCount(body.length);
   return body.map((raw, i): Op => {
     const at = `operation ${i}`;
-    if (!isPlainObject(raw)) throw new ObjectError(422, `${at} must be an object`);
+    if (!isPlainObject(raw)) throw new ApiError(422, `${at} must be an object`);
     const key = checkSlotName(raw.key, `${at}: key`);
     switch (raw.op) {
       case "set":
       case "append":
-        if (!("value" in raw)) throw new ObjectError(422, `${at}: ${raw.op} needs a value`);
+        if (!("value" in raw)) throw new ApiError(422, `${at}: ${raw.op} needs a value`);
         return { op: raw.op, key, value: raw.value };
       case "delete":
         return { op: "delete", key };
       case "increment":
         return { op: "increment", key, by: parseBy(raw.by, `${at}: by`) };
       default:
-        throw new ObjectError(
+        throw new ApiError(
           422,
           `${at}: unknown op ${JSON.stringify(raw.op)} (expected set, delete, increment or append)`,
         );
@@ -169,7 +159,7 @@ export function emptyRecord(): ObjectRecord {
 
 /**
  * Applies `ops` in order to `record` (not mutated) and returns the new record and the
- * materialised ops. Throws `ObjectError` (422 / 413) before producing anything when an op
+ * materialised ops. Throws `ApiError` (422 / 413) before producing anything when an op
  * does not fit the current values or a limit.
  */
 export function applyOps(
@@ -190,27 +180,27 @@ export function applyOps(
       next = op.value;
     } else if (op.op === "increment") {
       if (has && typeof current !== "number") {
-        throw new ObjectError(422, `cannot increment slot "${op.key}": value is not a number`);
+        throw new ApiError(422, `cannot increment slot "${op.key}": value is not a number`);
       }
       next = ((current as number | undefined) ?? 0) + op.by;
       if (!Number.isFinite(next)) {
-        throw new ObjectError(422, `cannot increment slot "${op.key}": result is not finite`);
+        throw new ApiError(422, `cannot increment slot "${op.key}": result is not finite`);
       }
     } else {
       if (has && !Array.isArray(current)) {
-        throw new ObjectError(422, `cannot append to slot "${op.key}": value is not a list`);
+        throw new ApiError(422, `cannot append to slot "${op.key}": value is not a list`);
       }
       next = [...((current as unknown[] | undefined) ?? []), op.value];
     }
     const valueBytes = jsonBytes(next);
     if (valueBytes > MAX_VALUE_BYTES) {
-      throw new ObjectError(413, `value of slot "${op.key}" exceeds ${MAX_VALUE_BYTES} bytes`);
+      throw new ApiError(413, `value of slot "${op.key}" exceeds ${MAX_VALUE_BYTES} bytes`);
     }
     place(r, op.key, next, valueBytes);
     material.push({ op: "set", key: op.key, value: next });
   }
   if (r.total > MAX_OBJECT_BYTES) {
-    throw new ObjectError(413, `object would exceed ${MAX_OBJECT_BYTES} bytes`);
+    throw new ApiError(413, `object would exceed ${MAX_OBJECT_BYTES} bytes`);
   }
   return { record: r, material };
 }

@@ -5,11 +5,11 @@ import { appCredentials, type AppEnv, appFromCredentials } from "../auth/credent
 import type { DirectRoute } from "../product.ts";
 import { PROTO_PROBLEM, protoProblem } from "../wire/codec.ts";
 import { MAX_BODY_BYTES, MAX_NAME_BYTES, objectTypeProblem } from "./limits.ts";
+import { ApiError } from "../http/errors.ts";
 import {
   byteLength,
   checkSlotName,
   type MaterialOp,
-  ObjectError,
   type Op,
   parseAppend,
   parseIncrement,
@@ -34,11 +34,11 @@ function refOf(c: C): ObjectRef {
 function refFrom(app: App, type: string, key: string): ObjectRef {
   for (const [what, v] of [["type", type], ["key", key]]) {
     if (byteLength(v) > MAX_NAME_BYTES) {
-      throw new ObjectError(422, `object ${what} is longer than ${MAX_NAME_BYTES} bytes`);
+      throw new ApiError(422, `object ${what} is longer than ${MAX_NAME_BYTES} bytes`);
     }
   }
   const problem = objectTypeProblem(type);
-  if (problem) throw new ObjectError(422, problem);
+  if (problem) throw new ApiError(422, problem);
   return { appId: app.id, appKey: app.key, type, key };
 }
 
@@ -49,17 +49,17 @@ function slotOf(c: C): string {
 /** Reads the JSON body: 413 when too large, 400 when not JSON. */
 async function body(c: C): Promise<unknown> {
   const declared = Number(c.req.header("content-length") ?? 0);
-  if (declared > MAX_BODY_BYTES) throw new ObjectError(413, "request body too large");
+  if (declared > MAX_BODY_BYTES) throw new ApiError(413, "request body too large");
   return parseBody(await c.req.text());
 }
 
 /** The body text as JSON: 413 when too large, 400 when not JSON. */
 function parseBody(text: string): unknown {
-  if (byteLength(text) > MAX_BODY_BYTES) throw new ObjectError(413, "request body too large");
+  if (byteLength(text) > MAX_BODY_BYTES) throw new ApiError(413, "request body too large");
   try {
     return JSON.parse(text);
   } catch {
-    throw new ObjectError(400, "request body is not valid JSON");
+    throw new ApiError(400, "request body is not valid JSON");
   }
 }
 
@@ -104,7 +104,7 @@ async function runWrite(
 
 function afterParam(value: string | undefined, name: string): number | undefined {
   if (value === undefined || value === "") return undefined;
-  if (!/^\d+$/.test(value)) throw new ObjectError(400, `${name} must be a non-negative integer`);
+  if (!/^\d+$/.test(value)) throw new ApiError(400, `${name} must be a non-negative integer`);
   return Number(value);
 }
 
@@ -139,7 +139,7 @@ export function objectRoutes(apps: AppRegistry, store: ObjectStore): Hono {
   });
 
   const notFound = () => {
-    throw new ObjectError(404, "not found");
+    throw new ApiError(404, "not found");
   };
   r.all(BASE, notFound);
   r.all(`${BASE}/*`, notFound);
@@ -182,9 +182,9 @@ export function objectDirect(apps: AppRegistry, store: ObjectStore): DirectRoute
       route: route.path,
       app: app.key,
       respond: async () => {
-        if (Number(declared) > MAX_BODY_BYTES) throw new ObjectError(413, "request body too large");
+        if (Number(declared) > MAX_BODY_BYTES) throw new ApiError(413, "request body too large");
         const text = await req.text();
-        if (protoProblem(text, h.get("content-type"))) throw new ObjectError(422, PROTO_PROBLEM);
+        if (protoProblem(text, h.get("content-type"))) throw new ApiError(422, PROTO_PROBLEM);
         const ref = () => refFrom(app, parts[5], parts[6]);
         const reply = await runWrite(store, route, ref, parts[7] ?? "", parseBody(text));
         return new Response(JSON.stringify(reply), { headers: JSON_HEADERS });

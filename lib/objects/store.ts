@@ -120,7 +120,7 @@ export class ObjectStore {
 
   /**
    * Applies `ops` as one log entry (a `batch` event when `batch`, else a `change` event).
-   * Rejects with `ObjectError` and writes nothing when an op does not apply.
+   * Rejects with `ApiError` and writes nothing when an op does not apply.
    */
   async write(ref: ObjectRef, ops: Op[], batch: boolean): Promise<{ log_id: number; ops: MaterialOp[] }> {
     const addr = addressOf(ref);

@@ -5,7 +5,7 @@
 import { type Context, Hono } from "hono";
 import { type AppEnv, appCredentials } from "../auth/credentials.ts";
 import type { App, AppRegistry } from "../config/apps.ts";
-import { jsonApiError, readJsonBody } from "../http/errors.ts";
+import { ApiError, readJsonBody } from "../http/errors.ts";
 import {
   channelKind,
   eventNameProblem,
@@ -33,11 +33,11 @@ export function pubsubRoutes(apps: AppRegistry, svc: ChannelService): Hono {
 
   r.post("/api/apps/:app_id/trigger", auth, async (c) => {
     const body = await readJsonBody(c);
-    if (!body.ok || !isObject(body.body)) return jsonApiError(c, 400, "Bad Request", "body must be a JSON object");
+    if (!body.ok || !isObject(body.body)) throw new ApiError(400, "body must be a JSON object");
     const checked = checkEvent(body.body, "");
-    if ("status" in checked) return invalid(c, checked);
+    if ("status" in checked) throw invalid(checked);
     const app = c.get("app");
-    if (!svc.backendLimiter.take(app.id, app.max_backend_events_per_sec)) return tooMany(c, app);
+    if (!svc.backendLimiter.take(app.id, app.max_backend_events_per_sec)) throw tooMany(app);
     const [serial] = await svc.publish(app, checked.channel, [checked.event]);
     return c.json({ serial });
   });
@@ -45,20 +45,20 @@ export function pubsubRoutes(apps: AppRegistry, svc: ChannelService): Hono {
   r.post("/api/apps/:app_id/push", auth, async (c) => {
     const body = await readJsonBody(c);
     const events = body.ok && isObject(body.body) ? body.body.events : undefined;
-    if (!Array.isArray(events)) return jsonApiError(c, 400, "Bad Request", "body must be { events: [...] }");
+    if (!Array.isArray(events)) throw new ApiError(400, "body must be { events: [...] }");
     if (events.length === 0 || events.length > MAX_PUSH_EVENTS) {
-      return jsonApiError(c, 422, "Unprocessable Entity", `events must hold 1 to ${MAX_PUSH_EVENTS} events`, { pointer: "/events" });
+      throw new ApiError(422, `events must hold 1 to ${MAX_PUSH_EVENTS} events`, { source: { pointer: "/events" } });
     }
     const byChannel = new Map<string, { index: number; event: StoredEvent }[]>();
     for (const [index, raw] of events.entries()) {
       const checked = isObject(raw) ? checkEvent(raw, `/events/${index}`) : { status: 422 as const, detail: `/events/${index} must be an object` };
-      if ("status" in checked) return invalid(c, checked);
+      if ("status" in checked) throw invalid(checked);
       const list = byChannel.get(checked.channel) ?? [];
       list.push({ index, event: checked.event });
       byChannel.set(checked.channel, list);
     }
     const app = c.get("app");
-    if (!svc.backendLimiter.take(app.id, app.max_backend_events_per_sec, events.length)) return tooMany(c, app);
+    if (!svc.backendLimiter.take(app.id, app.max_backend_events_per_sec, events.length)) throw tooMany(app);
     const serials: (number | null)[] = new Array(events.length);
     await Promise.all([...byChannel].map(async ([channel, list]) => {
       const got = await svc.publish(app, channel, list.map((l) => l.event));
@@ -87,7 +87,7 @@ export function pubsubRoutes(apps: AppRegistry, svc: ChannelService): Hono {
   r.get("/api/apps/:app_id/channels/:channel", auth, (c) => {
     const app = c.get("app");
     const name = c.req.param("channel");
-    if (!validChannelName(name)) return badName(c);
+    if (!validChannelName(name)) throw badName();
     const topic = svc.topic(app, name);
     const count = svc.occupancy.count(topic);
     const out: Record<string, unknown> = {
@@ -101,21 +101,21 @@ export function pubsubRoutes(apps: AppRegistry, svc: ChannelService): Hono {
 
   r.get("/api/apps/:app_id/channels/:channel/history", auth, (c) => {
     const name = c.req.param("channel");
-    if (!validChannelName(name)) return badName(c);
+    if (!validChannelName(name)) throw badName();
     const after = intParam(c.req.query("after"), 0);
     const limit = intParam(c.req.query("limit"), HISTORY_DEFAULT_LIMIT);
-    if (after === null) return jsonApiError(c, 422, "Unprocessable Entity", "after must be a non-negative integer", { parameter: "after" });
+    if (after === null) throw new ApiError(422, "after must be a non-negative integer", { source: { parameter: "after" } });
     if (limit === null || limit < 1 || limit > HISTORY_MAX_LIMIT) {
-      return jsonApiError(c, 422, "Unprocessable Entity", `limit must be an integer from 1 to ${HISTORY_MAX_LIMIT}`, { parameter: "limit" });
+      throw new ApiError(422, `limit must be an integer from 1 to ${HISTORY_MAX_LIMIT}`, { source: { parameter: "limit" } });
     }
     return c.json(svc.history(c.get("app"), name, after, limit));
   });
 
   r.get("/api/apps/:app_id/channels/:channel/users", auth, (c) => {
     const name = c.req.param("channel");
-    if (!validChannelName(name)) return badName(c);
+    if (!validChannelName(name)) throw badName();
     if (channelKind(name) !== "presence") {
-      return jsonApiError(c, 422, "Unprocessable Entity", "users are only listed for presence- channels");
+      throw new ApiError(422, "users are only listed for presence- channels");
     }
     const users = svc.presence.members(svc.topic(c.get("app"), name));
     return c.json({ users, count: users.length });
@@ -137,16 +137,16 @@ function checkEvent(body: Record<string, unknown>, at: string): Checked {
   return { channel: body.channel, event: { event: body.event as string, data } };
 }
 
-function invalid(c: Ctx, e: { status: 413 | 422; detail: string }): Response {
-  return jsonApiError(c, e.status, e.status === 413 ? "Payload Too Large" : "Unprocessable Entity", e.detail);
+function invalid(e: { status: 413 | 422; detail: string }): ApiError {
+  return new ApiError(e.status, e.detail);
 }
 
-function tooMany(c: Ctx, app: App): Response {
-  return jsonApiError(c, 429, "Too Many Requests", `over max_backend_events_per_sec (${app.max_backend_events_per_sec})`);
+function tooMany(app: App): ApiError {
+  return new ApiError(429, `over max_backend_events_per_sec (${app.max_backend_events_per_sec})`);
 }
 
-function badName(c: Ctx): Response {
-  return jsonApiError(c, 422, "Unprocessable Entity", "invalid channel name", { parameter: "channel" });
+function badName(): ApiError {
+  return new ApiError(422, "invalid channel name", { source: { parameter: "channel" } });
 }
 
 function intParam(raw: string | undefined, fallback: number): number | null {

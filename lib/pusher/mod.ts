@@ -5,6 +5,7 @@
  * serial-ordered stream whichever protocol publishes or subscribes.
  */
 import type { ProductDeps, ProductModule } from "../product.ts";
+import { PUSHER } from "../http/surfaces.ts";
 import type { ChannelService } from "../pubsub/service.ts";
 import { pusherRoutes } from "./rest.ts";
 import { PusherSockets } from "./endpoint.ts";
@@ -18,6 +19,7 @@ export function createPusher(deps: ProductDeps, svc: ChannelService): ProductMod
   svc.onCacheMiss((app, channel) => webhooks.enqueue(app, { name: "cache_miss", channel }));
   return {
     routes: pusherRoutes(deps.apps, svc, sockets),
+    surface: PUSHER,
     endpoints: [sockets],
     close: () => webhooks.close(),
     webhooks,

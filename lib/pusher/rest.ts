@@ -1,10 +1,12 @@
 /**
  * The Pusher REST API under `/apps/{app_id}/` (docs/pusher.md "REST API"), as the Pusher server
- * libraries call it: signed query authentication, Pusher's limits, plain-text 4xx bodies.
- * Events go through the same channel service as Switchboard's own HTTP API.
+ * libraries call it: signed query authentication, Pusher's limits, plain-text 4xx bodies
+ * (refusals throw `ApiError`; the PUSHER surface, lib/http/surfaces.ts, words them). Events go
+ * through the same channel service as Switchboard's own HTTP API.
  */
 import { type Context, Hono } from "hono";
 import type { App, AppRegistry } from "../config/apps.ts";
+import { ApiError } from "../http/errors.ts";
 import { byteLength } from "../limits.ts";
 import { channelKind, eventNameProblem, validChannelName } from "../pubsub/names.ts";
 import type { ChannelService, StoredEvent } from "../pubsub/service.ts";
@@ -43,13 +45,6 @@ interface Outgoing {
   info: Set<string>;
 }
 
-/** A refusal: HTTP status and Pusher's plain-text body. */
-class Refused extends Error {
-  constructor(readonly status: 400 | 401 | 404 | 413 | 429, message: string) {
-    super(message);
-  }
-}
-
 type Ctx = Context<{ Variables: { app: App; body: string } }>;
 
 /** Builds the Pusher REST routes. */
@@ -59,33 +54,29 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
   // Every route: the app by id, then the signature over method, path, query and body.
   r.use("/apps/:app_id/*", async (c, next) => {
     const app = apps.byId(c.req.param("app_id"));
-    if (!app) return c.text("Unknown app", 404);
+    if (!app) throw new ApiError(404, "Unknown app");
     // body_md5 covers the raw bytes; only a body that passed it is decoded (UTF-8, strictly).
     const raw = c.req.method === "GET" ? new Uint8Array() : new Uint8Array(await c.req.arrayBuffer());
     const url = new URL(c.req.url);
     const problem = requestProblem(app, c.req.method, url.pathname, url.searchParams, raw);
-    if (problem) return c.text(problem, 401);
-    if (app.enabled === false) return c.text("App is disabled", 403);
+    if (problem) throw new ApiError(401, problem);
+    if (app.enabled === false) throw new ApiError(403, "App is disabled");
     let body: string;
     try {
       body = UTF8.decode(raw);
     } catch {
-      return c.text("Invalid body: not UTF-8 text", 400);
+      throw new ApiError(400, "Invalid body: not UTF-8 text");
     }
     c.set("app", app);
     c.set("body", body);
     await next();
   });
-  r.onError((err, c) => {
-    if (err instanceof Refused) return c.text(err.message, err.status);
-    throw err;
-  });
 
   r.post("/apps/:app_id/events", async (c) => {
     const body = jsonBody(c);
     const channels = body.channels ?? (body.channel === undefined ? undefined : [body.channel]);
-    if (!Array.isArray(channels) || channels.length === 0) throw new Refused(400, "Missing channels: give channels (an array) or channel");
-    if (channels.length > MAX_TRIGGER_CHANNELS) throw new Refused(400, `Too many channels: at most ${MAX_TRIGGER_CHANNELS}`);
+    if (!Array.isArray(channels) || channels.length === 0) throw new ApiError(400, "Missing channels: give channels (an array) or channel");
+    if (channels.length > MAX_TRIGGER_CHANNELS) throw new ApiError(400, `Too many channels: at most ${MAX_TRIGGER_CHANNELS}`);
     const out = channels.map((channel) => checkEvent({ ...body, channel }));
     const info = await publish(c, svc, users, out);
     return c.json(body.info ? { channels: Object.fromEntries(out.map((o, i) => [o.channel, info[i]])) } : {});
@@ -93,10 +84,10 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
 
   r.post("/apps/:app_id/batch_events", async (c) => {
     const batch = jsonBody(c).batch;
-    if (!Array.isArray(batch) || batch.length === 0) throw new Refused(400, "Missing batch: an array of events");
-    if (batch.length > MAX_BATCH_EVENTS) throw new Refused(400, `Batch too large: at most ${MAX_BATCH_EVENTS} events`);
+    if (!Array.isArray(batch) || batch.length === 0) throw new ApiError(400, "Missing batch: an array of events");
+    if (batch.length > MAX_BATCH_EVENTS) throw new ApiError(400, `Batch too large: at most ${MAX_BATCH_EVENTS} events`);
     const out = batch.map((e, i) => {
-      if (!isObject(e)) throw new Refused(400, `Invalid batch item ${i}: expected an object { channel, name, data }, got ${e === null ? "null" : Array.isArray(e) ? "an array" : typeof e}`);
+      if (!isObject(e)) throw new ApiError(400, `Invalid batch item ${i}: expected an object { channel, name, data }, got ${e === null ? "null" : Array.isArray(e) ? "an array" : typeof e}`);
       return checkEvent(e);
     });
     const info = await publish(c, svc, users, out);
@@ -108,7 +99,7 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
     const prefix = c.req.query("filter_by_prefix") ?? "";
     const info = infoOf(c.req.query("info"));
     if (info.has("user_count") && !prefix.startsWith("presence-")) {
-      throw new Refused(400, "info=user_count needs filter_by_prefix=presence-");
+      throw new ApiError(400, "info=user_count needs filter_by_prefix=presence-");
     }
     const channels: Record<string, Record<string, number>> = {};
     for (const topic of svc.occupancy.topics(Topic.prefixOf("pubsub", app.key) + prefix).sort()) {
@@ -123,7 +114,7 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
     const name = channelParam(c);
     const info = infoOf(c.req.query("info"));
     if (info.has("user_count") && channelKind(name) !== "presence") {
-      throw new Refused(400, "info=user_count is only for presence channels");
+      throw new ApiError(400, "info=user_count is only for presence channels");
     }
     const topic = svc.topic(app, name);
     const count = svc.occupancy.count(topic);
@@ -137,7 +128,7 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
 
   r.get("/apps/:app_id/channels/:channel/users", (c) => {
     const name = channelParam(c);
-    if (channelKind(name) !== "presence") throw new Refused(400, "Users are only listed for presence channels");
+    if (channelKind(name) !== "presence") throw new ApiError(400, "Users are only listed for presence channels");
     const members = svc.presence.members(svc.topic(c.get("app"), name));
     return c.json({ users: members.map((m) => ({ id: m.user_id })) });
   });
@@ -154,21 +145,21 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
 function checkEvent(e: Record<string, unknown>): Outgoing {
   const channel = e.channel;
   if (typeof channel !== "string" || (!channel.startsWith(SERVER_TO_USER) && !validChannelName(channel))) {
-    throw new Refused(400, `Invalid channel name ${JSON.stringify(String(channel).slice(0, 200))}: 1-164 characters of A-Z a-z 0-9 _ - = @ , . ; :`);
+    throw new ApiError(400, `Invalid channel name ${JSON.stringify(String(channel).slice(0, 200))}: 1-164 characters of A-Z a-z 0-9 _ - = @ , . ; :`);
   }
   const problem = eventNameProblem(e.name);
-  if (problem) throw new Refused(400, `Invalid event name: ${problem}`);
-  if (typeof e.data !== "string") throw new Refused(400, "data must be a string (JSON-encode objects)");
+  if (problem) throw new ApiError(400, `Invalid event name: ${problem}`);
+  if (typeof e.data !== "string") throw new ApiError(400, "data must be a string (JSON-encode objects)");
   if (byteLength(e.data) > MAX_EVENT_DATA_BYTES) {
-    throw new Refused(413, `Payload too large: data is limited to ${MAX_EVENT_DATA_BYTES} bytes`);
+    throw new ApiError(413, `Payload too large: data is limited to ${MAX_EVENT_DATA_BYTES} bytes`);
   }
   if (e.socket_id !== undefined && (typeof e.socket_id !== "string" || !/^\d+\.\d+$/.test(e.socket_id))) {
-    throw new Refused(400, "Invalid socket_id");
+    throw new ApiError(400, "Invalid socket_id");
   }
   const data = parseData(e.data);
   // Stored as MessagePack: only values JSON carries, and no key named __proto__.
   const invalid = jsonProblem(data, 0);
-  if (invalid) throw new Refused(400, `Invalid data: ${invalid}`);
+  if (invalid) throw new ApiError(400, `Invalid data: ${invalid}`);
   return {
     channel,
     event: { event: e.name as string, data },
@@ -184,7 +175,7 @@ function checkEvent(e: Record<string, unknown>): Outgoing {
 async function publish(c: Ctx, svc: ChannelService, users: PusherUsers, out: Outgoing[]) {
   const app = c.get("app");
   if (!svc.backendLimiter.take(app.id, app.max_backend_events_per_sec, out.length)) {
-    throw new Refused(429, `Over the app's max_backend_events_per_sec (${app.max_backend_events_per_sec})`);
+    throw new ApiError(429, `Over the app's max_backend_events_per_sec (${app.max_backend_events_per_sec})`);
   }
   for (const o of out) {
     if (o.channel.startsWith(SERVER_TO_USER)) {
@@ -209,16 +200,16 @@ function jsonBody(c: Ctx): Record<string, unknown> {
   try {
     body = JSON.parse(c.get("body"));
   } catch {
-    throw new Refused(400, "Malformed JSON body");
+    throw new ApiError(400, "Malformed JSON body");
   }
-  if (!isObject(body)) throw new Refused(400, "The body must be a JSON object");
+  if (!isObject(body)) throw new ApiError(400, "The body must be a JSON object");
   return body;
 }
 
 /** The `:channel` path parameter, validated. */
 function channelParam(c: Ctx): string {
   const name = c.req.param("channel") ?? "";
-  if (!validChannelName(name)) throw new Refused(400, "Invalid channel name");
+  if (!validChannelName(name)) throw new ApiError(400, "Invalid channel name");
   return name;
 }
 

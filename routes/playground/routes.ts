@@ -8,7 +8,7 @@ import type { ProductDeps } from "../../lib/product.ts";
 import type { App } from "../../lib/config/apps.ts";
 import type { Config } from "../../lib/config/config.ts";
 import { CHAT_CLIENT_VERBS, mintFastToken } from "../../lib/auth/mod.ts";
-import { jsonApiError, readJsonBody } from "../../lib/http/errors.ts";
+import { ApiError, readJsonBody } from "../../lib/http/errors.ts";
 import type { DemoAgents } from "../../lib/playground/demo_agent.ts";
 import { PLAYGROUND_HTML } from "./page_html.ts";
 import { PLAYGROUND_JS } from "./page_script.ts";
@@ -33,8 +33,8 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
       ? { app: { id: devApp.id, key: devApp.key } }
       : { app: null, reason: "The playground works with the development app only: start without --apps / APPS_FILE." }));
 
-  routes.use("/playground/api/*", async (c, next) => {
-    if (!devApp) return jsonApiError(c, 403, "Forbidden", "the playground needs the development app");
+  routes.use("/playground/api/*", async (_c, next) => {
+    if (!devApp) throw new ApiError(403, "the playground needs the development app");
     await next();
   });
 
@@ -75,11 +75,11 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
   // The SDK's authEndpoint contract: channel, object or chat body, answered with `{ auth }`.
   routes.post("/playground/api/auth", async (c) => {
     const body = await objectBody(c);
-    if (!body) return badRequest(c);
+    if (!body) throw badRequest();
     const socketId = str(body.socket_id);
-    if (!socketId) return badRequest(c, "socket_id is required");
+    if (!socketId) throw badRequest("socket_id is required");
     const caps = capabilitiesFor(body);
-    if (!caps) return badRequest(c, "expected channel_name, object_type + object_key, or thread_id");
+    if (!caps) throw badRequest("expected channel_name, object_type + object_key, or thread_id");
     // A presence token is bound to the member's user id (the server checks it against
     // channel_data), so it carries that id as its client id.
     const clientId = caps.clientId ?? str(body.client_id);
@@ -89,7 +89,7 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
 
   routes.post("/playground/api/trigger", async (c) => {
     const body = await objectBody(c);
-    if (!body || !str(body.channel) || !str(body.event)) return badRequest(c, "channel and event are required");
+    if (!body || !str(body.channel) || !str(body.event)) throw badRequest("channel and event are required");
     const { channel, event, data } = body;
     return forward(deps.config, devApp!, "POST", `/api/apps/${devApp!.id}/trigger`, { channel, event, data: data ?? null });
   });
@@ -97,7 +97,7 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
   routes.post("/playground/api/object", async (c) => {
     const body = await objectBody(c);
     const type = str(body?.type), key = str(body?.key), slot = str(body?.slot);
-    if (!body || !type || !key || !slot) return badRequest(c, "type, key and slot are required");
+    if (!body || !type || !key || !slot) throw badRequest("type, key and slot are required");
     const base = `/api/v1/objects/${devApp!.id}/${encodeURIComponent(type)}/${encodeURIComponent(key)}`;
     const at = `${base}/${encodeURIComponent(slot)}`;
     if (body.op === "set") return forward(deps.config, devApp!, "PUT", at, { value: body.value ?? null });
@@ -105,14 +105,14 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
     if (body.op === "increment") {
       return forward(deps.config, devApp!, "POST", `${base}/increment`, { slot, by: body.by ?? 1 });
     }
-    return badRequest(c, "op must be set, increment or delete");
+    throw badRequest("op must be set, increment or delete");
   });
 
   // Makes sure the built-in demo agent has joined the thread before the browser sends to it.
   routes.post("/playground/api/chat", async (c) => {
     const body = await objectBody(c);
     const threadId = str(body?.thread_id);
-    if (!threadId) return badRequest(c, "thread_id is required");
+    if (!threadId) throw badRequest("thread_id is required");
     try {
       await agents.ensure(threadId, {
         endpoint: `${loopbackBase(deps.config).replace(/^http/, "ws")}/socket`,
@@ -120,7 +120,7 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
         appSecret: devApp!.secret,
       });
     } catch (err) {
-      return jsonApiError(c, 503, "Service Unavailable", `demo agent could not join: ${(err as Error).message}`);
+      throw new ApiError(503, `demo agent could not join: ${(err as Error).message}`);
     }
     return c.json({ thread_id: threadId, agent_id: agents.agentId });
   });
@@ -177,8 +177,8 @@ async function objectBody(c: Context): Promise<Body | undefined> {
   return read.body as Body;
 }
 
-function badRequest(c: Context, detail = "request body must be a JSON object") {
-  return jsonApiError(c, 400, "Bad Request", detail);
+function badRequest(detail = "request body must be a JSON object"): ApiError {
+  return new ApiError(400, detail);
 }
 
 function str(v: unknown): string | undefined {

@@ -7,7 +7,7 @@ import { Hub } from "../../lib/hub/hub.ts";
 import { StoreEnv } from "../../lib/store/env.ts";
 import { OrderedLog } from "../../lib/store/ordered_log.ts";
 import { createChatServices } from "../../lib/chat/mod.ts";
-import { ChatError } from "../../lib/chat/errors.ts";
+import { ApiError } from "../../lib/http/errors.ts";
 import type { ProductDeps } from "../../lib/product.ts";
 
 const app: App = {
@@ -61,7 +61,7 @@ Deno.test("ChatStore.createMessage() appends message:created at the next log_id 
     assert.equal(prev.hasNext, true);
     await assert.rejects(
       store.createMessage(app, "t1", { id: "a", role: "user", content: "x" }),
-      (e) => e instanceof ChatError && e.status === 409,
+      (e) => e instanceof ApiError && e.status === 409,
     );
     assert.equal(threadLog.head(app, "t1"), 4);
     const last = frames.at(-1) as [

@@ -2,16 +2,16 @@ import assert from "node:assert/strict";
 import {
   applyOps,
   emptyRecord,
-  ObjectError,
   parsePatch,
   parseTransaction,
 } from "../../lib/objects/ops.ts";
+import { ApiError } from "../../lib/http/errors.ts";
 
 function status(fn: () => unknown): number {
   try {
     fn();
   } catch (err) {
-    if (err instanceof ObjectError) return err.status;
+    if (err instanceof ApiError) return err.status;
     throw err;
   }
   return 0;

@@ -3,7 +3,7 @@
  * user message + assistant placeholder pair of a new run in one thread-log append.
  */
 import type { App } from "../../config/apps.ts";
-import { ChatError } from "../errors.ts";
+import { ApiError } from "../../http/errors.ts";
 import type { ChatStore } from "../store.ts";
 import type { MessageRecord, ThreadEntry } from "../types.ts";
 import { LiveError } from "./runs.ts";
@@ -13,7 +13,7 @@ export { toWire, type WireMessage } from "../wire.ts";
 /** Maps a store error to a live reason: 404 -> `not_found`, others -> `invalid_request: ...`. */
 export function reasonOf(err: unknown): string {
   if (err instanceof LiveError) return err.reason;
-  if (err instanceof ChatError) {
+  if (err instanceof ApiError) {
     if (err.status === 404) return "not_found";
     return `invalid_request: ${err.detail ?? err.title}`;
   }

@@ -73,7 +73,7 @@ function optStr(v: unknown, name: string): string | undefined {
 
 const uuid = () => crypto.randomUUID();
 
-/** Handles one push; resolves with the ok response or throws LiveError / ChatError. */
+/** Handles one push; resolves with the ok response or throws LiveError / ApiError. */
 export function handlePush(c: PushContext, event: string, p: Record<string, unknown>): unknown {
   const { live, app, threadId, member } = c;
   const can = (verb: string) => member.principal.can(`chat:${verb}:${threadId}`);

@@ -1,6 +1,7 @@
 /** Bot routes. The webhook secret appears only in `meta` of create and rotate-secret. */
 import type { BotEventType } from "../types.ts";
-import { send, sendError } from "./http.ts";
+import { send } from "./http.ts";
+import { ApiError } from "../../http/errors.ts";
 import { body, register, responses, type RouteDeps, valid } from "./route.ts";
 import {
   BotCreateBody,
@@ -83,7 +84,7 @@ export function botRoutes({ router, services }: RouteDeps): void {
     const id = valid(c, "param").id;
     const { data } = valid(c, "json");
     if (data.id !== undefined && data.id !== id) {
-      return sendError(c, 409, "data.id does not match the URL.", { pointer: "/data/id" });
+      throw new ApiError(409, "data.id does not match the URL.", { source: { pointer: "/data/id" } });
     }
     const a = data.attributes ?? {};
     const patch: Record<string, unknown> = {};

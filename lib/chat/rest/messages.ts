@@ -1,5 +1,6 @@
 /** Message and reaction routes. */
-import { send, sendError } from "./http.ts";
+import { send } from "./http.ts";
+import { ApiError } from "../../http/errors.ts";
 import { body, register, responses, type RouteDeps, valid } from "./route.ts";
 import {
   list,
@@ -111,7 +112,7 @@ export function messageRoutes({ router, services }: RouteDeps): void {
     const { tid, id } = valid(c, "param");
     const { data } = valid(c, "json");
     if (data.id !== undefined && data.id !== id) {
-      return sendError(c, 409, "data.id does not match the URL.", { pointer: "/data/id" });
+      throw new ApiError(409, "data.id does not match the URL.", { source: { pointer: "/data/id" } });
     }
     const { message } = await store.editMessage(c.get("app"), tid, id, data.attributes.content);
     return send(c, 200, { data: messageResource(message) });
@@ -176,8 +177,8 @@ export function messageRoutes({ router, services }: RouteDeps): void {
     const participantId = data.relationships?.participant?.data?.id ??
       data.attributes.participant_id;
     if (!participantId) {
-      return sendError(c, 422, "A participant is required.", {
-        pointer: "/data/relationships/participant",
+      throw new ApiError(422, "A participant is required.", {
+        source: { pointer: "/data/relationships/participant" },
       });
     }
     const reaction = await store.reactions.add(c.get("app"), tid, mid, {

@@ -9,13 +9,10 @@ import type { AppRegistry } from "../../config/apps.ts";
 import { VERSION } from "../../version.ts";
 import type { ChatServices } from "../services.ts";
 import { botRoutes } from "./bots.ts";
-import {
-  chatCredentials,
-  type ChatEnv,
-  contentTypeGate,
-  sendError,
-  validationHook,
-} from "./http.ts";
+import { appCredentials } from "../../auth/credentials.ts";
+import { ApiError } from "../../http/errors.ts";
+import { CHAT } from "../../http/surfaces.ts";
+import { type ChatEnv, contentTypeGate, validationHook } from "./http.ts";
 import { messageRoutes } from "./messages.ts";
 import { participantRoutes } from "./participants.ts";
 import { threadRoutes } from "./threads.ts";
@@ -33,14 +30,16 @@ export function chatRestRoutes(apps: AppRegistry, services: ChatServices): Hono 
       },
       security: [{ AppKey: [], AppSecret: [] }],
     })));
-  router.use("/api/chat/*", chatCredentials(apps));
+  router.use("/api/chat/*", appCredentials(apps, CHAT));
   router.use("/api/chat/*", contentTypeGate);
   const deps = { router, services };
   threadRoutes(deps);
   messageRoutes(deps);
   participantRoutes(deps);
   botRoutes(deps);
-  router.all("/api/chat/*", (c) => sendError(c, 404, `No route ${c.req.method} ${c.req.path}.`));
+  router.all("/api/chat/*", (c) => {
+    throw new ApiError(404, `No route ${c.req.method} ${c.req.path}.`);
+  });
   router.openAPIRegistry.registerPath({
     method: "get",
     path: "/api/chat/open_api",

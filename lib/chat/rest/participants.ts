@@ -1,6 +1,7 @@
 /** Participant routes. */
 import type { ParticipantRole } from "../types.ts";
-import { send, sendError } from "./http.ts";
+import { send } from "./http.ts";
+import { ApiError } from "../../http/errors.ts";
 import { body, register, responses, type RouteDeps, valid } from "./route.ts";
 import {
   list,
@@ -54,8 +55,8 @@ export function participantRoutes({ router, services }: RouteDeps): void {
     const a = data.attributes ?? {};
     const botId = data.relationships?.bot?.data?.id ?? null;
     if (botId && !store.bots.get(app, botId)) {
-      return sendError(c, 422, `Bot ${botId} does not exist.`, {
-        pointer: "/data/relationships/bot",
+      throw new ApiError(422, `Bot ${botId} does not exist.`, {
+        source: { pointer: "/data/relationships/bot" },
       });
     }
     const p = await store.participants.add(app, valid(c, "param").tid, {

@@ -3,7 +3,8 @@ import type { Context } from "hono";
 import type { App } from "../../config/apps.ts";
 import type { ThreadAction } from "../store_threads.ts";
 import type { Thread, ThreadStatus } from "../types.ts";
-import { type ChatEnv, send, sendError } from "./http.ts";
+import { type ChatEnv, send } from "./http.ts";
+import { ApiError } from "../../http/errors.ts";
 import { body, register, responses, type RouteDeps, valid } from "./route.ts";
 import {
   AssignBotBody,
@@ -117,7 +118,7 @@ export function threadRoutes({ router, services }: RouteDeps): void {
     const id = valid(c, "param").id;
     const { data } = valid(c, "json");
     if (data.id !== undefined && data.id !== id) {
-      return sendError(c, 409, "data.id does not match the URL.", { pointer: "/data/id" });
+      throw new ApiError(409, "data.id does not match the URL.", { source: { pointer: "/data/id" } });
     }
     const attrs = data.attributes ?? {};
     const t = await store.threads.update(app, id, {
@@ -152,8 +153,8 @@ export function threadRoutes({ router, services }: RouteDeps): void {
     const { data } = valid(c, "json");
     const botId = data.relationships?.bot?.data?.id ?? data.attributes?.bot_id;
     if (!botId) {
-      return sendError(c, 422, "A bot is required (data.relationships.bot or attributes.bot_id).", {
-        pointer: "/data/relationships/bot",
+      throw new ApiError(422, "A bot is required (data.relationships.bot or attributes.bot_id).", {
+        source: { pointer: "/data/relationships/bot" },
       });
     }
     const t = await store.threads.transition(app, valid(c, "param").id, "assign-bot", botId);
