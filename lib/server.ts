@@ -35,7 +35,7 @@ import { createShipping } from "../routes/shipping.ts";
 import { type ClusterNode, openCluster } from "./cluster/mod.ts";
 import { createConsole } from "./console/mod.ts";
 import { pusherOutboxView } from "./console/outbox.ts";
-import { joinCaughtUp, withPositions } from "./cluster/read_your_writes.ts";
+import { joinCaughtUp, minPositionReads, withPositions } from "./cluster/read_your_writes.ts";
 
 /** A running Switchboard: the listener plus what tests and shutdown need to reach. */
 export interface Switchboard {
@@ -191,6 +191,8 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     await next();
     if (PUBLIC_CORS_PATHS.has(c.req.path)) c.res.headers.set("Access-Control-Allow-Origin", "*");
   });
+  // Clustered mode: a read may ask to wait until this node applied a position.
+  if (cluster) http.use("*", minPositionReads(cluster.env));
   http.route("/", healthRoutes(env));
   gaugeFrom("switchboard_lmdb_size_bytes", "Size of the LMDB data file.", () => lmdbSize(config.dataDir));
   if (cluster) {
@@ -241,7 +243,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     fetch: (req, conn) =>
       inflight.track(() =>
         cluster
-          ? withPositions(cluster.env, req, () => dispatch(req, direct, http, conn), (err) => errorResponse(err, new URL(req.url).pathname))
+          ? withPositions(cluster.env, req, () => dispatch(req, direct, http, conn))
           : dispatch(req, direct, http, conn)
       ),
     sockets,

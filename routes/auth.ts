@@ -1,7 +1,7 @@
 /** `POST /api/auth`: the capability issuer (JWT form). */
 import { Hono } from "hono";
 import type { AppRegistry } from "../lib/config/apps.ts";
-import { appCredentials, type AppEnv } from "../lib/auth/credentials.ts";
+import { appCredentials, type AppEnv } from "../lib/http/credentials.ts";
 import { validateCapabilities } from "../lib/auth/capability.ts";
 import { issueJwt } from "../lib/auth/jwt.ts";
 import { ApiError, readJsonBody } from "../lib/http/errors.ts";

@@ -1,4 +1,4 @@
-/** Public face of the auth module: capabilities, both token forms, verification, credentials. */
+/** Public face of the auth module: capabilities, both token forms, verification (the credentials middleware is lib/http/credentials.ts). */
 export {
   capabilityMatches,
   CHAT_AGENT_VERBS,
@@ -14,6 +14,4 @@ export { issueJwt, JWT_AUDIENCE, JWT_DEFAULT_TTL_SECONDS, verifyJwt } from "./jw
 export type { JwtClaims } from "./jwt.ts";
 export { constantTimeEqual, verifyToken } from "./verify.ts";
 export { type JoinCredential, verifyJoin } from "./join.ts";
-export { appCredentials, appFromCredentials } from "./credentials.ts";
-export type { AppEnv } from "./credentials.ts";
 export type { Principal } from "./principal.ts";

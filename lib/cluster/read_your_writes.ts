@@ -6,6 +6,7 @@
  * after the write deadline. On one node both headers are accepted and satisfied at once.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
+import type { MiddlewareHandler } from "hono";
 import { StorageUnavailableError } from "../store/errors.ts";
 
 /** The request being answered, as the replicated store sees it: the positions its writes
@@ -53,22 +54,33 @@ export async function joinCaughtUp(
 }
 
 /**
- * Answers `req` with `handle` under the read-your-writes rules of the module comment; `error`
- * renders a refusal in the surface's shape.
+ * The router middleware of read-your-writes reads: a GET or HEAD carrying
+ * `Switchboard-Min-Position: N` goes on once this node applied N, or is refused (503, thrown
+ * as a storage refusal, so the route's surface answers it in its own shape) after the write
+ * deadline.
+ */
+export function minPositionReads(source: PositionSource): MiddlewareHandler {
+  return async (c, next) => {
+    if (c.req.method === "GET" || c.req.method === "HEAD") {
+      const min = parsePosition(c.req.header(MIN_POSITION_HEADER));
+      if (min !== undefined && source.applied < min && !(await source.caughtUp(min, source.writeDeadlineMs))) {
+        throw new StorageUnavailableError(`${NOT_CAUGHT_UP} to log position ${min} (applied ${source.applied})`);
+      }
+    }
+    await next();
+  };
+}
+
+/**
+ * Answers a write `req` with `handle` and puts the write's log position (or, when it wrote
+ * nothing, the node's applied position) in its `Switchboard-Position` header.
  */
 export async function withPositions(
   source: PositionSource,
   req: Request,
   handle: () => Response | Promise<Response>,
-  error: (err: unknown) => Response,
 ): Promise<Response> {
-  if (req.method === "GET" || req.method === "HEAD") {
-    const min = parsePosition(req.headers.get(MIN_POSITION_HEADER));
-    if (min !== undefined && source.applied < min && !(await source.caughtUp(min, source.writeDeadlineMs))) {
-      return error(new StorageUnavailableError(`${NOT_CAUGHT_UP} to log position ${min} (applied ${source.applied})`));
-    }
-    return handle();
-  }
+  if (req.method === "GET" || req.method === "HEAD") return handle();
   const ctx: RequestPositions = { position: 0 };
   const res = await requestPositions.run(ctx, handle);
   const position = ctx.position || source.applied;

@@ -1,7 +1,7 @@
 /** Durable Object HTTP API under `/api/v1/objects/{app_id}/{type}/{key}` (docs/objects.md). */
 import { type Context, Hono } from "hono";
 import type { App, AppRegistry } from "../config/apps.ts";
-import { appCredentials, type AppEnv, appFromCredentials } from "../auth/credentials.ts";
+import { appCredentials, type AppEnv, appFromCredentials } from "../http/credentials.ts";
 import type { DirectRoute } from "../product.ts";
 import { PROTO_PROBLEM, protoProblem } from "../wire/codec.ts";
 import { MAX_BODY_BYTES, MAX_NAME_BYTES, objectTypeProblem } from "./limits.ts";

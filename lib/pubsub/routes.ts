@@ -3,7 +3,7 @@
  * history, channel list, one channel, presence users. Credentials via `appCredentials`.
  */
 import { type Context, Hono } from "hono";
-import { type AppEnv, appCredentials } from "../auth/credentials.ts";
+import { type AppEnv, appCredentials } from "../http/credentials.ts";
 import type { App, AppRegistry } from "../config/apps.ts";
 import { ApiError, readJsonBody } from "../http/errors.ts";
 import {

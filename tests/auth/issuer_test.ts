@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { Hono } from "hono";
 import { type App, AppRegistry } from "../../lib/config/apps.ts";
-import { appCredentials, type AppEnv } from "../../lib/auth/credentials.ts";
+import { appCredentials, type AppEnv } from "../../lib/http/credentials.ts";
 import { verifyToken } from "../../lib/auth/verify.ts";
 import { authRoutes } from "../../routes/auth.ts";
 

@@ -19,7 +19,8 @@ import { createObjects } from "../../lib/objects/mod.ts";
 import { createPubsub } from "../../lib/pubsub/mod.ts";
 import { createChat } from "../../lib/chat/mod.ts";
 import { createSpaces } from "../../lib/spaces/mod.ts";
-import { errorResponse } from "../../lib/http/errors.ts";
+import { ApiError } from "../../lib/http/errors.ts";
+import { NATIVE, RouteSurfaces } from "../../lib/http/surfaces.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { Hono } from "hono";
 
@@ -177,9 +178,13 @@ export class Harness {
       spaces: createSpaces(deps),
     };
     this.handlers = Object.assign({}, ...Object.values(this.modules).map((m) => m.channels ?? {}));
-    for (const m of Object.values(this.modules)) if (m.routes) this.#router.route("/", m.routes);
-    this.#router.notFound((c) => c.json({ errors: [{ status: "404", title: "Not Found" }] }, 404));
-    this.#router.onError((err, c) => errorResponse(err, c.req.path));
+    // Errors answered as the server answers them: in the shape of the matched routes' surface.
+    const surfaces = new RouteSurfaces();
+    for (const m of Object.values(this.modules)) {
+      if (m.routes) surfaces.mount(this.#router, m.routes, m.surface ?? NATIVE);
+    }
+    this.#router.notFound(() => NATIVE.answer(new ApiError(404)));
+    this.#router.onError((err, c) => surfaces.answer(err, c));
   }
 
   /**

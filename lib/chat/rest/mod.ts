@@ -9,7 +9,7 @@ import type { AppRegistry } from "../../config/apps.ts";
 import { VERSION } from "../../version.ts";
 import type { ChatServices } from "../services.ts";
 import { botRoutes } from "./bots.ts";
-import { appCredentials } from "../../auth/credentials.ts";
+import { appCredentials } from "../../http/credentials.ts";
 import { ApiError } from "../../http/errors.ts";
 import { CHAT } from "../../http/surfaces.ts";
 import { type ChatEnv, contentTypeGate, validationHook } from "./http.ts";

@@ -1,9 +1,9 @@
 /** Server-to-server credentials: the `X-App-Key` / `X-App-Secret` header pair. */
 import type { MiddlewareHandler } from "hono";
 import type { App, AppRegistry } from "../config/apps.ts";
-import { ApiError } from "../http/errors.ts";
-import { NATIVE, type Surface } from "../http/surfaces.ts";
-import { constantTimeEqual } from "./fast_token.ts";
+import { ApiError } from "./errors.ts";
+import { NATIVE, type Surface } from "./surfaces.ts";
+import { constantTimeEqual } from "../auth/fast_token.ts";
 
 /** Hono environment of routes behind `appCredentials`: `c.get("app")` is the caller's app. */
 export type AppEnv = { Variables: { app: App } };
