@@ -12,6 +12,8 @@ export function byteLength(s: string): number {
 
 /** Bytes a value takes as JSON text (0 for undefined). */
 export function jsonBytes(value: unknown): number {
+  // A finite number's JSON is its ASCII String() form (an increment's result: no encoding).
+  if (typeof value === "number" && Number.isFinite(value)) return String(value).length;
   const text = JSON.stringify(value);
   return text === undefined ? 0 : byteLength(text);
 }

@@ -78,10 +78,11 @@ function dispatch(req: Request, direct: { route: DirectRoute; surface: Surface }
     const call = route(req, path);
     if (!call) continue;
     const started = performance.now();
-    return call.respond().catch((err) => surface.answer(toApiError(err, path))).then((res) => {
+    const answered = (res: Response) => {
       observe(req.method, call.route, path, res.status, performance.now() - started, call.app);
       return res;
-    });
+    };
+    return call.respond().then(answered, (err) => answered(surface.answer(toApiError(err, path))));
   }
   return router.fetch(req, conn);
 }
@@ -97,14 +98,32 @@ class InflightRequests {
   #count = 0;
   #waiters: (() => void)[] = [];
 
-  /** Runs `handle`, counting it until its response is produced. */
-  async track(handle: () => Response | Promise<Response>): Promise<Response> {
+  /** Runs `handle`, counting it until its response is produced (one promise reaction per
+   * request, no async frame: this wraps every request). */
+  track(handle: () => Response | Promise<Response>): Response | Promise<Response> {
     this.#count++;
+    let out: Response | Promise<Response>;
     try {
-      return await handle();
-    } finally {
-      if (--this.#count === 0) for (const wake of this.#waiters.splice(0)) wake();
+      out = handle();
+    } catch (err) {
+      this.#leave();
+      throw err;
     }
+    if (!(out instanceof Promise)) {
+      this.#leave();
+      return out;
+    }
+    return out.then((res) => {
+      this.#leave();
+      return res;
+    }, (err) => {
+      this.#leave();
+      throw err;
+    });
+  }
+
+  #leave(): void {
+    if (--this.#count === 0) for (const wake of this.#waiters.splice(0)) wake();
   }
 
   /** Resolves when no request is in flight, or after `maxMs`. */

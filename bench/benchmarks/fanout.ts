@@ -8,6 +8,10 @@ import { type BenchContext, type BenchReport, bottleneck, pct, pending } from ".
 import { round } from "../lib/stats.ts";
 import { routeExists } from "./probe.ts";
 
+/** Who sends the triggers: the subscribers' own Bun process (its flow control needs to see the
+ * deliveries, which wrk cannot), so `gen cpu` counts triggers and deliveries together. */
+const TRIGGER_GENERATOR = "bun (gen/fanout_gen.ts, http1.ts)";
+
 interface GenResult {
   subscribers: number;
   connectSeconds: number;
@@ -104,7 +108,7 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
     }
   }
 
-  const columns = ["scenario", "server", "runs", "delivered/s", "p50 ms", "p99 ms", "light p50", "light p99", "open-loop p50/p99 @ triggers/s", "vs bun", "vs ws", "vs socket.io", "vs nats", "vs phoenix", "cpu/deliv vs phoenix", "server µs/deliv", "server cpu", "gen cpu", "machine", "limit", "lost"];
+  const columns = ["scenario", "server", "runs", "delivered/s", "p50 ms", "p99 ms", "light p50", "light p99", "open-loop p50/p99 @ triggers/s", "vs bun", "vs ws", "vs socket.io", "vs nats", "vs phoenix", "cpu/deliv vs phoenix", "server µs/deliv", "server cpu", "gen cpu", "machine", "limit", "lost", "trigger generator"];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
   const notes: string[] = [];
@@ -138,8 +142,8 @@ export async function fanout(ctx: BenchContext): Promise<BenchReport> {
       const lost = r.missing + r.closedDuringRun;
       const o = first(t.name);
       const open = o && !("error" in o) && o.openTriggersPerSecond ? `${o.openP50} / ${o.openP99} @ ${Math.round(o.openTriggersPerSecond)}` : null;
-      rows.push([s.label, t.name, count(t.name), r.perSecond, r.p50, r.p99, r.lightP50, r.lightP99, open, sb ? vsBun : null, sb ? vsWs : null, sb ? vsSio : null, sb ? vsNats : null, vsPhoenix, cpuVsPhoenix, round((r.serverCpu / r.perSecond) * 1e6, 2), pct(r.serverCpu), pct(r.genCpu), pct(r.machineCpu), limit, lost ? `${r.missing} msgs, ${r.closedDuringRun} socks` : "0"]);
-      data.push({ scenario: s.label, server: t.name, runs: count(t.name), allRunsPerSecond: (runs[s.label]?.[t.name] ?? []).map((x) => ("error" in x ? null : round(x.perSecond))), openLoopTriggersPerSecond: o && !("error" in o) && o.openTriggersPerSecond ? round(o.openTriggersPerSecond) : undefined, openLoopP50Ms: o && !("error" in o) ? o.openP50 : undefined, openLoopP99Ms: o && !("error" in o) ? o.openP99 : undefined, channels: s.channels, subscribersPerChannel: s.perChannel, window: s.window, deliveredPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, lightP50Ms: r.lightP50, lightP99Ms: r.lightP99, ratioToBun: sb ? vsBun : undefined, ratioToWs: sb ? vsWs : undefined, ratioToSocketIo: sb ? vsSio : undefined, ratioToNats: sb ? vsNats : undefined, ratioToPhoenix: vsPhoenix ?? undefined, cpuPerDeliveryVsPhoenix: cpuVsPhoenix ?? undefined, serverMicrosecondsPerDelivery: round((r.serverCpu / r.perSecond) * 1e6, 3), serverCpu: round(r.serverCpu, 2), machineCpu: round(r.machineCpu, 2), generatorCpu: round(r.genCpu, 2), bottleneck: limit, missing: r.missing, closedDuringRun: r.closedDuringRun, httpErrors: r.httpErrors, connectSeconds: round(r.connectSeconds, 2) });
+      rows.push([s.label, t.name, count(t.name), r.perSecond, r.p50, r.p99, r.lightP50, r.lightP99, open, sb ? vsBun : null, sb ? vsWs : null, sb ? vsSio : null, sb ? vsNats : null, vsPhoenix, cpuVsPhoenix, round((r.serverCpu / r.perSecond) * 1e6, 2), pct(r.serverCpu), pct(r.genCpu), pct(r.machineCpu), limit, lost ? `${r.missing} msgs, ${r.closedDuringRun} socks` : "0", TRIGGER_GENERATOR]);
+      data.push({ scenario: s.label, server: t.name, runs: count(t.name), allRunsPerSecond: (runs[s.label]?.[t.name] ?? []).map((x) => ("error" in x ? null : round(x.perSecond))), openLoopTriggersPerSecond: o && !("error" in o) && o.openTriggersPerSecond ? round(o.openTriggersPerSecond) : undefined, openLoopP50Ms: o && !("error" in o) ? o.openP50 : undefined, openLoopP99Ms: o && !("error" in o) ? o.openP99 : undefined, channels: s.channels, subscribersPerChannel: s.perChannel, window: s.window, deliveredPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, lightP50Ms: r.lightP50, lightP99Ms: r.lightP99, ratioToBun: sb ? vsBun : undefined, ratioToWs: sb ? vsWs : undefined, ratioToSocketIo: sb ? vsSio : undefined, ratioToNats: sb ? vsNats : undefined, ratioToPhoenix: vsPhoenix ?? undefined, cpuPerDeliveryVsPhoenix: cpuVsPhoenix ?? undefined, serverMicrosecondsPerDelivery: round((r.serverCpu / r.perSecond) * 1e6, 3), serverCpu: round(r.serverCpu, 2), machineCpu: round(r.machineCpu, 2), triggerGenerator: TRIGGER_GENERATOR, generatorCpu: round(r.genCpu, 2), bottleneck: limit, missing: r.missing, closedDuringRun: r.closedDuringRun, httpErrors: r.httpErrors, connectSeconds: round(r.connectSeconds, 2) });
       if (limit === "generator") notes.push(`${s.label} / ${t.name}: the load generator saturated its core; the server figure is a lower bound.`);
     }
   }

@@ -12,6 +12,7 @@ import { type BenchContext, type BenchReport, bottleneck, pct, pending } from ".
 import { round } from "../lib/stats.ts";
 import { routeExists } from "./probe.ts";
 import { type Peer, startJetStream, startRedis } from "../lib/peers.ts";
+import { httpGenerator, redisBenchWrites, wrkWrites } from "../lib/native_gen.ts";
 
 interface WriteResult {
   perSecond: number;
@@ -30,6 +31,12 @@ interface WriteResult {
   commits?: number;
   writesPerCommit?: number;
   commitMs?: number;
+  /** Switchboard only: commits a second over the closed-loop window. */
+  commitsPerSecond?: number;
+  /** Which generator ran (wrk, redis-benchmark or a Bun generator). */
+  generator?: string;
+  /** Server CPU (process, all threads) per write, in microseconds. */
+  serverUsPerWrite?: number;
 }
 
 /** Switchboard's commit and append counters so far, from its `/metrics`. */
@@ -55,7 +62,9 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
   const valueBytes = 100;
   const many = ctx.size(10000);
   // Growth curve in writers: 1, 8, 64, 256.
-  const concurrencies = ctx.quick ? [1, 64, 256] : [1, 8, 64, 256];
+  // BENCH_WRITERS=64 (a comma list) runs only those writer counts.
+  const writersOnly = (Deno.env.get("BENCH_WRITERS") ?? "").split(",").map(Number).filter((n) => n > 0);
+  const concurrencies = writersOnly.length ? writersOnly : ctx.quick ? [1, 64, 256] : [1, 8, 64, 256];
   const rt = matchingRuntime();
   const notes: string[] = [];
 
@@ -71,25 +80,58 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
     if (!peer) notes.push(`${name} peer missing: install it (Debian: apt-get install ${install}) for its rows.`);
     return peer;
   };
+  const gen = httpGenerator();
+  if (gen.name === "bun") notes.push("wrk is not installed (.ci/bench_deps installs it): HTTP rows use the Bun generator (bench/gen/writes_gen.ts), which saturates its core near the rates measured here; those rows are lower bounds.");
   const http = await startHttpFloor();
   const redis = await startPeer("redis-server", startRedis, "redis-server");
   const jetstream = await startPeer("nats-server", startJetStream, "nats-server");
 
   /** One run of a generator against a process whose CPU is sampled; with `metrics` (a
    * Switchboard's base URL), its commits over the closed-loop window too. */
-  const measured = async (pid: number, gen: string, cfg: Record<string, unknown>, metrics?: string): Promise<WriteResult> => {
+  const measured = async (pid: number, file: string, cfg: Record<string, unknown>, metrics?: string): Promise<WriteResult> => {
+    if (file === "gen/writes_gen.ts" && gen.name === "wrk") return measuredWrk(pid, cfg, metrics);
+    if (file === "gen/redis_writes_gen.ts") {
+      const r = await redisBenchWrites(cfg as { port: number; objects: number; concurrency: number; seconds: number }, pid);
+      if (r) return r;
+    }
     const meter = new CpuMeter(pid);
     const scrapes: ReturnType<typeof commitCounters>[] = [];
-    const r = await runGenerator<WriteResult>("bun", gen, cfg, (name) => {
+    const r = await runGenerator<WriteResult>("bun", file, cfg, (name) => {
       meter.mark(name);
       if (metrics && (name === "start" || name === "end")) scrapes.push(commitCounters(metrics));
     });
-    const result = { ...r, serverCpu: meter.share, threadCpu: meter.thread, machineCpu: meter.machine };
+    const generator = file === "gen/redis_writes_gen.ts" ? "bun (RESP)" : file === "gen/jetstream_writes_gen.ts" ? "bun (nats.js)" : "bun (http1.ts)";
+    const result = { ...r, generator, serverCpu: meter.share, threadCpu: meter.thread, machineCpu: meter.machine, serverUsPerWrite: (meter.share / r.perSecond) * 1e6 };
     if (scrapes.length !== 2) return result;
     const [a, b] = await Promise.all(scrapes);
-    const commits = b.commits - a.commits;
-    return { ...result, commits, writesPerCommit: (b.appends - a.appends) / commits, commitMs: ((b.seconds - a.seconds) * 1000) / commits };
+    return withCommits(result, a, b);
   };
+  /** `r` with the commits between two scrapes of `/metrics` (writes per commit, commit ms,
+   * commits a second over the window the run's writes took). */
+  const withCommits = (r: WriteResult, a: Awaited<ReturnType<typeof commitCounters>>, b: Awaited<ReturnType<typeof commitCounters>>): WriteResult => {
+    const commits = b.commits - a.commits;
+    const appends = b.appends - a.appends;
+    const windowSeconds = appends / r.perSecond;
+    return { ...r, commits, writesPerCommit: appends / commits, commitMs: ((b.seconds - a.seconds) * 1000) / commits, commitsPerSecond: commits / windowSeconds };
+  };
+  /** A closed-loop HTTP run with wrk; the open-loop phase (when asked) from the Bun generator
+   * at half wrk's rate. */
+  const measuredWrk = async (pid: number, cfg: Record<string, unknown>, metrics?: string): Promise<WriteResult> => {
+    const c = cfg as { base: string; op: "set" | "increment"; objects: number; concurrency: number; seconds: number; warmup: number; valueBytes: number; openSeconds?: number };
+    const headers = { "content-type": "application/json", "x-app-key": APP.key, "x-app-secret": APP.secret };
+    const prefix = `/api/v1/objects/${APP.id}/bench-${c.op}-${c.objects}`;
+    // Warm up first, so the scrapes bracket only the measured run.
+    const warm = { ...c, prefix, headers, seconds: Math.max(1, Math.round(c.warmup)), warmup: 0 };
+    if (c.warmup > 0) await wrkWrites(gen.path!, warm, pid);
+    const a = metrics ? await commitCounters(metrics) : undefined;
+    const r: WriteResult = await wrkWrites(gen.path!, { ...c, prefix, headers, warmup: 0 }, pid);
+    const withC = a && metrics ? withCommits(r, a, await commitCounters(metrics)) : r;
+    if (!c.openSeconds || !(r.perSecond > 0)) return withC;
+    const open = await runGenerator<WriteResult>("bun", "gen/writes_gen.ts", { ...cfg, closedRate: r.perSecond });
+    return { ...withC, openRate: open.openRate, openP50: open.openP50, openP99: open.openP99, errors: (withC.errors ?? 0) + (open.errors ?? 0) };
+  };
+  /** Server CPU per write in µs (one decimal), or null when not measured. */
+  const usPerWrite = (r: WriteResult) => r.serverUsPerWrite === undefined || !Number.isFinite(r.serverUsPerWrite) ? null : round(r.serverUsPerWrite, 1);
   /** What held a Switchboard cell back: a saturated core, else its writers waiting on commits. */
   const limitOf = (r: WriteResult) => {
     const limit = bottleneck(r.genCpu ?? 0, r.threadCpu!, r.machineCpu);
@@ -105,7 +147,7 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
     }
   };
 
-  const columns = ["op", "objects", "writers", "runs", "writes/s", "p50 ms", "p99 ms", "raw writes/s", "ratio", "vs floor", "vs http floor", "vs redis", "vs jetstream*", "open-loop p50/p99 ms @ rate", "writes / commit", "commit ms", "server cpu", "main thread", "machine", "limit"];
+  const columns = ["op", "objects", "writers", "runs", "writes/s", "p50 ms", "p99 ms", "raw writes/s", "ratio", "vs floor", "vs http floor", "vs redis", "vs jetstream*", "open-loop p50/p99 ms @ rate", "writes / commit", "commit ms", "server cpu", "main thread", "machine", "limit", "server µs/write", "commits/s", "generator", "gen cpu"];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
   try {
@@ -119,7 +161,7 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
           runs.floor.push(await rawRun("shape", objects, concurrency));
           const peerCfg = { objects, concurrency, seconds, warmup };
           runs.http.push(await measured(http.pid, "gen/writes_gen.ts", { ...peerCfg, base: http.baseUrl, op: "increment", valueBytes }));
-          if (redis) runs.redis.push(await measured(redis.pid, "gen/redis_writes_gen.ts", { ...peerCfg, port: redis.port }));
+          if (redis) runs.redis.push(await measured(redis.pid, "gen/redis_writes_gen.ts", { ...peerCfg, port: redis.port, expectedRate: concurrency === 1 ? 4000 : 60_000 }));
           if (jetstream) runs.jetstream.push(await measured(jetstream.pid, "gen/jetstream_writes_gen.ts", { ...peerCfg, port: jetstream.port }));
           for (const op of ["set", "increment"] as const) {
             const openSeconds = concurrency === 64 && rep === 0 ? ctx.seconds(2, 1) : 0;
@@ -134,14 +176,14 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
         }
         const [raw, floor, bare, peer, js] = [median(runs.raw), median(runs.floor), median(runs.http), runs.redis.length ? median(runs.redis) : undefined, runs.jetstream.length ? median(runs.jetstream) : undefined];
         const cell = { objects, writers: concurrency, runs: reps };
-        rows.push(["lmdb same-shape txn", objects, concurrency, reps, floor.perSecond, floor.p50, floor.p99, null, null, null, null, null, null, null, null, null, null, null, null, null]);
+        rows.push(["lmdb same-shape txn", objects, concurrency, reps, floor.perSecond, floor.p50, floor.p99, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null, "in process", null]);
         data.push({ op: "lmdb same-shape transaction (floor)", runtime: rt.name, ...cell, writesPerSecond: round(floor.perSecond), p50Ms: floor.p50, p99Ms: floor.p99 });
         /** A peer's row and record; `thread`: its main thread is what saturates (not so for
          * JetStream, whose process figure is shown instead). */
         const peerRow = (name: string, op: string, r: WriteResult, thread: boolean, extra: Record<string, unknown> = {}) => {
           const limit = bottleneck(r.genCpu ?? 0, thread ? r.threadCpu! : r.serverCpu!, r.machineCpu);
-          rows.push([name, objects, concurrency, reps, r.perSecond, r.p50, r.p99, ...Array(9).fill(null), pct(r.serverCpu!), thread ? pct(r.threadCpu!) : null, pct(r.machineCpu!), limit]);
-          data.push({ op, ...cell, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, serverCpu: round(r.serverCpu!, 2), mainThreadCpu: thread ? round(r.threadCpu!, 2) : undefined, generatorCpu: round(r.genCpu ?? 0, 2), ...extra });
+          rows.push([name, objects, concurrency, reps, r.perSecond, r.p50, r.p99, ...Array(9).fill(null), pct(r.serverCpu!), thread ? pct(r.threadCpu!) : null, pct(r.machineCpu!), limit, usPerWrite(r), null, r.generator ?? null, pct(r.genCpu ?? NaN)]);
+          data.push({ op, ...cell, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, serverCpu: round(r.serverCpu!, 2), mainThreadCpu: thread ? round(r.threadCpu!, 2) : undefined, generator: r.generator, generatorCpu: round(r.genCpu ?? 0, 2), serverMicrosecondsPerWrite: usPerWrite(r) ?? undefined, ...extra });
         };
         peerRow("http floor (no storage)", "http floor (bare Bun server, same requests, no storage)", bare, true, { ratioToRedis: peer ? round(bare.perSecond / peer.perSecond, 3) : undefined });
         if (peer) peerRow("redis INCR", "redis INCR (appendfsync always)", peer, true);
@@ -152,8 +194,8 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
           const ratio = round(r.perSecond / raw.perSecond, 3);
           const vs = (base?: WriteResult) => (op === "increment" && base ? round(r.perSecond / base.perSecond, 3) : null);
           const limit = limitOf(r);
-          rows.push([op, objects, concurrency, reps, r.perSecond, r.p50, r.p99, raw.perSecond, ratio, vs(floor), vs(bare), vs(peer), vs(js), open.openRate ? `${open.openP50} / ${open.openP99} @ ${Math.round(open.openRate)}/s` : null, r.writesPerCommit === undefined ? null : round(r.writesPerCommit, 1), r.commitMs === undefined ? null : round(r.commitMs, 2), pct(r.serverCpu!), pct(r.threadCpu!), pct(r.machineCpu!), limit]);
-          data.push({ op, ...cell, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, allRunsPerSecond: runs[op].map((x) => round(x.perSecond)), rawWritesPerSecond: round(raw.perSecond), rawP99Ms: raw.p99, ratioToRaw: ratio, sameShapeFloorPerSecond: op === "increment" ? round(floor.perSecond) : undefined, ratioToSameShapeFloor: vs(floor) ?? undefined, httpFloorPerSecond: op === "increment" ? round(bare.perSecond) : undefined, ratioToHttpFloor: vs(bare) ?? undefined, redisPerSecond: op === "increment" && peer ? round(peer.perSecond) : undefined, ratioToRedis: vs(peer) ?? undefined, ratioToJetstreamNotDurable: vs(js) ?? undefined, openLoopRate: open.openRate ? round(open.openRate) : undefined, openLoopP50Ms: open.openP50, openLoopP99Ms: open.openP99, errors: r.errors, commits: r.commits, writesPerCommit: r.writesPerCommit === undefined ? undefined : round(r.writesPerCommit, 1), commitMs: r.commitMs === undefined ? undefined : round(r.commitMs, 3), serverCpu: round(r.serverCpu!, 2), mainThreadCpu: round(r.threadCpu!, 2), machineCpu: round(r.machineCpu!, 2), generatorCpu: round(r.genCpu ?? 0, 2), bottleneck: limit });
+          rows.push([op, objects, concurrency, reps, r.perSecond, r.p50, r.p99, raw.perSecond, ratio, vs(floor), vs(bare), vs(peer), vs(js), open.openRate ? `${open.openP50} / ${open.openP99} @ ${Math.round(open.openRate)}/s` : null, r.writesPerCommit === undefined ? null : round(r.writesPerCommit, 1), r.commitMs === undefined ? null : round(r.commitMs, 2), pct(r.serverCpu!), pct(r.threadCpu!), pct(r.machineCpu!), limit, usPerWrite(r), r.commitsPerSecond === undefined ? null : Math.round(r.commitsPerSecond), r.generator ?? null, pct(r.genCpu ?? NaN)]);
+          data.push({ op, ...cell, generator: r.generator, serverMicrosecondsPerWrite: usPerWrite(r) ?? undefined, commitsPerSecond: r.commitsPerSecond === undefined ? undefined : round(r.commitsPerSecond), allRunsServerMicrosecondsPerWrite: runs[op].map((x) => usPerWrite(x)), writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, allRunsPerSecond: runs[op].map((x) => round(x.perSecond)), rawWritesPerSecond: round(raw.perSecond), rawP99Ms: raw.p99, ratioToRaw: ratio, sameShapeFloorPerSecond: op === "increment" ? round(floor.perSecond) : undefined, ratioToSameShapeFloor: vs(floor) ?? undefined, httpFloorPerSecond: op === "increment" ? round(bare.perSecond) : undefined, ratioToHttpFloor: vs(bare) ?? undefined, redisPerSecond: op === "increment" && peer ? round(peer.perSecond) : undefined, ratioToRedis: vs(peer) ?? undefined, ratioToJetstreamNotDurable: vs(js) ?? undefined, openLoopRate: open.openRate ? round(open.openRate) : undefined, openLoopP50Ms: open.openP50, openLoopP99Ms: open.openP99, errors: r.errors, commits: r.commits, writesPerCommit: r.writesPerCommit === undefined ? undefined : round(r.writesPerCommit, 1), commitMs: r.commitMs === undefined ? undefined : round(r.commitMs, 3), serverCpu: round(r.serverCpu!, 2), mainThreadCpu: round(r.threadCpu!, 2), machineCpu: round(r.machineCpu!, 2), generatorCpu: round(r.genCpu ?? 0, 2), bottleneck: limit });
           if (r.errors) notes.push(`${op} objects=${objects} writers=${concurrency}: ${r.errors} failed requests`);
           if (limit === "generator") notes.push(`${op} objects=${objects} writers=${concurrency}: generator-bound; the server figure is a lower bound`);
         }
@@ -170,6 +212,7 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
   notes.push("runs: cells with 64 writers run 3 times, interleaved (raw, floor, HTTP floor, Redis, JetStream, set, increment; then again), and show the medians; other cells run once, in the same interleaved order.");
   notes.push("open-loop (64-writer rows, first run): after the closed-loop window, requests leave on a fixed schedule at half the measured rate, each on an idle keep-alive connection or a new one, whatever the replies do; p50/p99 count from each request's intended send time (no coordinated omission).");
   notes.push("* jetstream: Debian's nats-server 2.9 acknowledges a JetStream publish before it reaches the disk (no sync_interval: always), so it is shown for scale and is NOT a durable peer; 8 client connections.");
+  notes.push(`generator: HTTP rows (Switchboard, HTTP floor) ${gen.name === "wrk" ? "from wrk (C, 1 thread, one keep-alive connection per writer; requests pre-formatted per object in Lua), the open-loop phase from the Bun generator at half wrk's rate" : "from the Bun generator (bench/gen/writes_gen.ts)"}; Redis rows from redis-benchmark when installed (else a Bun RESP client); gen cpu: the generator process's CPU share. server µs/write: the server process's CPU time (utime + stime from /proc, every thread) over the run divided by the writes it acknowledged: far less sensitive than writes/s to other load on the machine. commits/s: Switchboard's commits over the window its writes took.`);
   notes.push(`value ~${valueBytes} B JSON per set; raw baseline = one awaited db.put of the same value per write (overlappingSync false), ${rt.name} runtime; Switchboard writers: one keep-alive HTTP/1.1 connection each (bench/gen/http1.ts); data dirs on the local disk (${tmpdir()}).`);
   return { name: "writes", status: "ok", columns, rows, data, notes };
 }

@@ -18,6 +18,8 @@ interface Cfg {
   valueBytes: number;
   /** Seconds of an open-loop phase at half the closed-loop rate (0: none). */
   openSeconds?: number;
+  /** Skip the closed loop (another generator measured it): the open loop runs at half this. */
+  closedRate?: number;
 }
 
 const cfg = config<Cfg>();
@@ -35,8 +37,8 @@ function request(w: number, n: number): [string, string, string] {
 }
 
 // One keep-alive connection per writer, reopened after a failure.
-const conns = await Promise.all(Array.from({ length: cfg.concurrency }, () => Http1Conn.open(cfg.base)));
-const closed = await closedLoop(cfg, async (w, n) => {
+const conns = await Promise.all(Array.from({ length: cfg.closedRate ? 0 : cfg.concurrency }, () => Http1Conn.open(cfg.base)));
+const closed = cfg.closedRate ? { writes: 0, perSecond: cfg.closedRate, p50: NaN, p99: NaN, genCpu: NaN } : await closedLoop(cfg, async (w, n) => {
   const [url, method, body] = request(w, n);
   try {
     const res = await conns[w].request(method, url, headers, body);

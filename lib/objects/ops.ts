@@ -35,7 +35,7 @@ export function checkSlotName(key: unknown, where = "slot"): string {
   if (typeof key !== "string" || key === "") {
     throw new ApiError(422, `${where} must be a non-empty string`);
   }
-  if (byteLength(key) > MAX_SLOT_NAME_BYTES) {
+  if (key.length * 3 > MAX_SLOT_NAME_BYTES && byteLength(key) > MAX_SLOT_NAME_BYTES) {
     throw new ApiError(422, `${where} is longer than ${MAX_SLOT_NAME_BYTES} bytes`);
   }
   return key;

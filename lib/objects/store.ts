@@ -67,6 +67,11 @@ export function eventOf(logId: number, stored: StoredObjectEntry): [string, unkn
   return ["change", { log_id: logId, op: op.op, key: op.key, value: op.value }];
 }
 
+/** What a write resolves with: its log position and materialised ops. */
+function writeResult(done: { position: number; result: MaterialOp[] }): { log_id: number; ops: MaterialOp[] } {
+  return { log_id: done.position, ops: done.result };
+}
+
 /** Reads and writes Durable Objects; see the module comment. */
 export class ObjectStore {
   readonly streams: ProductStream<StoredObjectEntry>;
@@ -122,9 +127,9 @@ export class ObjectStore {
    * Applies `ops` as one log entry (a `batch` event when `batch`, else a `change` event).
    * Rejects with `ApiError` and writes nothing when an op does not apply.
    */
-  async write(ref: ObjectRef, ops: Op[], batch: boolean): Promise<{ log_id: number; ops: MaterialOp[] }> {
+  write(ref: ObjectRef, ops: Op[], batch: boolean): Promise<{ log_id: number; ops: MaterialOp[] }> {
     const addr = addressOf(ref);
-    const done = await this.streams.append<MaterialOp[]>(addr, (head) => {
+    return this.streams.append<MaterialOp[]>(addr, (head) => {
       const current = this.#held(addr.stream, head);
       const { record, material } = applyOps(current ?? emptyRecord(), ops);
       return {
@@ -139,8 +144,7 @@ export class ObjectStore {
         },
         result: material,
       };
-    });
-    return { log_id: done.position, ops: done.result };
+    }).then(writeResult);
   }
 
   /** Replay items after `after`, oldest first; `limit` counts log entries. */

@@ -24,8 +24,9 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
     hostname: opts.hostname,
     // deno-lint-ignore no-explicit-any
     fetch(req: Request, srv: any) {
-      // Only upgrades need the parsed URL (plain requests are routed by Hono).
-      const upgrade = req.headers.get("upgrade")?.toLowerCase() === "websocket"
+      // Only upgrades need the parsed URL (plain requests are routed by Hono). An upgrade is a
+      // GET: other methods skip the header lookup (every durable write is a PUT, PATCH or POST).
+      const upgrade = req.method === "GET" && req.headers.get("upgrade")?.toLowerCase() === "websocket"
         ? sockets?.route(new URL(req.url), req.headers.get("origin"))
         : undefined;
       if (upgrade) {

@@ -149,42 +149,49 @@ export class OrderedLog implements StreamLog {
     return out;
   }
 
-  /** Appends entries; see the class contract. Resolves with the first position and result. */
-  async append<E, R>(
+  /** Appends entries; see the class contract. Resolves with the first position and result.
+   * A promise chain rather than an async function: every durable write passes here. */
+  append<E, R>(
     stream: string,
     prepare: (head: number) => Prepared<E, R>,
     publish?: PublishFn<E, R>,
   ): Promise<{ position: number; count: number; result: R }> {
-    let tracker = this.#trackers.get(stream);
-    while (tracker?.purging) {
-      await tracker.purging;
-      tracker = this.#trackers.get(stream);
-    }
-    tracker = this.#track(stream);
+    // A purge of the stream goes first (then look again: another may have started).
+    const purging = this.#trackers.get(stream)?.purging;
+    if (purging) return purging.then(() => this.append(stream, prepare, publish));
+    const tracker = this.#track(stream);
     tracker.inflight++;
     let prepared: Prepared<E, R> | undefined;
     let first = 0;
-    try {
-      await this.#commits.run(() => {
-        const meta = this.#readMeta(stream) ?? { head: 0, first: 1 };
-        prepared = prepare(meta.head);
-        first = meta.head + 1;
-        const now = Date.now();
-        prepared.entries.forEach((e, i) => this.#commits.put(this.#log, [stream, first + i], [now, e]));
-        const head = meta.head + prepared.entries.length;
-        if (head > meta.head) {
-          // Only a stream's first append stores its head row; later heads are derived.
-          if (meta.head === 0) this.#commits.write(this.#meta, stream, { head, first: 1 });
-          else this.#commits.keep(this.#meta, stream, { head, first: meta.first });
-        }
-        prepared.apply?.(first);
-      }, this.#staged);
-    } catch (err) {
+    const failed = (err: unknown): never => {
       tracker.inflight--;
       this.#release(stream, tracker);
       throw err;
-    }
-    const p = prepared!;
+    };
+    return this.#commits.run(() => {
+      const meta = this.#readMeta(stream) ?? { head: 0, first: 1 };
+      prepared = prepare(meta.head);
+      first = meta.head + 1;
+      const now = Date.now();
+      prepared.entries.forEach((e, i) => this.#commits.put(this.#log, [stream, first + i], [now, e]));
+      const head = meta.head + prepared.entries.length;
+      if (head > meta.head) {
+        // Only a stream's first append stores its head row; later heads are derived.
+        if (meta.head === 0) this.#commits.write(this.#meta, stream, { head, first: 1 });
+        else this.#commits.keep(this.#meta, stream, { head, first: meta.first });
+      }
+      prepared.apply?.(first);
+    }, this.#staged).then(() => this.#appended(stream, tracker, prepared!, first, publish), failed);
+  }
+
+  /** An append's commit is durable: publish in position order and resolve. */
+  #appended<E, R>(
+    stream: string,
+    tracker: Tracker,
+    p: Prepared<E, R>,
+    first: number,
+    publish?: PublishFn<E, R>,
+  ): { position: number; count: number; result: R } {
     const count = p.entries.length;
     if (count === 0) {
       tracker.inflight--;

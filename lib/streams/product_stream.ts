@@ -9,6 +9,7 @@ import type { JoinContext } from "../socket/handler.ts";
 import type { LogRecord, Prepared, StreamLog } from "./stream_log.ts";
 import { joinStream, type StreamJoinSpec } from "./join.ts";
 import { record } from "../metrics/mod.ts";
+import { tapActive } from "../debug/tap.ts";
 import { type StreamAddress, Topic } from "./names.ts";
 import { type PositionWire, readPosition, type StreamPosition } from "./position.ts";
 
@@ -87,6 +88,9 @@ export class ProductStream<E> {
 
   #broadcast(topic: string, first: number, entries: E[]): void {
     record.append(topic, entries.length);
+    // No subscriber and no console watching: nothing would receive the events, so they are
+    // not built (most durable writes).
+    if (!tapActive && this.#hub.count(topic) === 0) return;
     entries.forEach((entry, i) => {
       const exclude = this.#excludedBy(entry);
       for (const [event, payload] of this.#events(first + i, entry)) {
