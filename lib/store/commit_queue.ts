@@ -47,11 +47,10 @@ const DEFAULT_WEIGHT = 128;
  * throws (or that LMDB refuses) leaves nothing behind and does not disturb the others. A job
  * that writes only through the queue (`run(job, true)`) needs no child transaction (a child
  * transaction's begin and commit were a seventh of a hot write's CPU): what it staged is
- * dropped when it throws. A batch of only such jobs runs and commits at once on the JS thread
- * (`StoreEnv.commitNow`: one write transaction, synced before it returns, as Redis's
- * `appendfsync always` does), with no hand-off to lmdb-js's write thread. One batch commits at
- * a time: jobs queued meanwhile (everything that arrived while the previous one synced) run
- * together once it has settled, so the store they read includes it.
+ * dropped when it throws. A batch of only such jobs runs at once on the JS thread and hands
+ * its rows to lmdb-js's write thread as one atomic batch (`StoreEnv.batch`), with no
+ * transaction callback. One batch commits at a time: jobs queued meanwhile run together once
+ * it has settled, so the store they read includes it.
  *
  * Rows written with `write` are staged in memory and put once per batch (the last value of a
  * key wins), then kept in a bounded cache once the commit is durable, so the next write of a hot
@@ -229,7 +228,7 @@ export class CommitQueue {
       }
     };
     try {
-      await (jobs.every((job) => job.staged) ? this.#env.commitNow(body) : this.#env.transaction(body));
+      await (jobs.every((job) => job.staged) ? this.#env.batch(body) : this.#env.transaction(body));
     } catch (err) {
       this.#settling = null;
       this.#cache.clear();

@@ -3,7 +3,7 @@
 import { statfsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { open, type Database, type Key, type RootDatabase } from "lmdb";
-import { asStorageError, StorageUnavailableError, storageFailure } from "./errors.ts";
+import { asStorageError, StorageUnavailableError } from "./errors.ts";
 import { record } from "../metrics/mod.ts";
 import { log } from "../log/mod.ts";
 import { CommitQueue } from "./commit_queue.ts";
@@ -124,38 +124,6 @@ export class StoreEnv {
   batch<T>(fn: () => T): Promise<T> {
     let result: T;
     return this.#commit(() => this.root.batch(() => void (result = fn())).then(() => result));
-  }
-
-  /**
-   * Runs `fn` in one write transaction on this thread and commits it before returning (the
-   * sync included), like Redis's `appendfsync always`: the event loop waits for the disk, and
-   * everything that arrives meanwhile is read afterwards, ready for the next commit. No hand-off
-   * to a write thread and back (a Node-API async work, a thread-safe function and two wake-ups
-   * per commit). Reads in `fn` see its own writes. All or nothing: a throw from `fn` or a refused
-   * commit writes nothing and rejects (`StorageUnavailableError` for a storage failure).
-   *
-   * lmdb-js's write thread may hold an open batch of other writes (`put` outside a queue,
-   * `transaction`); a synchronous transaction then runs inside that batch and is durable only
-   * once the write thread has committed it, so this resolves after `flushed` too (at once when
-   * no such batch is open).
-   */
-  commitNow<T>(fn: () => T): Promise<T> {
-    return this.#commit(async () => {
-      let ran = false;
-      let result: T;
-      try {
-        result = this.root.transactionSync(() => {
-          const out = fn();
-          ran = true;
-          return out;
-        }) as T;
-      } catch (err) {
-        // After `fn` returned, only the commit itself can fail: storage refused it.
-        throw ran ? storageFailure(err) : err;
-      }
-      await this.root.flushed;
-      return result;
-    });
   }
 
   /** The group-commit queue every ordered log and product of this store writes through. */

@@ -43,12 +43,6 @@ export function isCommitFailure(err: unknown): err is { commitError: Promise<unk
   return (err as { commitError?: unknown })?.commitError instanceof Promise;
 }
 
-/** The `StorageUnavailableError` of a synchronous commit that LMDB refused (its error thrown on
- * the calling thread rather than through a `commitError` promise). */
-export function storageFailure(err: unknown): StorageUnavailableError {
-  return new StorageUnavailableError(describe(err));
-}
-
 /** A short cause: the OS error text, e.g. "No space left on device". */
 function describe(e: unknown): string {
   const msg = e instanceof Error ? e.message : String(e);

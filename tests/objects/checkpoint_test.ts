@@ -88,10 +88,10 @@ Deno.test("ObjectStore: a commit that fails in flight leaves the next write on t
   // The next commit fails with nothing written: its rows go into a batch whose condition fails.
   const guard = env.db<number>("guard");
   await guard.put("g", 1);
-  const commitNow = env.commitNow.bind(env);
+  const batch = env.batch.bind(env);
   let fail = true;
-  env.commitNow = (fn) => {
-    if (!fail) return commitNow(fn);
+  env.batch = (fn) => {
+    if (!fail) return batch(fn);
     fail = false;
     return guard.ifNoExists("g", () => void fn()).then(() => {
       throw new Error("storage refused the commit");

@@ -115,9 +115,9 @@ Deno.test("CommitQueue.keep(): the row is cached but never put, unless an earlie
   // The next batch's jobs run once it has settled, and see its rows.
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
-  const commitNow = env.commitNow.bind(env);
-  env.commitNow = (fn) => {
-    const committed = commitNow(fn);
+  const batch = env.batch.bind(env);
+  env.batch = (fn) => {
+    const committed = batch(fn);
     return gate.then(() => committed);
   };
   const syncing = q.run(() => q.keep(rows, "kept", 3), true);
@@ -171,26 +171,4 @@ Deno.test("StoreEnv.batch(): the rows it puts commit together and are durable wh
   const reopened = new StoreEnv(path);
   assert.deepEqual([reopened.db<number>("rows").get("a"), reopened.db<number>("rows").get("b")], [2, 3]);
   await reopened.close();
-});
-
-Deno.test("StoreEnv.commitNow(): the rows are committed when it returns; a throw writes nothing; beside async puts both land", async () => {
-  const { env } = tempStore();
-  const rows = env.db<number>("rows");
-  const pending = rows.put("async", 1); // lmdb-js's write thread holds this batch meanwhile
-  const done = env.commitNow(() => {
-    rows.put("a", 1);
-    rows.put("b", 2);
-    return "ok";
-  });
-  // Committed on this thread already: a read before any await sees both rows.
-  assert.deepEqual([rows.get("a"), rows.get("b")], [1, 2]);
-  assert.equal(await done, "ok");
-  await pending;
-  assert.equal(rows.get("async"), 1);
-  await assert.rejects(env.commitNow(() => {
-    rows.put("c", 3);
-    throw new Error("refused");
-  }), /refused/);
-  assert.equal(rows.get("c"), undefined, "nothing of a throwing commit is kept");
-  await env.close();
 });
