@@ -12,7 +12,7 @@ import type { ProductModule } from "../product.ts";
 import { log } from "../log/mod.ts";
 import { startBus } from "./bus.ts";
 import { ClusterLink } from "./link.ts";
-import { NodeWatch } from "./nodes.ts";
+import { NodeWatch, ownerOf } from "./nodes.ts";
 import { startOccupancy } from "./occupancy.ts";
 import { startPresence } from "./presence.ts";
 import { restoreIfBehind, startSnapshots } from "./snapshots.ts";
@@ -67,6 +67,8 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
         if (m.presence) stops.push(startPresence(link, m.presence, hub, nodes, heartbeatMs));
         if (m.occupancy) stops.push(startOccupancy(link, m.occupancy, nodes, heartbeatMs));
       }
+      // After presence and occupancy dropped the gone node's part: its topics' new owners.
+      nodes.onGone((node) => hub.ownerGone((topic) => ownerOf(topic, [...nodes.live(), node]) === node));
       const every = tunable("SWITCHBOARD_CLUSTER_SNAPSHOT_EVERY", 100_000);
       stops.push(startSnapshots(link, env, nodes, { every, checkMs: heartbeatMs }));
       stops.push(() => nodes.stop());

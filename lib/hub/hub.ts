@@ -59,6 +59,7 @@ export class Hub {
   #sockets = new Map<string, Subscriber>();
   #subscriptions: ((topic: string, count: number, delta: 1 | -1) => void)[] = [];
   #owns: (topic: string) => boolean = () => true;
+  #ownerGone: ((wasOwner: (topic: string) => boolean) => void)[] = [];
   #relay?: (topic: string, event: string, payload: unknown, excludeSocketId?: string) => void;
   #relayedObservers: ((topic: string, event: string, payload: unknown) => void)[] = [];
 
@@ -113,6 +114,18 @@ export class Hub {
    * alone, always. */
   owns(topic: string): boolean {
     return this.#owns(topic);
+  }
+
+  /** Calls `fn` when an owner node left the cluster, after the cluster dropped what it held;
+   * `wasOwner(topic)` tells whether the topic was that node's (webhooks: the new owners
+   * report what it may not have reported). */
+  onOwnerGone(fn: (wasOwner: (topic: string) => boolean) => void): void {
+    this.#ownerGone.push(fn);
+  }
+
+  /** A node left the cluster: `wasOwner(topic)` tells which topics it owned (set by the cluster). */
+  ownerGone(wasOwner: (topic: string) => boolean): void {
+    for (const fn of this.#ownerGone) fn(wasOwner);
   }
 
   /** Makes a live socket findable by its socket id (for `exclude`). */

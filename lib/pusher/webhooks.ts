@@ -21,7 +21,9 @@
  *   `channel_vacated` (in clustered mode, a few heartbeats after start, only for those no node
  *   holds any more: the other nodes reported the rest when the crashed node went silent).
  * In a cluster, occupancy and presence are cluster-wide and only a channel's owner node reports
- * its changes.
+ * its changes (and holds the joins made on it). A join on another node is reported once its
+ * report reaches the owner; should the owner leave first, the topic's new owner reports every
+ * channel and member of it that it holds no record of (`#takeOver`), so that join is not lost.
  */
 import type { Database, Key } from "lmdb";
 import type { App, AppRegistry, WebhookEventType } from "../config/apps.ts";
@@ -108,6 +110,7 @@ export class PusherWebhooks {
       });
     });
     svc.onEnter((app, topic, userId) => this.#beforeEnter(svc, hub, app, topic, userId));
+    hub.onOwnerGone((wasOwner) => this.#takeOver(svc, hub, wasOwner));
     svc.onClientEvent((app, channel, e: StoredEvent) => {
       const event: WebhookEvent = {
         name: "client_event",
@@ -256,6 +259,30 @@ export class PusherWebhooks {
       batch.events.push({ app, event });
       if (record) batch.records.set(id, record);
     } else if (record) this.#batch().records.set(id, record);
+  }
+
+  /**
+   * Clustered mode: a node left, and this node now owns some of its topics. It may have died
+   * before reporting a join made on another node (reported to the owner within about 20 ms), so
+   * every channel still occupied and member still present in those topics that this node holds
+   * no record of gets its `channel_occupied` / `member_added` now, with its record (the end
+   * follows). At least once: what the gone node did report comes again.
+   */
+  #takeOver(svc: ChannelService, hub: Hub, wasOwner: (topic: string) => boolean): void {
+    if (this.#closed) return;
+    for (const topic of svc.occupancy.topics(svc.occupancy.prefix)) {
+      if (!wasOwner(topic) || !hub.owns(topic)) continue;
+      const parsed = Topic.parseOf(topic, "pubsub");
+      if (!parsed || !this.#apps.byKey(parsed.appKey)?.webhooks?.length) continue;
+      const claim = (user: string, name: WebhookEventType, fields: Record<string, unknown>) => {
+        const id = recordId(topic, user);
+        if (!this.#records.has(id) && !this.#announced.has(id)) this.#change(parsed, user, name, true, fields);
+      };
+      claim("", "channel_occupied", {});
+      for (const m of svc.presence.members(topic)) {
+        claim(m.user_id, "member_added", { user_id: m.user_id });
+      }
+    }
   }
 
   /**
