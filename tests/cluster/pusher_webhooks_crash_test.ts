@@ -3,13 +3,11 @@
 // member_removed and channel_vacated (both protocols), each once.
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { APPS } from "../helpers/server.ts";
-import { receiver } from "../helpers/webhook_receiver.ts";
 import { sdkFor } from "../pubsub/helpers.ts";
 import { RawPusher, serverLib } from "../pusher/helpers.ts";
-import { startCluster, until } from "./cluster.ts";
+import { until } from "./cluster.ts";
+import { webhookCluster } from "./webhook_cluster.ts";
 
-type Event = { name: string; channel: string; user_id?: string };
 
 Deno.test({
   name:
@@ -17,20 +15,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async () => {
-    const hook = receiver();
-    const cluster = await startCluster({
-      nodes: 2,
-      apps: [{
-        ...APPS[0],
-        webhooks: [{
-          url: hook.url,
-          event_types: ["channel_occupied", "channel_vacated", "member_added", "member_removed"],
-        }],
-      }],
-      env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300" },
-    });
-    const events = () =>
-      [...new Set(hook.got.map((d) => d.body))].flatMap((b) => JSON.parse(b).events as Event[]);
+    const { hook, cluster, events } = await webhookCluster(2);
     const names = (name: string) =>
       events().filter((e) => e.name === name).map((e) =>
         `${e.channel}${e.user_id ? `:${e.user_id}` : ""}`

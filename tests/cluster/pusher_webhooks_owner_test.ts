@@ -6,12 +6,10 @@
 import assert from "node:assert/strict";
 import { ownerOf } from "../../lib/cluster/nodes.ts";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { APPS } from "../helpers/server.ts";
-import { receiver } from "../helpers/webhook_receiver.ts";
 import { sdkFor } from "../pubsub/helpers.ts";
-import { startCluster, until } from "./cluster.ts";
+import { until } from "./cluster.ts";
+import { webhookCluster } from "./webhook_cluster.ts";
 
-type Event = { name: string; channel: string; user_id?: string };
 
 const NODES = ["node-1", "node-2", "node-3"];
 
@@ -29,20 +27,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   fn: async () => {
-    const hook = receiver();
-    const cluster = await startCluster({
-      nodes: 3,
-      apps: [{
-        ...APPS[0],
-        webhooks: [{
-          url: hook.url,
-          event_types: ["channel_occupied", "channel_vacated", "member_added", "member_removed"],
-        }],
-      }],
-      env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300" },
-    });
-    const events = () =>
-      [...new Set(hook.got.map((d) => d.body))].flatMap((b) => JSON.parse(b).events as Event[]);
+    const { hook, cluster, events } = await webhookCluster(3);
     const seen = (name: string, channel: string, user?: string) =>
       events().some((e) => e.name === name && e.channel === channel && e.user_id === user);
     const sockets: RawSocket[] = [];
