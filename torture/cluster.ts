@@ -1,9 +1,10 @@
 // The cluster nemesis (issue 35): 3 nats-servers and 3 Switchboard nodes (the binary) on
 // loopback, writers on every node at once (list appends and counter increments on shared
 // objects), while faults hit one at a time: SIGSTOP and SIGKILL of a nats-server (the stream's
-// leader and not), SIGSTOP and SIGKILL of a Switchboard node. A partition made with network
-// namespaces needs a namespace per server and veth pairs; loopback-only runs use SIGSTOP of the
-// server instead (a frozen peer is what a partitioned one looks like from outside).
+// leader and not), SIGSTOP and SIGKILL of a Switchboard node, and a network partition: the
+// third nats-server runs in its own network namespace joined to the host by a veth pair, whose
+// link goes down (needs root and iproute2; elsewhere the fault is skipped with a printed line,
+// and the namespace is deleted when the run ends, failed or not).
 //
 // Checks, on every node once writes stop: every acknowledged write is in the final state at its
 // position; the lists are contiguous (length = log_id), without repeats, identical on every
@@ -16,6 +17,7 @@
 import { connect } from "nats";
 import type { TestServer } from "../tests/helpers/server.ts";
 import { startCluster, type SwitchboardCluster } from "../tests/cluster/cluster.ts";
+import { makePartition } from "../tests/cluster/nats_servers.ts";
 import { crashLines, type PartResult, rng, sleep } from "./common.ts";
 
 /** How long the nemesis runs and how hard. */
@@ -50,6 +52,8 @@ interface Fault {
   node?: number;
   /** A fault of the stream's leader, and the nats-server it hit. */
   leader?: boolean;
+  /** Its target may or may not lead the stream: looked up when it hits. */
+  leaderCheck?: boolean;
   target?: () => number;
   apply(): Promise<void>;
   heal(): Promise<void>;
@@ -64,6 +68,8 @@ interface FaultReport {
   /** The stall of each node (null: the faulted node). */
   perNode: (number | null)[];
   readyzMaxMs: number;
+  /** The slowest probe (node, when). */
+  readyzSlowest?: { node: number; at: number; ms: number };
   readyz503: number;
 }
 
@@ -153,9 +159,20 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
   const random = rng(budget.seed);
   const pauseMs = budget.short ? 6000 : 20_000;
   const recoverMs = budget.short ? 5000 : 8000;
-  const cluster: SwitchboardCluster = await startCluster({
-    env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "500", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: String(DEADLINE_MS) },
-  });
+  // A network partition needs root (network namespaces): where the machine refuses, the
+  // partition fault is skipped with a printed line.
+  const partition = makePartition();
+  if (typeof partition === "string") console.log(`    network partition: skipped (${partition})`);
+  let cluster: SwitchboardCluster;
+  try {
+    cluster = await startCluster({
+      env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "500", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: String(DEADLINE_MS) },
+      partition: typeof partition === "string" ? undefined : partition,
+    });
+  } catch (err) {
+    if (typeof partition !== "string") partition.remove();
+    throw err;
+  }
   const ops: Op[] = [];
   /** Nodes writers leave alone (killed or frozen), and frozen nodes. */
   const down = new Set<number>();
@@ -267,6 +284,23 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     },
     // nats-server 2.9.10 (see docs/cluster.md): a replica frozen under writes may not catch up
     // again, so the faults that leave one behind come last.
+    ...(typeof partition === "string" ? [] : [{
+      // The third nats-server runs in its own network namespace: its link goes down, so it
+      // and every connection to it go silent (its process keeps running, cut off).
+      name: "nats-server n3 partitioned (network namespace, link down)",
+      leaderCheck: true,
+      target: () => 2,
+      apply() {
+        natsDown.add(2);
+        partition.cut();
+        return Promise.resolve();
+      },
+      heal() {
+        partition.mend();
+        natsDown.delete(2);
+        return Promise.resolve();
+      },
+    } as Fault]),
     natsFault("nats-server (stream leader) SIGKILL, restarted", "leader", "SIGKILL"),
     natsFault("nats-server (not leader) SIGSTOP", "follower", "SIGSTOP"),
     natsFault("nats-server (stream leader) SIGSTOP", "leader", "SIGSTOP"),
@@ -289,6 +323,10 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
           console.log(`    ${fault.name}: not run (a stream replica is still behind)`);
           counts["NATS faults not run (replica behind)"] = (counts["NATS faults not run (replica behind)"] ?? 0) + 1;
           continue;
+        }
+        if (fault.leaderCheck) {
+          fault.leader = (await leaderOf(cluster.nats.urls, natsDown)) === fault.target!();
+          fault.name = fault.name.replace(/ \(the stream leader\)$/, "") + (fault.leader ? " (the stream leader)" : "");
         }
         const t0 = Date.now();
         await fault.apply();
@@ -316,7 +354,9 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     const nodes = r.perNode.map((ms, i) => `node ${i + 1} ${ms === null ? "down" : (ms / 1000).toFixed(1)}`).join(", ");
     console.log(
       `    ${r.name}: stall ${(r.stallMs / 1000).toFixed(1)} s (${nodes}; JetStream alone ${(r.rawStallMs / 1000).toFixed(1)}), ` +
-        `/readyz slowest ${r.readyzMaxMs} ms, ${r.readyz503} x 503`,
+        `/readyz slowest ${r.readyzMaxMs} ms` +
+        (r.readyzSlowest ? ` (node ${r.readyzSlowest.node + 1} at ${new Date(r.readyzSlowest.at).toISOString()})` : "") +
+        `, ${r.readyz503} x 503`,
     );
     // Generous bound: the goal is JetStream's own stall plus 2 s, but on the shared 2-core
     // machine a node sometimes stops answering for a few seconds while another one restarts
@@ -330,10 +370,11 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
       for (const line of crashLines(node.output())) failures.push(`node ${i + 1}: ${line}`);
     }
   } finally {
-    if (failures.length > 0) {
+    if (failures.length > 0 || Deno.env.get("SWITCHBOARD_NEMESIS_KEEP_LOGS")) {
       const dir = Deno.makeTempDirSync({ prefix: "sb-nemesis-" });
       for (const [i, n] of cluster.nodes.entries()) Deno.writeTextFileSync(`${dir}/node-${i + 1}.log`, n.output());
-      failures.push(`node logs in ${dir}`);
+      if (failures.length > 0) failures.push(`node logs in ${dir}`);
+      else console.log(`    node logs in ${dir}`);
     }
     for (const n of cluster.nodes) {
       try {
@@ -390,6 +431,7 @@ function measure(
     perNode,
     rawStallMs: 0,
     readyzMaxMs: Math.max(0, ...window.map((p) => p.ms)),
+    readyzSlowest: window.reduce<typeof window[number] | undefined>((a, p) => (!a || p.ms > a.ms ? p : a), undefined),
     readyz503: window.filter((p) => p.status === 503).length,
   };
 }
