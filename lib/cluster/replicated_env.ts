@@ -462,7 +462,9 @@ export class ReplicatedEnv extends StoreEnv {
   async #commit(tasks: Task[], out: { since: number }): Promise<void> {
     let lastError = "log did not settle";
     for (;;) {
-      if (this.#applying) await this.#applying;
+      // Speculate only with no apply pending: one may start between the end of the awaited one
+      // and this continuation.
+      while (this.#applying) await this.#applying;
       let spec: { base: number; tasks: Task[]; reads: ReadSet };
       try {
         spec = this.#speculate(tasks);
@@ -662,13 +664,13 @@ export class ReplicatedEnv extends StoreEnv {
     for (const h of this.#hooks) h.before(remote);
     const last = run[run.length - 1].seq;
     try {
-      // One synchronous commit (LMDB's flush overlaps the next commit). Not an asynchronous
-      // transaction: tried, a speculation (a synchronous transaction, rolled back) running
-      // while that commit was pending saw a position and data that did not match, and write
-      // sets that should have counted as stale were applied (lost acknowledged increments in
-      // the nemesis). Runs stay bounded (`MAX_APPLY`, `MAX_APPLY_BYTES`).
+      // An asynchronous transaction: the callback runs on this thread once LMDB's write thread
+      // holds the write lock, and the commit and its flush happen there, so this thread never
+      // waits for the lock or the disk. A synchronous commit did (50-150 ms per apply on a
+      // loaded machine), and a catch-up, a long series of them, held the event loop for
+      // seconds (`/readyz` unanswered). No speculation runs while this is pending (`#commit`).
       const t0 = performance.now();
-      this.root.transactionSync(() => {
+      await this.root.transaction(() => {
         for (const { msg } of fresh) this.#write(msg.w, msg.o === me);
         for (const [seq, keys, batch] of written) {
           this.#recentDb.put(seq, { w: keys, b: batch });
@@ -677,7 +679,7 @@ export class ReplicatedEnv extends StoreEnv {
         this.#state.put("applied", last);
       });
       const took = performance.now() - t0;
-      if (took >= 50) log.warn("cluster apply held the thread", { ms: Math.round(took), positions: run.length });
+      if (took >= 2000) log.warn("cluster apply commit slow", { ms: Math.round(took), positions: run.length });
     } catch (caught) {
       const err = await asStorageError(caught);
       this.#recent.rollback(before);
