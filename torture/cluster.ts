@@ -366,10 +366,9 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
         (r.readyzSlowest ? ` (node ${r.readyzSlowest.node + 1} at ${new Date(r.readyzSlowest.at).toISOString()})` : "") +
         `, ${r.readyz503} x 503`,
     );
-    // Generous bound: the goal is JetStream's own stall plus 2 s, but a node catching up (back
-    // from a freeze, a restart, or a move to another nats-server) holds its event loop for
-    // 0.5-2.5 s at a time in synchronous LMDB commits on a loaded machine (docs/cluster.md),
-    // which has stretched a stall to 11 s; a stall two write deadlines past JetStream's own
+    // Generous bound: the goal is JetStream's own stall plus 2 s, but on a loaded machine a
+    // node catching up (back from a freeze, a restart, or a move to another nats-server) has
+    // stalled 11 s (docs/cluster.md, "Event-loop holds"); a stall two write deadlines past JetStream's own
     // (the kind this suite was written for: 10-180 s) fails the run.
     if (r.stallMs > r.rawStallMs + 2 * DEADLINE_MS) failures.push(`${r.name}: writes stalled ${r.stallMs} ms (JetStream alone ${r.rawStallMs} ms)`);
   }

@@ -1,6 +1,7 @@
 /**
  * Test helper: a NATS JetStream cluster of real `nats-server` processes on loopback (Debian's
- * package, `apt-get install nats-server`), each with its own store dir, stopped by `stop()`.
+ * package, `apt-get install nats-server`), each with its own store dir, stopped by `stop()`;
+ * optionally the last one in its own network namespace (`makePartition`), to cut it off.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -171,9 +172,12 @@ export async function startNatsCluster(size = 3, partition?: Partition): Promise
     partition,
     kill: (i) => stopNode(nodes[i], "SIGKILL"),
     restart: (i) => start(nodes[i], i),
-    signal: (i, signal) => void nodes[i].proc?.kill(signal),
+    // Deno's node:child_process marks a process as ended once it was sent any signal, and then
+    // sends it no other: a SIGSTOPped server never got its SIGCONT (it stayed frozen for the
+    // rest of the run, and after it). Signals other than the final kill go through Deno.kill.
+    signal: (i, signal) => sendSignal(nodes[i].proc, signal),
     async stop() {
-      for (const n of nodes) n.proc?.kill("SIGCONT");
+      for (const n of nodes) sendSignal(n.proc, "SIGCONT");
       partition?.mend();
       await Promise.all(nodes.map((n) => stopNode(n, "SIGKILL")));
       partition?.remove();
@@ -189,6 +193,14 @@ export async function startNatsCluster(size = 3, partition?: Partition): Promise
       }
     },
   };
+}
+
+/** Sends `signal` to `proc` while it runs (see `signal` above for why not `proc.kill`). */
+function sendSignal(proc: ChildProcess | undefined, signal: NodeJS.Signals): void {
+  if (!proc?.pid || proc.exitCode !== null) return;
+  try {
+    Deno.kill(proc.pid, signal as Deno.Signal);
+  } catch { /* already gone */ }
 }
 
 async function waitPort(hostname: string, port: number, ms: number, why: () => string): Promise<void> {
