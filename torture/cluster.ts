@@ -282,8 +282,7 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
         down.delete(1);
       },
     },
-    // nats-server 2.9.10 (see docs/cluster.md): a replica frozen under writes may not catch up
-    // again, so the faults that leave one behind come last.
+    // A fault that may leave a replica behind for a while (a freeze) comes after the kills.
     ...(typeof partition === "string" ? [] : [{
       // The third nats-server runs in its own network namespace: its link goes down, so it
       // and every connection to it go silent (its process keeps running, cut off).
@@ -316,9 +315,8 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     for (let round = 0; round === 0 || Date.now() - started < budget.ms * 0.8; round++) {
       for (const fault of faults) {
         // One fault at a time: a NATS fault while a replica is still behind would be a second
-        // fault at once (no quorum of current replicas). nats-server 2.9.10 may leave a replica
-        // that was frozen under writes behind for good (also without Switchboard, and after a
-        // restart): the NATS faults after that are reported as not run.
+        // fault at once (no quorum of current replicas): a fault whose stream is not healthy
+        // within 20 s is reported as not run.
         if (fault.node === undefined && (await streamHealthy(cluster.nats.urls, 20_000)) !== true) {
           console.log(`    ${fault.name}: not run (a stream replica is still behind)`);
           counts["NATS faults not run (replica behind)"] = (counts["NATS faults not run (replica behind)"] ?? 0) + 1;
