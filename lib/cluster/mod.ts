@@ -11,6 +11,7 @@ import type { Hub } from "../hub/hub.ts";
 import type { ProductModule } from "../product.ts";
 import { log } from "../log/mod.ts";
 import { startBus } from "./bus.ts";
+import { startLagSampler } from "./lag.ts";
 import { ClusterLink } from "./link.ts";
 import { NodeWatch, ownerOf } from "./nodes.ts";
 import { startOccupancy } from "./occupancy.ts";
@@ -59,6 +60,7 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
       await env.start();
       log.info("cluster log caught up", { position: env.applied });
       stops.push(startBus(link, hub));
+      stops.push(startLagSampler());
       const heartbeatMs = tunable("SWITCHBOARD_PRESENCE_HEARTBEAT_MS", 1000);
       const nodes = new NodeWatch(link, { heartbeatMs, timeoutMs: heartbeatMs * 3.5 }, () => env.applied);
       // Stopped last (stops run in order): the goodbye follows the final presence and counts.

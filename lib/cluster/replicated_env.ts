@@ -47,8 +47,11 @@ const CONFLICT_WINDOW = 4096;
 
 /** Write sets per log message, at most (more transactions wait for the next message). */
 const MAX_BATCH = 256;
-/** Log messages applied per local commit, at most. */
+/** Log messages applied per local commit, at most, and their bytes: a catch-up (a node back
+ * from a freeze, a consumer's backlog) is decoded and written in bounded slices, and the event
+ * loop turns between slices, so requests (`/readyz`) are answered meanwhile. */
 const MAX_APPLY = 512;
+const MAX_APPLY_BYTES = 1024 * 1024;
 
 const codec = new Packr({ useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0]);
 
@@ -424,6 +427,7 @@ export class ReplicatedEnv extends StoreEnv {
       let base = 0;
       const reads = emptyReads();
       this.#reading = reads;
+      const t0 = performance.now();
       try {
         this.root.transactionSync(() => {
           base = this.#state.get("applied") ?? 0;
@@ -445,6 +449,8 @@ export class ReplicatedEnv extends StoreEnv {
         this.#recording = null;
         this.#reading = null;
       }
+      const took = performance.now() - t0;
+      if (took >= 50) log.warn("cluster speculation held the thread", { ms: Math.round(took), tasks: tasks.length });
       if (!failed) return { base, tasks, reads };
       this.#fail(failed.task, failed.error, base);
       tasks = tasks.filter((t) => t !== failed!.task);
@@ -456,7 +462,9 @@ export class ReplicatedEnv extends StoreEnv {
   async #commit(tasks: Task[], out: { since: number }): Promise<void> {
     let lastError = "log did not settle";
     for (;;) {
-      if (this.#applying) await this.#applying;
+      // Speculate only with no apply pending: one may start between the end of the awaited one
+      // and this continuation.
+      while (this.#applying) await this.#applying;
       let spec: { base: number; tasks: Task[]; reads: ReadSet };
       try {
         spec = this.#speculate(tasks);
@@ -600,8 +608,11 @@ export class ReplicatedEnv extends StoreEnv {
     try {
       while (this.#buffer.has(this.#applied + 1)) {
         const run: { seq: number; msg: LogMessage }[] = [];
-        for (let s = this.#applied + 1; this.#buffer.has(s) && run.length < MAX_APPLY; s++) {
-          run.push({ seq: s, msg: codec.unpack(this.#buffer.get(s)!) as LogMessage });
+        let bytes = 0;
+        for (let s = this.#applied + 1; this.#buffer.has(s) && run.length < MAX_APPLY && bytes < MAX_APPLY_BYTES; s++) {
+          const data = this.#buffer.get(s)!;
+          bytes += data.byteLength;
+          run.push({ seq: s, msg: codec.unpack(data) as LogMessage });
         }
         try {
           await this.#apply(run);
@@ -613,6 +624,9 @@ export class ReplicatedEnv extends StoreEnv {
           continue;
         }
         for (const { seq } of run) this.#buffer.delete(seq);
+        // More to apply: let timers and requests run first (the position applied is already
+        // recorded, so nothing waits on a half-applied run).
+        if (this.#buffer.has(this.#applied + 1)) await new Promise((r) => setTimeout(r, 0));
       }
     } finally {
       this.#applying = undefined;
@@ -650,9 +664,13 @@ export class ReplicatedEnv extends StoreEnv {
     for (const h of this.#hooks) h.before(remote);
     const last = run[run.length - 1].seq;
     try {
-      // LMDB's write thread commits (and syncs, overlapping the next commit) while this thread
-      // goes on receiving the log and serving requests.
-      this.root.transactionSync(() => {
+      // An asynchronous transaction: the callback runs on this thread once LMDB's write thread
+      // holds the write lock, and the commit and its flush happen there, so this thread never
+      // waits for the lock or the disk. A synchronous commit did (50-150 ms per apply on a
+      // loaded machine), and a catch-up, a long series of them, held the event loop for
+      // seconds (`/readyz` unanswered). No speculation runs while this is pending (`#commit`).
+      const t0 = performance.now();
+      await this.root.transaction(() => {
         for (const { msg } of fresh) this.#write(msg.w, msg.o === me);
         for (const [seq, keys, batch] of written) {
           this.#recentDb.put(seq, { w: keys, b: batch });
@@ -660,6 +678,8 @@ export class ReplicatedEnv extends StoreEnv {
         }
         this.#state.put("applied", last);
       });
+      const took = performance.now() - t0;
+      if (took >= 2000) log.warn("cluster apply commit slow", { ms: Math.round(took), positions: run.length });
     } catch (caught) {
       const err = await asStorageError(caught);
       this.#recent.rollback(before);

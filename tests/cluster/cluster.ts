@@ -4,7 +4,7 @@
  * `stop()` ends every process, also after a failure.
  */
 import { APPS, startServer, type TestApp, type TestServer } from "../helpers/server.ts";
-import { type NatsCluster, startNatsCluster } from "./nats_servers.ts";
+import { type NatsCluster, type Partition, startNatsCluster } from "./nats_servers.ts";
 
 /** A running cluster. */
 export interface SwitchboardCluster {
@@ -25,11 +25,13 @@ export interface ClusterOptions {
   nodeEnv?: (i: number) => Record<string, string>;
   /** The apps file of every node (default: the test apps). */
   apps?: TestApp[];
+  /** Runs the third nats-server in this network namespace (`makePartition`). */
+  partition?: Partition;
 }
 
 /** Starts NATS (3 servers) and `nodes` Switchboard nodes on it (node i prefers NATS server i). */
 export async function startCluster(opts: ClusterOptions = {}): Promise<SwitchboardCluster> {
-  const nats = await startNatsCluster(3);
+  const nats = await startNatsCluster(3, opts.partition);
   const nodes: TestServer[] = [];
   const dataDirs: (string | undefined)[] = [];
   const start = async (i: number) => {

@@ -1,6 +1,7 @@
 /**
  * Test helper: a NATS JetStream cluster of real `nats-server` processes on loopback (Debian's
- * package, `apt-get install nats-server`), each with its own store dir, stopped by `stop()`.
+ * package, `apt-get install nats-server`), each with its own store dir, stopped by `stop()`;
+ * optionally the last one in its own network namespace (`makePartition`), to cut it off.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -33,6 +34,70 @@ export function natsServerBin(): string {
   return "nats-server";
 }
 
+/**
+ * A network namespace joined to the host by a veth pair (`ip netns`, iproute2; needs root):
+ * a server started in it is reachable at `inner` from the host, and `cut()` takes the link
+ * down (its connections then go silent, like a partitioned machine's) until `mend()`.
+ */
+export interface Partition {
+  name: string;
+  /** The host's address on the link, and the namespace's. */
+  outer: string;
+  inner: string;
+  cut(): void;
+  mend(): void;
+  /** Deletes the namespace and its link (also when processes inside were killed). */
+  remove(): void;
+}
+
+function ip(...args: string[]): { ok: boolean; err: string } {
+  try {
+    const out = new Deno.Command("ip", { args, stdout: "null", stderr: "piped" }).outputSync();
+    return { ok: out.success, err: new TextDecoder().decode(out.stderr).trim() };
+  } catch (err) {
+    return { ok: false, err: String(err) };
+  }
+}
+
+/** Makes a namespace with a veth link to the host, or says why the machine does not allow it
+ * (not root, no iproute2, no netns support). */
+export function makePartition(): Partition | string {
+  const tag = Math.floor(Math.random() * 0xffff).toString(16).padStart(4, "0");
+  const name = `sbnemesis-${tag}`;
+  const [hostIf, nsIf] = [`sbh${tag}`, `sbn${tag}`];
+  const net = `10.${200 + Math.floor(Math.random() * 50)}.${Math.floor(Math.random() * 250)}`;
+  const [outer, inner] = [`${net}.1`, `${net}.2`];
+  const remove = () => {
+    ip("netns", "del", name);
+    ip("link", "del", hostIf);
+  };
+  const steps: string[][] = [
+    ["netns", "add", name],
+    ["link", "add", hostIf, "type", "veth", "peer", "name", nsIf],
+    ["link", "set", nsIf, "netns", name],
+    ["addr", "add", `${outer}/30`, "dev", hostIf],
+    ["link", "set", hostIf, "up"],
+    ["-n", name, "addr", "add", `${inner}/30`, "dev", nsIf],
+    ["-n", name, "link", "set", nsIf, "up"],
+    ["-n", name, "link", "set", "lo", "up"],
+  ];
+  for (const step of steps) {
+    const r = ip(...step);
+    if (!r.ok) {
+      remove();
+      return `ip ${step.join(" ")}: ${r.err || "failed"}`;
+    }
+  }
+  return {
+    name,
+    outer,
+    inner,
+    cut: () => void ip("link", "set", hostIf, "down"),
+    mend: () => void ip("link", "set", hostIf, "up"),
+    remove,
+  };
+}
+
 interface Node {
   name: string;
   port: number;
@@ -53,35 +118,46 @@ export interface NatsCluster {
   signal(i: number, signal: NodeJS.Signals): void;
   /** Stops every node and removes the store dirs. */
   stop(): Promise<void>;
+  /** With `partition`: the namespace the last server runs in (cut it off with `cut()`). */
+  partition?: Partition;
 }
 
 /** Starts `size` nats-server nodes clustered on loopback with JetStream on; resolves once each
  * accepts connections. */
-export async function startNatsCluster(size = 3): Promise<NatsCluster> {
+export async function startNatsCluster(size = 3, partition?: Partition): Promise<NatsCluster> {
   const dir = mkdtempSync(join(tmpdir(), "sb-nats-"));
   const nodes: Node[] = [];
   for (let i = 0; i < size; i++) {
     nodes.push({ name: `n${i + 1}`, port: await freePort(), routePort: await freePort(), conf: "" });
   }
-  for (const n of nodes) {
+  // With a partition, the last server lives in its namespace (its address there), the others
+  // take routes on every address (the namespace reaches them at the link's host end).
+  const inNs = (i: number) => partition !== undefined && i === size - 1;
+  const host = (i: number) => (inNs(i) ? partition!.inner : "127.0.0.1");
+  for (const [i, n] of nodes.entries()) {
     n.conf = join(dir, `${n.name}.conf`);
-    const routes = nodes.map((o) => `nats-route://127.0.0.1:${o.routePort}`).join(", ");
+    const seen = (j: number) => (inNs(i) && !inNs(j) ? partition!.outer : host(j));
+    const routes = nodes.map((o, j) => `nats-route://${seen(j)}:${o.routePort}`).join(", ");
+    const routeListen = partition && !inNs(i) ? "0.0.0.0" : host(i);
     writeFileSync(
       n.conf,
       [
         `server_name: ${n.name}`,
-        `listen: 127.0.0.1:${n.port}`,
+        `listen: ${host(i)}:${n.port}`,
         `max_payload: 8MB`,
         `jetstream { store_dir: "${join(dir, n.name)}", max_memory_store: 64MB, max_file_store: 2GB }`,
-        size > 1 ? `cluster { name: sb, listen: 127.0.0.1:${n.routePort}, routes: [${routes}] }` : "",
+        size > 1 ? `cluster { name: sb, listen: ${routeListen}:${n.routePort}, no_advertise: true, routes: [${routes}] }` : "",
       ].join("\n"),
     );
   }
-  const start = async (n: Node) => {
-    n.proc = spawn(natsServerBin(), ["-c", n.conf], { stdio: ["ignore", "ignore", "pipe"] });
+  const start = async (n: Node, i: number) => {
+    const [cmd, args] = inNs(i)
+      ? ["ip", ["netns", "exec", partition!.name, natsServerBin(), "-c", n.conf]]
+      : [natsServerBin(), ["-c", n.conf]];
+    n.proc = spawn(cmd, args, { stdio: ["ignore", "ignore", "pipe"] });
     let err = "";
     n.proc.stderr!.on("data", (d) => (err = (err + d).slice(-4000)));
-    await waitPort(n.port, 10_000, () => err);
+    await waitPort(host(i), n.port, 10_000, () => err);
   };
   await Promise.all(nodes.map(start));
   const stopNode = async (n: Node, signal: NodeJS.Signals) => {
@@ -92,13 +168,19 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
     await exited;
   };
   return {
-    urls: nodes.map((n) => `nats://127.0.0.1:${n.port}`),
+    urls: nodes.map((n, i) => `nats://${host(i)}:${n.port}`),
+    partition,
     kill: (i) => stopNode(nodes[i], "SIGKILL"),
-    restart: (i) => start(nodes[i]),
-    signal: (i, signal) => void nodes[i].proc?.kill(signal),
+    restart: (i) => start(nodes[i], i),
+    // Deno's node:child_process marks a process as ended once it was sent any signal, and then
+    // sends it no other: a SIGSTOPped server never got its SIGCONT (it stayed frozen for the
+    // rest of the run, and after it). Signals other than the final kill go through Deno.kill.
+    signal: (i, signal) => sendSignal(nodes[i].proc, signal),
     async stop() {
-      for (const n of nodes) n.proc?.kill("SIGCONT");
+      for (const n of nodes) sendSignal(n.proc, "SIGCONT");
+      partition?.mend();
       await Promise.all(nodes.map((n) => stopNode(n, "SIGKILL")));
+      partition?.remove();
       // A server's files may still be settling just after its exit: try a few times.
       for (let attempt = 1;; attempt++) {
         try {
@@ -113,11 +195,19 @@ export async function startNatsCluster(size = 3): Promise<NatsCluster> {
   };
 }
 
-async function waitPort(port: number, ms: number, why: () => string): Promise<void> {
+/** Sends `signal` to `proc` while it runs (see `signal` above for why not `proc.kill`). */
+function sendSignal(proc: ChildProcess | undefined, signal: NodeJS.Signals): void {
+  if (!proc?.pid || proc.exitCode !== null) return;
+  try {
+    Deno.kill(proc.pid, signal as Deno.Signal);
+  } catch { /* already gone */ }
+}
+
+async function waitPort(hostname: string, port: number, ms: number, why: () => string): Promise<void> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
     try {
-      const conn = await Deno.connect({ hostname: "127.0.0.1", port });
+      const conn = await Deno.connect({ hostname, port });
       conn.close();
       return;
     } catch {
