@@ -12,15 +12,11 @@ import type { TestApp, TestServer } from "../tests/helpers/server.ts";
 import { token } from "../tests/pubsub/helpers.ts";
 import { RawPusher, serverLib } from "../tests/pusher/helpers.ts";
 import { type Budget, crashLines, type PartResult, sleep, start } from "./common.ts";
+import { WEBHOOK_EVENT_TYPES } from "../lib/config/apps.ts";
 
 type Event = { name: string; channel: string; [k: string]: unknown };
-const ALL = [
-  "channel_occupied",
-  "channel_vacated",
-  "member_added",
-  "member_removed",
-  "client_event",
-];
+/** Every webhook event type but cache_miss (no cache channels here). */
+const ALL = WEBHOOK_EVENT_TYPES.filter((t) => t !== "cache_miss");
 
 /** A loopback receiver on a fixed port that can be down (nothing listening) or up. */
 class Receiver {

@@ -12,23 +12,13 @@ import { spawn } from "node:child_process";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { startServer } from "../helpers/server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
+import { until } from "../helpers/until.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"];
 const root = new URL("../../", import.meta.url).pathname;
 const SERVE = "examples/ai-chat/serve.ts";
 
-/** Polls `read` until `ok` holds (20 s cap); returns the last value. */
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 20_000;
-  let last = await read();
-  while (!ok(last)) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 50));
-    last = await read();
-  }
-  return last;
-}
 
 /** The text of the last agent bubble on the page. */
 const lastAgent = (page: Page) =>

@@ -1,6 +1,7 @@
 // Helpers of the console tests: a server started with --console-secret, logins, and requests
 // that carry the session cookie (and, for POSTs, this host's Origin unless told otherwise).
 import { startServer, type StartOptions, type TestApp, type TestServer } from "../helpers/server.ts";
+export { until } from "../helpers/until.ts";
 
 /** The console secret of these tests. */
 export const ADMIN_SECRET = "console-admin-secret-0123456789";
@@ -49,14 +50,3 @@ export async function login(server: TestServer, secret: string): Promise<string>
   return set.split(";")[0];
 }
 
-/** Polls `read` until `ok` holds (15 s cap unless given); returns the last value. */
-export async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 15_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: T = await read();
-  while (!ok(last)) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 50));
-    last = await read();
-  }
-  return last;
-}

@@ -8,15 +8,11 @@ import { startServer, type TestApp } from "../helpers/server.ts";
 import { receiver } from "../helpers/webhook_receiver.ts";
 import { token } from "../pubsub/helpers.ts";
 import { type Message, RawPusher, serverLib, until } from "../pusher/helpers.ts";
+import { WEBHOOK_EVENT_TYPES } from "../../lib/config/apps.ts";
 
 type Event = { name: string; channel: string; [k: string]: unknown };
-const ALL = [
-  "channel_occupied",
-  "channel_vacated",
-  "member_added",
-  "member_removed",
-  "client_event",
-];
+/** Every webhook event type but cache_miss (no cache channels here). */
+const ALL = WEBHOOK_EVENT_TYPES.filter((t) => t !== "cache_miss");
 
 /** Every event of every body received (bodies repeated by retries counted once). */
 function eventsOf(got: { body: string }[]): Event[] {

@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { copyFileSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tempDir } from "../helpers/temp_dir.ts";
+export { until } from "../helpers/until.ts";
 
 export const root = new URL("../../", import.meta.url).pathname;
 const bin = (name: string) => join(root, "node_modules/.bin", name);
@@ -130,17 +131,6 @@ export function freePort(): number {
   return port;
 }
 
-/** Polls `read` until `ok` holds (20 s cap); returns the last value. */
-export async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 20_000;
-  let last = await read();
-  while (!ok(last)) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((r) => setTimeout(r, 50));
-    last = await read();
-  }
-  return last;
-}
 
 /** The repository's deno and bun, for running consumer code under those runtimes. */
 export const DENO = Deno.execPath();
