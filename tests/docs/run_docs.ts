@@ -114,14 +114,31 @@ function killGroup(child: ChildProcess, signal: "SIGTERM" | "SIGKILL") {
   }
 }
 
-/** SIGTERM to the group, SIGKILL after 10 s; resolves when the process has exited. */
+/** Whether any process of the child's group is still alive (zombies included). */
+function groupAlive(child: ChildProcess): boolean {
+  try {
+    if (child.pid) process.kill(-child.pid, 0);
+    return !!child.pid;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * SIGTERM to the group, SIGKILL after 10 s; resolves once the whole group has gone (at most
+ * 15 s), so the next block's server never meets this one's lock or port.
+ */
 async function stop(server: Server): Promise<void> {
-  if (server.child.exitCode !== null || server.child.signalCode !== null) return killGroup(server.child, "SIGKILL");
-  const exited = new Promise((r) => server.child.on("exit", r));
   killGroup(server.child, "SIGTERM");
-  const timer = setTimeout(() => killGroup(server.child, "SIGKILL"), 10_000);
-  await exited;
-  clearTimeout(timer);
+  const deadline = Date.now() + 15_000;
+  let killed = false;
+  while (groupAlive(server.child) && Date.now() < deadline) {
+    if (!killed && Date.now() > deadline - 5_000) {
+      killGroup(server.child, "SIGKILL");
+      killed = true;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
   killGroup(server.child, "SIGKILL"); // anything left in the group
 }
 
