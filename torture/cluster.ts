@@ -196,6 +196,8 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
   /** Nodes writers leave alone (killed or frozen), and frozen nodes. */
   const down = new Set<number>();
   const frozen = new Set<number>();
+  /** The output of each node's earlier processes (before a restart). */
+  const earlier = ["", "", ""];
   /** Nodes that stopped themselves: they applied the log differently from the others. */
   const diverged = new Set<number>();
   const natsDown = new Set<number>();
@@ -302,6 +304,7 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
         await cluster.kill(1);
       },
       async heal() {
+        earlier[1] += cluster.nodes[1].output();
         await cluster.restart(1);
         down.delete(1);
       },
@@ -394,12 +397,12 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     if (diverged.size * 2 >= cluster.nodes.length) failures.push(`${diverged.size} of ${cluster.nodes.length} nodes diverged: no majority left`);
     await verify(cluster.nodes.filter((_, i) => !diverged.has(i)), ops, failures);
     for (const [i, node] of cluster.nodes.entries()) {
-      for (const line of crashLines(node.output())) failures.push(`node ${i + 1}: ${line}`);
+      for (const line of crashLines(earlier[i] + node.output())) failures.push(`node ${i + 1}: ${line}`);
     }
   } finally {
     if (failures.length > 0 || Deno.env.get("SWITCHBOARD_NEMESIS_KEEP_LOGS")) {
       const dir = Deno.makeTempDirSync({ prefix: "sb-nemesis-" });
-      for (const [i, n] of cluster.nodes.entries()) Deno.writeTextFileSync(`${dir}/node-${i + 1}.log`, n.output());
+      for (const [i, n] of cluster.nodes.entries()) Deno.writeTextFileSync(`${dir}/node-${i + 1}.log`, earlier[i] + n.output());
       if (failures.length > 0) failures.push(`node logs in ${dir}`);
       else console.log(`    node logs in ${dir}`);
     }
