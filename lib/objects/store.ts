@@ -9,8 +9,7 @@
  */
 import type { Database, Key } from "lmdb";
 import type { Hub } from "../hub/hub.ts";
-import type { StoreEnv } from "../store/env.ts";
-import type { CommitQueue } from "../store/commit_queue.ts";
+import type { Commits, Storage } from "../store/storage.ts";
 import { LOG_ID, objectAddress, ProductStream, type StreamAddress, type StreamLog } from "../streams/mod.ts";
 import { applyOps, emptyRecord, foldOps, type MaterialOp, type ObjectRecord, type Op } from "./ops.ts";
 import { packEntry, type StoredObjectEntry, unpackEntry } from "./entry.ts";
@@ -77,9 +76,9 @@ export class ObjectStore {
   readonly streams: ProductStream<StoredObjectEntry>;
   #records: Database<Held, Key>;
   /** Records are written and read through the log's commit queue (cached while hot). */
-  #commits: CommitQueue;
+  #commits: Commits;
 
-  constructor(env: StoreEnv, hub: Hub, log: StreamLog) {
+  constructor(env: Storage, hub: Hub, log: StreamLog) {
     this.streams = new ProductStream<StoredObjectEntry>(
       log,
       hub,
