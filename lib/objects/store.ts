@@ -85,7 +85,7 @@ export class ObjectStore {
       LOG_ID,
       (position, entry) => [eventOf(position, entry)],
     );
-    this.streams.onRemotePurge(() => ["purge", { log_id: 0 }]);
+    this.streams.purgeNotice(() => ["purge", { log_id: 0 }]);
     this.#records = env.db<Held>("objects:state");
     this.#commits = env.commits;
   }
@@ -158,6 +158,6 @@ export class ObjectStore {
   /** Back to never-written, in a new epoch; subscribers get `purge` `{ log_id: 0, epoch }`. */
   async purge(ref: ObjectRef): Promise<void> {
     const addr = addressOf(ref);
-    await this.streams.purge(addr, "purge", { log_id: 0 }, () => this.#commits.write(this.#records, addr.stream, undefined));
+    await this.streams.purge(addr, () => this.#commits.write(this.#records, addr.stream, undefined));
   }
 }
