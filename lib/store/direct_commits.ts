@@ -44,5 +44,5 @@ export class DirectCommits implements Commits {
   }
 
   /** Nothing is cached, so nothing to note. */
-  track(): void {}
+  track<V>(_db: Database<V, Key>, _key: Key, _value: V | undefined): void {}
 }
