@@ -14,6 +14,15 @@ import { routeExists } from "./probe.ts";
 import { type Peer, startJetStream, startRedis } from "../lib/peers.ts";
 import { httpGenerator, redisBenchWrites, wrkWrites } from "../lib/native_gen.ts";
 
+/** One run of the store alone (`baselines/objects_in_process.ts`): no HTTP. */
+interface StoreAlone {
+  writers: number;
+  perSecond: number;
+  writesPerCommit: number;
+  processUsPerWrite: number;
+  threadUsPerWrite: number;
+}
+
 interface WriteResult {
   perSecond: number;
   p50: number;
@@ -155,6 +164,10 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
       for (const concurrency of concurrencies) {
         const reps = concurrency === 64 && !ctx.quick ? 3 : 1;
         const runs: Record<string, WriteResult[]> = { raw: [], floor: [], http: [], redis: [], jetstream: [], set: [], increment: [] };
+        // The store alone at the cell's writers and, from 64 writers, at half of them (a commit
+        // of the size the server's HTTP writers settle at: two groups that alternate).
+        const alone: StoreAlone[][] = [[], []];
+        const aloneWriters = concurrency >= 64 ? [concurrency, concurrency / 2] : [concurrency];
         for (let rep = 0; rep < reps; rep++) {
           ctx.log(`objects=${objects} writers=${concurrency} run ${rep + 1}/${reps}: raw, floor, peers, server`);
           runs.raw.push(await rawRun("writes", objects, concurrency));
@@ -163,6 +176,9 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
           runs.http.push(await measured(http.pid, "gen/writes_gen.ts", { ...peerCfg, base: http.baseUrl, op: "increment", valueBytes }));
           if (redis) runs.redis.push(await measured(redis.pid, "gen/redis_writes_gen.ts", { ...peerCfg, port: redis.port, expectedRate: concurrency === 1 ? 4000 : 60_000 }));
           if (jetstream) runs.jetstream.push(await measured(jetstream.pid, "gen/jetstream_writes_gen.ts", { ...peerCfg, port: jetstream.port }));
+          for (const [i, writers] of aloneWriters.entries()) {
+            alone[i].push(await runGenerator<StoreAlone>("bun", "baselines/objects_in_process.ts", { objects, writers, seconds, warmup }));
+          }
           for (const op of ["set", "increment"] as const) {
             const openSeconds = concurrency === 64 && rep === 0 ? ctx.seconds(2, 1) : 0;
             // A fresh server and data dir per run, as each raw and floor run gets a fresh dir.
@@ -185,6 +201,11 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
           rows.push([name, objects, concurrency, reps, r.perSecond, r.p50, r.p99, ...Array(9).fill(null), pct(r.serverCpu!), thread ? pct(r.threadCpu!) : null, pct(r.machineCpu!), limit, usPerWrite(r), null, r.generator ?? null, pct(r.genCpu ?? NaN)]);
           data.push({ op, ...cell, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, serverCpu: round(r.serverCpu!, 2), mainThreadCpu: thread ? round(r.threadCpu!, 2) : undefined, generator: r.generator, generatorCpu: round(r.genCpu ?? 0, 2), serverMicrosecondsPerWrite: usPerWrite(r) ?? undefined, ...extra });
         };
+        for (const runsAlone of alone.filter((a) => a.length > 0)) {
+          const r = [...runsAlone].sort((a, b) => a.perSecond - b.perSecond)[Math.floor(runsAlone.length / 2)];
+          rows.push([`store alone, ${r.writers} writers (in process, no HTTP)`, objects, concurrency, reps, r.perSecond, ...Array(9).fill(null), round(r.writesPerCommit, 1), null, null, null, null, null, round(r.processUsPerWrite, 1), null, "in process (bun)", null]);
+          data.push({ op: "store alone (ObjectStore.write increments in one Bun process, no HTTP)", ...cell, storeWriters: r.writers, writesPerSecond: round(r.perSecond), writesPerCommit: round(r.writesPerCommit, 1), serverMicrosecondsPerWrite: round(r.processUsPerWrite, 1), threadMicrosecondsPerWrite: round(r.threadUsPerWrite, 1), allRunsPerSecond: runsAlone.map((x) => round(x.perSecond)) });
+        }
         peerRow("http floor (no storage)", "http floor (bare Bun server, same requests, no storage)", bare, true, { ratioToRedis: peer ? round(bare.perSecond / peer.perSecond, 3) : undefined });
         if (peer) peerRow("redis INCR", "redis INCR (appendfsync always)", peer, true);
         if (js) peerRow("jetstream publish* (not durable)", "jetstream publish (nats-server 2.9: acknowledged before fsync, not durable)", js, false, { durable: false });
@@ -209,6 +230,7 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
   notes.push("every Switchboard run starts a fresh server on a fresh data dir, as every raw and floor run gets a fresh dir (until 2026-11-25 one server took every run in turn, so later cells wrote into a store already holding millions of entries).");
   notes.push("writes / commit, commit ms: Switchboard's own counters (/metrics: switchboard_lmdb_commit_seconds, switchboard_log_appends_total) over the closed-loop window; a commit's time runs from handing its batch to lmdb-js until it is durable. main thread: Switchboard's JavaScript thread, Redis's event loop (the process figure also counts JIT, GC and storage threads). limit: the core at 90% or more (a server's main thread), else `commits`: no core is saturated and the writers wait on commits.");
   notes.push("http floor: a bare Bun server (bench/baselines/http_floor_server.ts) that reads each request's body and answers a small JSON reply, storing nothing, driven by the same generator and requests as Switchboard's increments: what one HTTP/1.1 request per write costs here before any storage, auth or routing. vs http floor: the increment's rate over it.");
+  notes.push("store alone: ObjectStore.write (increments) from that many concurrent loops in one Bun process over a fresh LMDB store (bench/baselines/objects_in_process.ts, the working tree's source), with the server's ordered log, commit queue and hub: the durable write path without HTTP. server µs/write there is the process's CPU per write (the JavaScript thread's is in results/latest.json, threadMicrosecondsPerWrite). From 64 writers it also runs at half of them: the commit size HTTP writers settle at.");
   notes.push("runs: cells with 64 writers run 3 times, interleaved (raw, floor, HTTP floor, Redis, JetStream, set, increment; then again), and show the medians; other cells run once, in the same interleaved order.");
   notes.push("open-loop (64-writer rows, first run): after the closed-loop window, requests leave on a fixed schedule at half the measured rate, each on an idle keep-alive connection or a new one, whatever the replies do; p50/p99 count from each request's intended send time (no coordinated omission).");
   notes.push("* jetstream: Debian's nats-server 2.9 acknowledges a JetStream publish before it reaches the disk (no sync_interval: always), so it is shown for scale and is NOT a durable peer; 8 client connections.");

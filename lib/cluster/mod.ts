@@ -51,6 +51,7 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
   const env = new ReplicatedEnv(storePath, link, {
     writeDeadlineMs: tunable("SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS", 10_000),
     dropRate: tunable("SWITCHBOARD_FAULT_DROP_LOG_DELIVERY", 0),
+    forkAt: tunable("SWITCHBOARD_FAULT_FORK_AT", 0),
   });
   const stops: (() => void)[] = [];
   return {
@@ -63,6 +64,7 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
       stops.push(startLagSampler());
       const heartbeatMs = tunable("SWITCHBOARD_PRESENCE_HEARTBEAT_MS", 1000);
       const nodes = new NodeWatch(link, { heartbeatMs, timeoutMs: heartbeatMs * 3.5 }, () => env.applied);
+      env.useMembers(() => nodes.members());
       // Stopped last (stops run in order): the goodbye follows the final presence and counts.
       hub.useOwner((topic) => nodes.owns(topic));
       for (const m of modules) {

@@ -44,6 +44,8 @@ export class NodeWatch {
   #link: ClusterLink;
   /** Other live nodes: when last heard, and the log position each last reported. */
   #seen = new Map<string, { at: number; applied: number }>();
+  /** Every node heard from that has not said goodbye, live now or not. */
+  #members = new Set<string>();
   #applied: () => number;
   #gone: ((node: string) => void)[] = [];
   #beat: ReturnType<typeof setInterval>;
@@ -58,7 +60,10 @@ export class NodeWatch {
     this.#unsubscribe = link.subscribe(SUBJECT, (data) => {
       const m = codec.unpack(data) as Message;
       if (m.n === this.me) return;
-      if (m.k === "bye") return this.#forget(m.n);
+      if (m.k === "bye") {
+        this.#members.delete(m.n);
+        return this.#forget(m.n);
+      }
       this.heard(m.n);
       this.#seen.get(m.n)!.applied = m.a;
       if (m.k === "hello") this.#send("alive");
@@ -75,6 +80,7 @@ export class NodeWatch {
    * gone again after the timeout, taking what the message added with it). */
   heard(node: string): void {
     if (node === this.me) return;
+    this.#members.add(node);
     const seen = this.#seen.get(node);
     if (seen) seen.at = Date.now();
     else this.#seen.set(node, { at: Date.now(), applied: 0 });
@@ -83,6 +89,13 @@ export class NodeWatch {
   /** Calls `fn` when a node is gone (after it left the live set). */
   onGone(fn: (node: string) => void): void {
     this.#gone.push(fn);
+  }
+
+  /** The cluster's members as far as this node knows, this one included: every node heard
+   * from that has not said goodbye, whether it is alive now or not (a killed or cut-off node
+   * still counts, so a majority of them is a majority of the cluster). */
+  members(): string[] {
+    return [this.me, ...this.#members];
   }
 
   /** The live nodes, this one included. */

@@ -11,8 +11,9 @@
  * (`conflicts.ts`: optimistic concurrency, decided alike on every node).
  *
  * The stream is the only truth: every node, the writer included, applies at each position the
- * message read from the stream there (its consumer's deliveries, or a direct read of the
- * position); a publish ack's sequence number is only a hint of how far to read. The writer's
+ * message read from the stream's leader there (64 positions at a time); a publish ack's
+ * sequence number, a consumer's delivery and another node's announcement are only hints of how
+ * far to read (a consumer lives on any replica, and a replica may have diverged). The writer's
  * transaction resolves once this node has applied its batch from the stream (the batch id found
  * at a position, applied, not skipped); a skipped one runs again on fresh state; a batch not
  * found within the write deadline (counted from the request's arrival) fails with 503. A
@@ -20,6 +21,10 @@
  * batch waits for a late reply the next ones go out beside it instead of queueing behind it.
  * Products keep their code: a transaction may run more than once, so it must be a plain
  * function of the stored state, which it already is.
+ *
+ * Because NATS replicas can still diverge (nats-server 2.9.10), the nodes also compare how they
+ * applied the log (`agreement.ts`): a write is acknowledged once a majority of the nodes applied
+ * the log alike up to it, and a node the majority disagrees with stops taking writes.
  *
  * Node-local databases (those the products declare with `nodeLocal`: webhook outboxes, the
  * apps table) are recorded too but applied only by the node that wrote them; a transaction
@@ -40,6 +45,8 @@ import { LogChangeFeed, type Write } from "./log_changes.ts";
 import { log } from "../log/mod.ts";
 import type { ClusterLink } from "./link.ts";
 import { requestPositions } from "./read_your_writes.ts";
+import { positionDigest, WindowFingerprint } from "./fingerprint.ts";
+import { PeerAgreement } from "./agreement.ts";
 
 /** The database recording the log position applied (key `applied`). */
 export const POSITION_DB = "cluster:state";
@@ -64,14 +71,18 @@ const MAX_APPLY_BYTES = 1024 * 1024;
 
 const codec = new Packr({ useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0]);
 
-/** One log message: the writing node, its batch id, the position its reads saw, what it read
- * and its write set. */
+/** One log message: the writing node, its message id, the position its reads saw, what it read
+ * and its write set, the writer's fingerprint at `base` (`fingerprint.ts`; absent in messages
+ * from older nodes), and, when it is a batch published again under a new message id, the
+ * batch's first id (`a`: both count as one batch, see `#append`). */
 interface LogMessage {
   o: string;
   b: string;
+  a?: string;
   base: number;
   r: ReadSet;
   w: Write[];
+  h?: string;
 }
 
 /** How a batch written here ended when the log reached it, and at which position. */
@@ -107,6 +118,9 @@ const BEHIND = "cluster unavailable: the log was compacted past this node's posi
 /** Core NATS subject on which a writer announces the position at which it found its batch in
  * the stream (a hint only: the others read that position from the stream, never from it). */
 const HEAD_SUBJECT = "sb.head";
+/** Core NATS subject on which each node reports its fingerprint at the position it reached
+ * (`agreement.ts`). */
+const APPLIED_SUBJECT = "sb.applied";
 
 /** How long one publish attempt waits for its reply before it is retried (same message id). */
 const PUBLISH_TRY_MS = 1000;
@@ -114,6 +128,8 @@ const PUBLISH_TRY_MS = 1000;
 const SLOW_BATCH_MS = 250;
 /** Batches in flight at once, at most. */
 const MAX_INFLIGHT = 8;
+/** Log positions read from the stream at once, at most. */
+const READ_AHEAD = 64;
 
 /** `seq` as 8 bytes (big-endian float). */
 function encodeSeq(seq: number): Uint8Array {
@@ -134,6 +150,9 @@ export interface ReplicationOptions {
   /** Probability with which a message from the log consumer is dropped (a fault hook for
    * tests: the node must repair the gap from the stream). */
   dropRate: number;
+  /** A log position this node applies as if it had read another message there (a fault hook
+   * for tests: a NATS replica that diverged); 0 for none. */
+  forkAt?: number;
 }
 
 /** See the module comment. */
@@ -153,6 +172,11 @@ export class ReplicatedEnv implements Storage {
   #recording: Write[] | null = null;
   #reading: ReadSet | null = null;
   #recent: RecentWrites;
+  #print: WindowFingerprint;
+  #peers: PeerAgreement;
+  /** Set once a majority of the nodes applied the log differently: no more writes here. */
+  #diverged: string | undefined;
+  #unsubscribeApplied: (() => void) | undefined;
   #recentDb: Database<[string, Key][] | { w: [string, Key][]; b?: string }, Key>;
   #queue: Task[] = [];
   /** Batches out (published, no outcome yet), with when each went out. */
@@ -170,14 +194,13 @@ export class ReplicatedEnv implements Storage {
   #applying: Promise<void> | undefined;
   #appliedWaiters: Waiter[] = [];
   #repairTimer: ReturnType<typeof setTimeout> | undefined;
-  #lastDelivery = 0;
   /** The last position the consumer delivered, and for how many tail checks in a row it was
    * behind the position applied (a consumer served by a lagging replica). */
   #consumerSeq = 0;
   #consumerBehind = 0;
-  /** Since when the repair's target has been unmet, and when a read last failed. */
-  #repairWaitingSince = 0;
+  /** When a read last failed, and whether the last read found the position not there yet. */
   #repairFailedAt = 0;
+  #repairEmpty = false;
   /** Highest position known to exist that repair should reach. */
   #repairTarget = 0;
   #tailTimer: ReturnType<typeof setInterval> | undefined;
@@ -203,6 +226,18 @@ export class ReplicatedEnv implements Storage {
       stored.push(Array.isArray(value) ? [key as number, value] : [key as number, value.w, value.b]);
     }
     this.#recent = new RecentWrites(CONFLICT_WINDOW, stored);
+    // A position whose write set was skipped recorded no keys (an applied one always has some).
+    this.#print = new WindowFingerprint(
+      CONFLICT_WINDOW,
+      stored.sort((a, b) => a[0] - b[0]).map(([seq, keys, batch]) => [seq, positionDigest(batch, keys.length > 0)]),
+    );
+    this.#peers = new PeerAgreement(link.nodeId, (seq) => this.#print.at(seq), (seq, peers) => {
+      if (this.#diverged) return;
+      this.#diverged = `cluster unavailable: this node applied the log differently from a majority of the nodes (${peers.join(", ")}) ` +
+        `by position ${seq} (a NATS stream replica diverged); restore it from a snapshot`;
+      log.error(this.#diverged);
+      this.#reportApplied();
+    });
   }
 
   /** Log position applied here. */
@@ -249,6 +284,12 @@ export class ReplicatedEnv implements Storage {
       this.#knownTail = Math.max(this.#knownTail, seq);
       if (seq > this.#applied) this.#scheduleRepair(seq);
     });
+    this.#unsubscribeApplied = this.#link.subscribe(APPLIED_SUBJECT, (data) => {
+      try {
+        const { n, q, h, d } = codec.unpack(data) as { n: string; q: number; h: string; d?: 1 };
+        this.#peers.report(n, q, h, d === 1);
+      } catch { /* not a report */ }
+    });
     this.#tailTimer = setInterval(() => void this.#checkTail(), 1000);
     const { first, last: target } = await this.#link.bounds();
     if (first > this.#applied + 1) throw new Error(BEHIND);
@@ -262,11 +303,14 @@ export class ReplicatedEnv implements Storage {
     this.#consumer?.stop();
     this.#consumerSeq = this.#applied;
     this.#consumerBehind = 0;
-    this.#consumer = this.#link.follow(this.#applied + 1, (seq, data) => {
+    // Its deliveries only say that a position exists: the consumer lives on any of the stream's
+    // replicas, and a replica may have diverged (nats-server 2.9.10, docs/cluster.md), so the
+    // content is read from the stream's leader, alike for every node.
+    this.#consumer = this.#link.follow(this.#applied + 1, (seq) => {
       this.#consumerSeq = seq;
-      if (seq > this.#applied) this.#lastDelivery = Date.now();
       if (this.#opts.dropRate > 0 && Math.random() < this.#opts.dropRate) return;
-      this.#feed(seq, data);
+      this.#knownTail = Math.max(this.#knownTail, seq);
+      if (seq > this.#applied) this.#scheduleRepair(seq);
     });
   }
 
@@ -290,6 +334,11 @@ export class ReplicatedEnv implements Storage {
     return this.db<V>(name);
   }
 
+  /** Where the cluster's members come from (acknowledgements wait for a majority of them). */
+  useMembers(members: () => string[]): void {
+    this.#peers.useMembers(members);
+  }
+
   /** Other nodes' changes to the ordered logs, told as this node applies them. */
   get remote(): RemoteChanges {
     return this.#changes;
@@ -305,6 +354,7 @@ export class ReplicatedEnv implements Storage {
    * known and left unapplied for longer than the deadline, no failing apply or compaction. */
   unavailable(): string | undefined {
     if (this.#closed) return "storage unavailable: server shutting down";
+    if (this.#diverged) return this.#diverged;
     if (!this.#link.connected()) return "cluster unavailable: not connected to NATS";
     if (this.#failing) return this.#failing;
     const { appendAgeMs, applyAgeMs, lag } = this.status();
@@ -322,6 +372,7 @@ export class ReplicatedEnv implements Storage {
    * (and notes their position for the HTTP request being answered, `read_your_writes.ts`). */
   transaction<T>(fn: () => T): Promise<T> {
     if (this.#closed) return Promise.reject(new StorageUnavailableError("server shutting down"));
+    if (this.#diverged) return Promise.reject(new StorageUnavailableError(this.#diverged));
     const deadline = Date.now() + this.#opts.writeDeadlineMs;
     const request = requestPositions.getStore();
     const position = request && ((seq: number) => void (request.position = Math.max(request.position, seq)));
@@ -354,6 +405,7 @@ export class ReplicatedEnv implements Storage {
     while (this.#inflight.size > 0 || this.#applying) await new Promise((r) => setTimeout(r, 5));
     this.#consumer?.stop();
     this.#unsubscribeTail?.();
+    this.#unsubscribeApplied?.();
     clearInterval(this.#tailTimer);
     clearTimeout(this.#repairTimer);
     await this.#local.close();
@@ -531,9 +583,15 @@ export class ReplicatedEnv implements Storage {
         return;
       }
       const batch = crypto.randomUUID();
-      const message: LogMessage = { o: this.#link.nodeId, b: batch, base: spec.base, r: spec.reads, w: writes };
-      const data = codec.pack(message);
-      if (data.byteLength > this.#link.maxPayload && tasks.length > 1) {
+      const message: LogMessage = {
+        o: this.#link.nodeId,
+        b: batch,
+        base: spec.base,
+        r: spec.reads,
+        w: writes,
+        h: this.#print.at(spec.base),
+      };
+      if (codec.pack(message).byteLength > this.#link.maxPayload && tasks.length > 1) {
         const half = Math.ceil(tasks.length / 2);
         await Promise.all([this.#commit(tasks.slice(0, half), out), this.#commit(tasks.slice(half), out)]);
         return;
@@ -541,16 +599,21 @@ export class ReplicatedEnv implements Storage {
       out.since = Date.now();
       const outcome: Outcome = { done: null, seq: 0 };
       this.#awaiting.set(batch, outcome);
-      lastError = await this.#append(data, batch, outcome, deadline) ?? lastError;
+      lastError = await this.#append(message, outcome, deadline) ?? lastError;
       // From here on an apply treats the batch as another node's (its hooks publish it); one
       // already running counts it as ours and sets the outcome: let that one finish.
       this.#awaiting.delete(batch);
       if (this.#applying) await this.#applying;
+      // Applied here: acknowledged once enough other nodes applied the log alike that far. The
+      // others read the position from the stream; this only tells them it exists.
+      if (outcome.done === "applied") this.#link.publish(HEAD_SUBJECT, encodeSeq(outcome.seq));
+      if (outcome.done === "applied" && !(await this.#peers.wait(outcome.seq, deadline))) {
+        lastError = this.#diverged ?? "no majority of the nodes confirmed the log position";
+        outcome.done = null;
+      }
       if (outcome.done === "applied") {
         this.#failing = undefined;
         this.#lastAppend = Date.now();
-        // The others read the position from the stream; this only tells them it exists.
-        this.#link.publish(HEAD_SUBJECT, encodeSeq(outcome.seq));
         for (const t of tasks) {
           t.position?.(outcome.seq);
           t.resolve(t.result);
@@ -576,12 +639,14 @@ export class ReplicatedEnv implements Storage {
    * once applied that far without finding the batch, it is published again. Returns the last
    * error seen, if any.
    */
-  async #append(data: Uint8Array, batch: string, outcome: Outcome, deadline: number): Promise<string | undefined> {
+  async #append(message: LogMessage, outcome: Outcome, deadline: number): Promise<string | undefined> {
+    const batch = message.b;
+    let data = codec.pack(message);
     let lastError: string | undefined;
     while (outcome.done === null && !this.#closed) {
       const left = deadline - Date.now();
       if (left <= 0) break;
-      const r = await this.#link.append(data, batch, Math.min(PUBLISH_TRY_MS, left));
+      const r = await this.#link.append(data, message.b, Math.min(PUBLISH_TRY_MS, left));
       if (outcome.done !== null) break;
       if (r.kind === "unknown") {
         lastError = r.error;
@@ -596,6 +661,15 @@ export class ReplicatedEnv implements Storage {
       if (outcome.done !== null || this.#applied < r.seq) continue;
       lastError = `the log holds another message at position ${r.seq}`;
       log.warn("cluster publish reply names a position holding another message", { position: r.seq, batch });
+      // A duplicate pointing at another message: the leader's duplicate table disagrees with its
+      // log (a replica that diverged, nats-server 2.9.10), and would answer every retry alike
+      // for its whole window. Publish under a new message id, naming the batch's first id: the
+      // apply counts both as one batch, whichever it meets first.
+      if (r.duplicate) {
+        message = { ...message, b: crypto.randomUUID(), a: batch };
+        data = codec.pack(message);
+        continue;
+      }
       await new Promise((res) => setTimeout(res, 50));
     }
     return lastError;
@@ -680,6 +754,12 @@ export class ReplicatedEnv implements Storage {
     if (this.#buffer.size > 0) this.#scheduleRepair();
   }
 
+  /** Tells the other nodes the fingerprint at the position applied (`agreement.ts`). */
+  #reportApplied(): void {
+    const report = { n: this.#link.nodeId, q: this.#applied, h: this.#print.at(this.#applied), ...(this.#diverged ? { d: 1 } : {}) };
+    this.#link.publish(APPLIED_SUBJECT, codec.pack(report));
+  }
+
   /** Applies consecutive log messages in one local commit (skipping stale write sets), then
    * tells the hooks. */
   async #apply(run: { seq: number; msg: LogMessage }[]): Promise<void> {
@@ -689,16 +769,23 @@ export class ReplicatedEnv implements Storage {
     const written: [number, [string, Key][], string][] = [];
     const before = this.#applied;
     for (const item of run) {
+      if (item.seq === this.#opts.forkAt) item.msg = { o: "", b: `fork-${item.seq}`, base: item.seq - 1, r: emptyReads(), w: [] };
       const { seq, msg } = item;
       // A batch id seen again (a retried publish stored twice) is skipped: its first
       // occurrence decided it.
-      const repeat = this.#recent.repeated(msg.b);
-      const outcome = msg.o === me && !repeat ? this.#awaiting.get(msg.b) : undefined;
+      const id = msg.a ?? msg.b;
+      const repeat = this.#recent.repeated(id);
+      const outcome = msg.o === me && !repeat ? this.#awaiting.get(id) : undefined;
       if (outcome) own.set(msg, outcome);
-      const stale = repeat || this.#recent.stale(msg.base, seq, msg.r);
+      // A write set speculated on another history (its writer's fingerprint at `base` is not
+      // ours) is skipped like a conflicting one, by every node that shares our history.
+      const known = msg.h === undefined ? undefined : this.#print.at(msg.base);
+      const forked = known !== undefined && known !== msg.h;
+      const stale = repeat || forked || this.#recent.stale(msg.base, seq, msg.r);
       const keys: [string, Key][] = stale ? [] : msg.w.filter((w) => !this.#localDbs.has(w[1])).map((w) => [w[1], w[2]]);
-      this.#recent.record(seq, keys, msg.b);
-      written.push([seq, keys, msg.b]);
+      this.#recent.record(seq, keys, id);
+      this.#print.add(seq, positionDigest(id, !stale));
+      written.push([seq, keys, id]);
       if (!stale) fresh.push(item);
       if (outcome) {
         outcome.done = stale ? "stale" : null;
@@ -728,6 +815,7 @@ export class ReplicatedEnv implements Storage {
     } catch (caught) {
       const err = await asStorageError(caught);
       this.#recent.rollback(before);
+      this.#print.rollback(before);
       for (const o of own.values()) o.done = null;
       this.#changes.applied(remote, false);
       throw err;
@@ -735,6 +823,8 @@ export class ReplicatedEnv implements Storage {
     this.#applied = last;
     this.#lastApply = Date.now();
     this.#knownTail = Math.max(this.#knownTail, last);
+    this.#reportApplied();
+    this.#peers.applied(last);
     for (const [msg, o] of own) if (o.done === null && fresh.some((f) => f.msg === msg)) o.done = "applied";
     this.#changes.applied(remote, true);
     const due: Waiter[] = [];
@@ -766,45 +856,41 @@ export class ReplicatedEnv implements Storage {
     });
   }
 
-  /** After a short grace (the consumer is usually faster), reads missing positions from the
-   * stream: the first gap in the buffer, or up to `upTo`. */
+  /** Reads the positions after the one applied, up to the highest known to exist (`upTo`, a
+   * waiter's, a buffered one's), from the stream's leader, `READ_AHEAD` at a time. */
   #scheduleRepair(upTo = 0): void {
     this.#repairTarget = Math.max(this.#repairTarget, upTo);
     if (this.#repairTimer || this.#closed) return;
+    const pause = Date.now() - this.#repairFailedAt < 1000 ? 250 : this.#repairEmpty ? 20 : 0;
     this.#repairTimer = setTimeout(async () => {
-      this.#repairTimer = undefined;
       let want = this.#repairTarget;
-      let lowestBuffered = Infinity;
       for (const w of this.#appliedWaiters) want = Math.max(want, w.seq);
-      for (const s of this.#buffer.keys()) {
-        want = Math.max(want, s);
-        lowestBuffered = Math.min(lowestBuffered, s);
-      }
-      // While the consumer keeps delivering in order (a catch-up), let it: read only a real gap,
-      // unless the wait has lasted (a consumer served by a lagging replica delivers slowly).
-      const now = Date.now();
-      if (want <= this.#applied) this.#repairWaitingSince = 0;
-      else if (this.#repairWaitingSince === 0) this.#repairWaitingSince = now;
-      const flowing = now - this.#lastDelivery < 50 && now - this.#repairWaitingSince < 300;
-      if (flowing && lowestBuffered === Infinity) want = 0;
-      else if (flowing) want = Math.min(want, lowestBuffered - 1);
+      for (const s of this.#buffer.keys()) want = Math.max(want, s);
+      this.#repairEmpty = false;
       try {
-        for (let s = this.#applied + 1; s <= want && !this.#closed; s++) {
-          if (this.#buffer.has(s) || s <= this.#applied) continue;
-          const data = await this.#link.read(s);
-          if (!data) break;
-          this.#feed(s, data);
+        for (let from = this.#applied + 1; from <= want && !this.#closed && !this.#repairEmpty; from += READ_AHEAD) {
+          const seqs: number[] = [];
+          for (let s = from; s <= Math.min(want, from + READ_AHEAD - 1); s++) if (!this.#buffer.has(s) && s > this.#applied) seqs.push(s);
+          const read = await Promise.all(seqs.map((s) => this.#link.read(s)));
+          for (const [i, data] of read.entries()) {
+            if (!data) {
+              this.#repairEmpty = true; // not stored yet (a hint ahead of the leader)
+              break;
+            }
+            this.#feed(seqs[i], data);
+          }
         }
       } catch (err) {
         // Logged once a second at most, and retried after a pause (no stream leader yet).
-        if (now - this.#repairFailedAt > 1000) log.warn("cluster repair read failed", { error: String(err) });
+        if (Date.now() - this.#repairFailedAt > 1000) log.warn("cluster repair read failed", { error: String(err) });
         this.#repairFailedAt = Date.now();
       }
+      this.#repairTimer = undefined;
       if (this.#applied >= this.#repairTarget) this.#repairTarget = 0;
-      if (this.#appliedWaiters.length > 0 || this.#buffer.size > 0 || this.#repairTarget > 0) {
+      if (this.#appliedWaiters.length > 0 || this.#buffer.size > 0 || this.#repairTarget > this.#applied) {
         this.#scheduleRepair();
       }
-    }, Date.now() - this.#repairFailedAt < 1000 ? 250 : 50);
+    }, pause);
   }
 
   async #checkTail(): Promise<void> {

@@ -114,11 +114,16 @@ const durationBy = cached((key) => {
   return httpDuration({ method, route });
 });
 
+/** Per method and route: the duration child and the request counters by status class. */
+const httpMeters = new Map<string, Map<string, { duration: { observe(s: number): void }; byClass: { inc(): void }[] }>>();
+
 /** The products' topic prefixes, as constant strings (cheap map keys). */
 const PRODUCTS = ["durable", "pubsub", "chat", "spaces"];
 
 /** The product of a topic (`durable`, `pubsub`, `chat`, `spaces`): the text before its first `:`. */
 function productOf(topic: string): string {
+  // Every write and broadcast asks: the known products are matched without a slice.
+  for (const p of PRODUCTS) if (topic.startsWith(p) && topic.charCodeAt(p.length) === 58 /* : */) return p;
   const product = Topic.productOf(topic);
   if (product === null || product.length >= 16) return "other";
   return PRODUCTS.find((p) => p === product) ?? product;
@@ -182,9 +187,14 @@ export const record = {
   },
   /** One answered HTTP request; `route` is the matched route template. */
   http(method: string, route: string, status: number, seconds: number): void {
-    const key = `${method}\u0000${route}`;
-    requestsBy(`${key}\u0000${Math.floor(status / 100)}xx`).inc();
-    durationBy(key).observe(seconds);
+    // Looked up by method, then route (no key string built per request).
+    let routes = httpMeters.get(method);
+    if (!routes) httpMeters.set(method, (routes = new Map()));
+    let m = routes.get(route);
+    if (!m) routes.set(route, (m = { duration: durationBy(`${method}\u0000${route}`), byClass: [] }));
+    const cls = Math.floor(status / 100);
+    (m.byClass[cls] ??= requestsBy(`${method}\u0000${route}\u0000${cls}xx`)).inc();
+    m.duration.observe(seconds);
   },
 };
 

@@ -9,7 +9,6 @@ import { ApiError } from "../http/errors.ts";
 import {
   byteLength,
   checkSlotName,
-  type MaterialOp,
   type Op,
   parseAppend,
   parseIncrement,
@@ -17,7 +16,7 @@ import {
   parseSet,
   parseTransaction,
 } from "./ops.ts";
-import type { ObjectRef, ObjectStore } from "./store.ts";
+import type { ObjectRef, ObjectStore, WriteDone } from "./store.ts";
 
 const BASE = "/api/v1/objects";
 const OBJECT = `${BASE}/:app_id/:type/:key`;
@@ -76,7 +75,7 @@ interface WriteRoute {
   path: string;
   parse(body: unknown, slot: string): Op[];
   batch: boolean;
-  reply(done: { log_id: number; ops: MaterialOp[] }): unknown;
+  reply(done: WriteDone): unknown;
 }
 
 const logId = ({ log_id }: { log_id: number }) => ({ log_id });
@@ -96,16 +95,19 @@ const WRITES: WriteRoute[] = [
   { method: "POST", path: `${OBJECT}/transaction`, parse: parseTransaction, batch: true, reply: logId },
 ];
 
-/** Runs one write route: parse (400/413/422 before anything is written), write, reply. */
-function runWrite(
+/** Runs one write route: parse (400/413/422 before anything is written), write, reply (then
+ * `respond` to it, when given, in the same promise reaction). */
+function runWrite<T = unknown>(
   store: ObjectStore,
   route: WriteRoute,
   ref: () => ObjectRef,
   slot: string,
   body: unknown,
-): Promise<unknown> {
+  respond?: (reply: unknown) => T,
+): Promise<T> {
   const ops = route.parse(body, slot);
-  return store.write(ref(), ops, route.batch).then(route.reply);
+  const reply = respond ? (done: WriteDone) => respond(route.reply(done)) : route.reply;
+  return store.write(ref(), ops, route.batch, reply as (done: WriteDone) => T);
 }
 
 function afterParam(value: string | undefined, name: string): number | undefined {
@@ -200,8 +202,8 @@ export function objectDirect(apps: AppRegistry, store: ObjectStore): DirectRoute
         return req.text().then((text) => {
           if (protoProblem(text, h.get("content-type"))) throw new ApiError(422, PROTO_PROBLEM);
           const ref = () => refFrom(app, parts[5], parts[6]);
-          return runWrite(store, route, ref, parts[7] ?? "", parseBody(text));
-        }).then(jsonResponse);
+          return runWrite(store, route, ref, parts[7] ?? "", parseBody(text), jsonResponse);
+        });
       },
     };
   };

@@ -67,9 +67,13 @@ export function eventOf(logId: number, stored: StoredObjectEntry): [string, unkn
 }
 
 /** What a write resolves with: its log position and materialised ops. */
-function writeResult(done: { position: number; result: MaterialOp[] }): { log_id: number; ops: MaterialOp[] } {
-  return { log_id: done.position, ops: done.result };
+export interface WriteDone {
+  log_id: number;
+  ops: MaterialOp[];
 }
+
+/** The default reply of `ObjectStore.write`: the write itself. */
+const itself = (done: WriteDone): WriteDone => done;
 
 /** Reads and writes Durable Objects; see the module comment. */
 export class ObjectStore {
@@ -124,9 +128,11 @@ export class ObjectStore {
 
   /**
    * Applies `ops` as one log entry (a `batch` event when `batch`, else a `change` event).
-   * Rejects with `ApiError` and writes nothing when an op does not apply.
+   * Rejects with `ApiError` and writes nothing when an op does not apply. Resolves with
+   * `reply` of the durable write (the write itself by default): the HTTP routes build their
+   * response there, in the one promise reaction every write needs anyway.
    */
-  write(ref: ObjectRef, ops: Op[], batch: boolean): Promise<{ log_id: number; ops: MaterialOp[] }> {
+  write<T = WriteDone>(ref: ObjectRef, ops: Op[], batch: boolean, reply: (done: WriteDone) => T = itself as (done: WriteDone) => T): Promise<T> {
     const addr = addressOf(ref);
     return this.streams.append<MaterialOp[]>(addr, (head) => {
       const current = this.#held(addr.stream, head);
@@ -143,7 +149,7 @@ export class ObjectStore {
         },
         result: material,
       };
-    }).then(writeResult);
+    }).then((done) => reply({ log_id: done.position, ops: done.result }));
   }
 
   /** Replay items after `after`, oldest first; `limit` counts log entries. */

@@ -24,12 +24,6 @@ interface Row {
   put: boolean;
 }
 
-/** Stages `row` over the same slot's earlier row in `rows`: the last value wins, and it is put
- * at the end of the batch when any of them had to be (a kept row after a written one). */
-function stage(rows: Map<string, Row>, slot: string, row: Row): void {
-  const earlier = rows.get(slot);
-  rows.set(slot, earlier?.put && !row.put ? { ...row, put: true } : row);
-}
 
 /** Bytes of cached rows kept across commits, at most (oldest dropped first). */
 const CACHE_BYTES = 64 * 1024 * 1024;
@@ -59,7 +53,8 @@ const DEFAULT_WEIGHT = 128;
  * never put: they are derived from other stored rows (a stream's head from its last entry), and
  * whoever reads them passes `read` a `load` that derives them again from the store.
  *
- * `read` sees, in order: the running job's own staged rows, the batch's, then, for a row that
+ * `read` sees, in order: the rows the running batch staged (its running job's included: a job
+ * stages into the batch, and a job that throws has its rows undone), then, for a row that
  * the batch being committed wrote (only readers outside a job see one), that row only when the
  * caller's `fresh` accepts it (else the store as last committed), then the cache, then the
  * store (`load`, or the row as stored). The cache is only sound while every write of those rows
@@ -78,16 +73,22 @@ export class CommitQueue implements Commits {
   #committing = false;
   /** The rows of the batch being committed, by slot (null between batches). */
   #settling: Map<string, Row> | null = null;
-  /** Rows staged by the running batch, and by its running job; keyed by `#slot`. */
+  /** Rows staged by the running batch (its running job's included); keyed by `#slot`. */
   #batch: Map<string, Row> | null = null;
-  #job: Map<string, Row> | null = null;
-  /** Puts (`put`) staged by the running batch and by its running job, in order. */
+  /** A job is running (inside the batch's body). */
+  #inJob = false;
+  /** The running job is staged: its `put`s are held in `#batchPuts`. */
+  #stagedJob = false;
+  /** What the running job replaced in `#batch`, oldest first (a slot and its earlier row), so
+   * that a job that throws leaves the batch as it found it; reused from job to job. */
+  #undo: [string, Row | undefined][] = [];
+  /** Puts (`put`) staged by the running batch's staged jobs, in order. */
   #batchPuts: [Database, Key, unknown][] = [];
-  #jobPuts: [Database, Key, unknown][] | null = null;
   /** Committed rows, oldest first. */
   #cache = new Map<string, Row>();
   #cachedBytes = 0;
-  #slots = new Map<Database, { id: number; interned: Map<string, string> }>();
+  /** Per database: its id, its interned slots, and the last key asked for with its slot. */
+  #slots = new Map<Database, { id: number; interned: Map<string, string>; key: string | undefined; slot: string }>();
 
   /** A queue committing into `env`. */
   constructor(env: CommitTarget) {
@@ -119,7 +120,7 @@ export class CommitQueue implements Commits {
     fresh?: (value: V) => boolean,
   ): V | undefined {
     const slot = this.#slot(db, key);
-    const staged = this.#job?.get(slot) ?? this.#batch?.get(slot);
+    const staged = this.#batch?.get(slot);
     if (staged) return staged.value as V | undefined;
     const settling = this.#settling?.get(slot);
     if (settling) {
@@ -136,13 +137,13 @@ export class CommitQueue implements Commits {
    * transaction.
    */
   write<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
-    if (!this.#job) {
+    if (!this.#inJob) {
       this.#forget(db, key);
       if (value === undefined) db.remove(key);
       else db.put(key, value);
       return;
     }
-    stage(this.#job, this.#slot(db, key), { db: db as Database, key, value, weight, put: true });
+    this.#stage(db, key, { db: db as Database, key, value, weight, put: true });
   }
 
   /**
@@ -150,8 +151,8 @@ export class CommitQueue implements Commits {
    * Outside a job it is a `write`.
    */
   keep<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
-    if (!this.#job) return this.write(db, key, value, weight);
-    stage(this.#job, this.#slot(db, key), { db: db as Database, key, value, weight, put: false });
+    if (!this.#inJob) return this.write(db, key, value, weight);
+    this.#stage(db, key, { db: db as Database, key, value, weight, put: false });
   }
 
   /**
@@ -160,7 +161,7 @@ export class CommitQueue implements Commits {
    * it from the store) and never cached; anywhere else it is put at once.
    */
   put<V>(db: Database<V, Key>, key: Key, value: V): void {
-    if (this.#jobPuts) this.#jobPuts.push([db as Database, key, value]);
+    if (this.#stagedJob) this.#batchPuts.push([db as Database, key, value]);
     else db.put(key, value);
   }
 
@@ -170,8 +171,19 @@ export class CommitQueue implements Commits {
    * cache keeps it once the batch is durable. Outside a job it drops the row from the cache.
    */
   track<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
-    if (!this.#job) return this.#forget(db, key);
-    stage(this.#job, this.#slot(db, key), { db: db as Database, key, value, weight, put: false });
+    if (!this.#inJob) return this.#forget(db, key);
+    this.#stage(db, key, { db: db as Database, key, value, weight, put: false });
+  }
+
+  /** Stages `row` in the running batch over the same slot's earlier row, noting that row for
+   * the job's undo: the last value wins, and it is put at the end of the batch when any of
+   * them had to be (a kept row after a written one). */
+  #stage(db: Database, key: Key, row: Row): void {
+    const slot = this.#slot(db, key);
+    const batch = this.#batch!;
+    const earlier = batch.get(slot);
+    this.#undo.push([slot, earlier]);
+    batch.set(slot, earlier?.put && !row.put ? { ...row, put: true } : row);
   }
 
   /** Commits every queued job as one batch (see the class comment); once it has settled, the
@@ -195,22 +207,31 @@ export class CommitQueue implements Commits {
     const root = this.#env.root;
     const body = () => {
       this.#batch = batch;
+      const undo = this.#undo;
       try {
         for (const job of jobs) {
-          const own = (this.#job = new Map());
-          const puts = (this.#jobPuts = job.staged ? [] : null);
+          // A job stages straight into the batch; when it throws, what it staged is undone
+          // (a staged job's puts dropped; a child transaction's own writes are aborted).
+          undo.length = 0;
+          if (!job.staged) this.#putStaged();
+          const puts = this.#batchPuts.length;
+          this.#inJob = true;
+          this.#stagedJob = job.staged;
           try {
-            if (!job.staged) this.#putStaged();
             const value = job.staged ? job.fn() : root.childTransaction(job.fn);
-            for (const [slot, row] of own) stage(batch, slot, row);
-            if (puts) this.#batchPuts.push(...puts);
             outcomes.push({ ok: true, value });
           } catch (err) {
+            for (let i = undo.length - 1; i >= 0; i--) {
+              const [slot, earlier] = undo[i];
+              if (earlier) batch.set(slot, earlier);
+              else batch.delete(slot);
+            }
+            this.#batchPuts.length = puts;
             outcomes.push({ ok: false, value: err });
           }
         }
-        this.#job = null;
-        this.#jobPuts = null;
+        this.#inJob = false;
+        this.#stagedJob = false;
         this.#putStaged();
         for (const { db, key, value, put } of batch.values()) {
           if (!put) continue;
@@ -218,8 +239,9 @@ export class CommitQueue implements Commits {
           else db.put(key, value);
         }
       } finally {
-        this.#job = null;
-        this.#jobPuts = null;
+        this.#inJob = false;
+        this.#stagedJob = false;
+        undo.length = 0;
         this.#batch = null;
         this.#batchPuts = [];
       }
@@ -253,13 +275,14 @@ export class CommitQueue implements Commits {
     this.#cachedBytes -= old.weight;
   }
 
-  /** Caches a committed row as the newest, dropping the oldest past `CACHE_BYTES`. */
+  /** Caches a committed row, dropping the rows cached first past `CACHE_BYTES`. A row already
+   * cached is replaced where it stands (a `Map.set` of a present key keeps its place): moving
+   * it to the end (a delete and an insert, which leave the map's table to rehash) was a tenth
+   * of a write's JS time with 10k objects. So the order is first cached, not last used: a hot
+   * row dropped past the bound is read from the store once and cached again as the newest. */
   #remember(slot: string, row: Row): void {
     const old = this.#cache.get(slot);
-    if (old) {
-      this.#cache.delete(slot);
-      this.#cachedBytes -= old.weight;
-    }
+    if (old) this.#cachedBytes -= old.weight;
     this.#cache.set(slot, row);
     this.#cachedBytes += row.weight;
     if (this.#cachedBytes <= CACHE_BYTES) return;
@@ -274,13 +297,17 @@ export class CommitQueue implements Commits {
    * flat string whose hash is computed once), until a database has `MAX_INTERNED` of them. */
   #slot(db: Database, key: Key): string {
     let slots = this.#slots.get(db);
-    if (slots === undefined) this.#slots.set(db, (slots = { id: this.#slots.size, interned: new Map() }));
+    if (slots === undefined) this.#slots.set(db, (slots = { id: this.#slots.size, interned: new Map(), key: undefined, slot: "" }));
     if (typeof key !== "string") return `${slots.id}\u0001${JSON.stringify(key)}`;
+    // A write asks for the same key of a database several times in a row (read, then stage).
+    if (key === slots.key) return slots.slot;
     let slot = slots.interned.get(key);
     if (slot === undefined) {
       if (slots.interned.size >= MAX_INTERNED) slots.interned.clear();
       slots.interned.set(key, (slot = `${slots.id}\u0000${key}`));
     }
+    slots.key = key;
+    slots.slot = slot;
     return slot;
   }
 }

@@ -166,7 +166,8 @@ export class OrderedLog implements StreamLog {
       prepared = prepare(meta.head);
       first = meta.head + 1;
       const now = Date.now();
-      prepared.entries.forEach((e, i) => this.#commits.put(this.#log, [stream, first + i], [now, e]));
+      const entries = prepared.entries;
+      for (let i = 0; i < entries.length; i++) this.#commits.put(this.#log, [stream, first + i], [now, entries[i]]);
       const head = meta.head + prepared.entries.length;
       if (head > meta.head) {
         // Only a stream's first append stores its head row; later heads are derived.
@@ -191,11 +192,19 @@ export class OrderedLog implements StreamLog {
       this.#release(stream, tracker);
       return { position: first - 1, count, result: p.result };
     }
-    tracker.ready.set(first, () => {
+    if (tracker.published === first - 1) {
+      // Next in order (the usual case): published at once, without a turn through `ready`.
       publish?.(first, p.entries, p.result);
-      return first + count - 1;
-    });
-    this.#drain(tracker);
+      tracker.published = first + count - 1;
+      if (tracker.waiters.length) this.#wake(tracker);
+      if (tracker.ready.size) this.#drain(tracker);
+    } else {
+      tracker.ready.set(first, () => {
+        publish?.(first, p.entries, p.result);
+        return first + count - 1;
+      });
+      this.#drain(tracker);
+    }
     tracker.inflight--;
     this.#release(stream, tracker);
     return { position: first, count, result: p.result };
@@ -331,13 +340,16 @@ export class OrderedLog implements StreamLog {
     while (next) {
       t.ready.delete(t.published + 1);
       t.published = next();
-      if (t.waiters.length) {
-        const due = t.waiters.filter((w) => w.position <= t.published);
-        t.waiters = t.waiters.filter((w) => w.position > t.published);
-        for (const w of due) w.fn();
-      }
+      if (t.waiters.length) this.#wake(t);
       next = t.ready.get(t.published + 1);
     }
+  }
+
+  /** Runs the waiters whose position is now published. */
+  #wake(t: Tracker): void {
+    const due = t.waiters.filter((w) => w.position <= t.published);
+    t.waiters = t.waiters.filter((w) => w.position > t.published);
+    for (const w of due) w.fn();
   }
 
   #release(stream: string, t: Tracker): void {

@@ -110,6 +110,8 @@ interface Node {
 export interface NatsCluster {
   /** Client URLs, one per node. */
   urls: string[];
+  /** The folder holding each node's store dir (`<dir>/n1`, ...), removed by `stop()`. */
+  dir: string;
   /** SIGKILLs node `i`. */
   kill(i: number): Promise<void>;
   /** Starts node `i` again with its store dir. */
@@ -169,6 +171,7 @@ export async function startNatsCluster(size = 3, partition?: Partition): Promise
   };
   return {
     urls: nodes.map((n, i) => `nats://${host(i)}:${n.port}`),
+    dir,
     partition,
     kill: (i) => stopNode(nodes[i], "SIGKILL"),
     restart: (i) => start(nodes[i], i),

@@ -4,6 +4,8 @@
 // - a publish reply naming a position that holds another node's message is never applied as
 //   ours: every node applies what the stream holds there; the write is acknowledged only once
 //   found in the stream (retried with the same message id), else it gets a 503;
+// - a duplicate reply naming a position that holds another message (a duplicate table that
+//   disagrees with the log) is left: the batch goes out again under a new message id;
 // - a lost reply is retried with the same message id and acknowledged from the stream;
 // - a batch the stream stored twice is applied once, alike on every node.
 import assert from "node:assert/strict";
@@ -25,7 +27,10 @@ type Reply =
   /** Stores it, and the reply is lost. */
   | "lost"
   /** Stores it, and again after the next message (dedup failed across a leader change). */
-  | "twice";
+  | "twice"
+  /** Like "lie", and keeps our message id at that position in its duplicate table (a leader
+   * whose table disagrees with its log): every retry is answered "duplicate" there. */
+  | "stuck";
 
 /** An in-memory stream shared by the stand-in links. */
 class FakeStream {
@@ -46,13 +51,15 @@ class FakeStream {
     return seq;
   }
 
-  publish(data: Uint8Array, id: string): { seq: number } | null {
+  publish(data: Uint8Array, id: string): { seq: number; duplicate?: boolean } | null {
     const known = this.#ids.get(id);
-    if (known !== undefined) return { seq: known };
+    if (known !== undefined) return { seq: known, duplicate: true };
     const reply = this.script.shift() ?? "honest";
-    if (reply === "lie") {
+    if (reply === "lie" || reply === "stuck") {
       const foreign = { o: "elsewhere", b: crypto.randomUUID(), base: 0, r: { p: [], g: [], a: [] }, w: [[0, "objects", `foreign-${this.messages.length}`, 1]] };
-      return { seq: this.store(codec.pack(foreign)) };
+      const seq = this.store(codec.pack(foreign));
+      if (reply === "stuck") this.#ids.set(id, seq);
+      return { seq };
     }
     const seq = this.store(data);
     for (const again of this.#again.splice(0)) this.store(again);
@@ -76,7 +83,7 @@ function fakeLink(stream: FakeStream, nodeId: string): ClusterLink {
     maxPayload: 1024 * 1024,
     append(data: Uint8Array, id: string) {
       const r = stream.publish(data, id);
-      return Promise.resolve(r ? { kind: "stored", seq: r.seq, duplicate: false } : { kind: "unknown", error: "TIMEOUT" });
+      return Promise.resolve(r ? { kind: "stored", seq: r.seq, duplicate: r.duplicate ?? false } : { kind: "unknown", error: "TIMEOUT" });
     },
     read: (seq: number) => Promise.resolve(stream.messages[seq - 1] ?? null),
     bounds: () => Promise.resolve({ first: 1, last: stream.messages.length }),
@@ -132,6 +139,24 @@ Deno.test("replicated store: a reply naming another message's position is never 
     for (const env of envs) {
       assert.deepEqual(contents(env), [["foreign-0", 1], ["mine", "v"]], "each replica holds what the stream holds");
     }
+  } finally {
+    await close();
+  }
+});
+
+Deno.test("replicated store: a duplicate table pointing at another message is left under a new message id", async () => {
+  const { stream, envs, close } = await replicas(3000);
+  try {
+    stream.script = ["stuck"];
+    await envs[0].transaction(() => envs[0].db("objects").put("mine", "v"));
+    await settled(stream, envs);
+    // Position 1 holds the foreign message; ours, published again under another id that names
+    // the first, is at 2, applied once on every replica.
+    assert.equal(stream.messages.length, 2);
+    const ours = codec.unpack(stream.messages[1]) as { o: string; b: string; a?: string };
+    assert.equal(ours.o, "a");
+    assert.ok(ours.a && ours.a !== ours.b, "the new message names the batch's first id");
+    for (const env of envs) assert.deepEqual(contents(env), [["foreign-0", 1], ["mine", "v"]]);
   } finally {
     await close();
   }

@@ -42,7 +42,8 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const cluster = await startCluster({
-      nodes: 2,
+      // Three nodes: a write needs a majority of them, so one may be away.
+      nodes: 3,
       env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "200", SWITCHBOARD_CLUSTER_SNAPSHOT_EVERY: String(EVERY) },
     });
     const nc = await connect({ servers: cluster.nats.urls });
@@ -51,6 +52,7 @@ Deno.test({
       const state = async () => (await jsm.streams.info("SWITCHBOARD")).state;
       await increments(cluster.nodes[0], 10);
       await assertHolds(cluster.nodes[1], 10);
+      await assertHolds(cluster.nodes[2], 10);
       await cluster.kill(1);
 
       const stored = () => cluster.nodes[0].output().match(/cluster snapshot stored/g)?.length ?? 0;
@@ -67,13 +69,14 @@ Deno.test({
       assert.match(back.output(), /restored from a snapshot/);
       await assertHolds(back, total);
 
-      const fresh = await cluster.restart(2);
+      const fresh = await cluster.restart(3);
       assert.match(fresh.output(), /restored from a snapshot/);
       await assertHolds(fresh, total);
 
       await increments(fresh, 5);
       await increments(back, 5);
       for (const node of cluster.nodes) await assertHolds(node, total + 10);
+      assert.equal(cluster.nodes.length, 4);
     } finally {
       await nc.close();
       await cluster.stop();

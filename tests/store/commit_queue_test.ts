@@ -154,6 +154,32 @@ Deno.test("CommitQueue: a staged job needs no child transaction; when it throws 
   await env.close();
 });
 
+Deno.test("CommitQueue: a job that throws after restaging rows an earlier job of its batch staged leaves those rows as the earlier job left them", async () => {
+  const { env } = tempStore();
+  const rows = env.db<number>("rows");
+  const q = env.commits;
+  for (const staged of [true, false]) {
+    const [w, k] = [`written-${staged}`, `kept-${staged}`];
+    const seen: (number | undefined)[] = [];
+    const jobs = [
+      q.run(() => (q.write(rows, w, 1), q.keep(rows, k, 1)), staged),
+      q.run(() => {
+        q.write(rows, w, 2);
+        q.keep(rows, k, 2);
+        q.write(rows, w, 3);
+        throw new Error("refused");
+      }, staged),
+      q.run(() => (seen.push(q.read(rows, w), q.read(rows, k)), q.write(rows, `after-${staged}`, 4)), staged),
+    ];
+    const settled = await Promise.allSettled(jobs);
+    assert.deepEqual(settled.map((s) => s.status), ["fulfilled", "rejected", "fulfilled"]);
+    assert.deepEqual(seen, [1, 1], "the next job of the batch saw the earlier job's rows");
+    assert.deepEqual([q.read(rows, w), q.read(rows, k), q.read(rows, `after-${staged}`)], [1, 1, 4]);
+    assert.deepEqual([rows.get(w), rows.get(k), rows.get(`after-${staged}`)], [1, undefined, 4], "a kept row is never put");
+  }
+  await env.close();
+});
+
 Deno.test("StoreEnv.batch(): the rows it puts commit together and are durable when it resolves; it reads the store as last committed", async () => {
   const { env, path } = tempStore();
   const rows = env.db<number>("rows");
