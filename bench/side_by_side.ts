@@ -2,7 +2,7 @@
 // so both see the same machine state, and prints one table of the hot paths' headline figures
 // (fan-out, durable writes, replay, token streaming), the median of the rounds for each binary.
 //
-//   deno run -A bench/side_by_side.ts A=/path/to/binary B=/path/to/other [ROUNDS=3]
+//   npx deno run -A bench/side_by_side.ts A=/path/to/binary B=/path/to/other [ROUNDS=3]
 //   (BENCH_ONLY and BENCH_QUICK are passed on; default: fanout,writes,replay,tokens, quick)
 //   ... FROM=<dir>: only prints the table again from the runs kept in <dir>
 import { copyFileSync, mkdtempSync } from "node:fs";
