@@ -7,7 +7,7 @@ import type { Config } from "./config/config.ts";
 import type { Hub } from "./hub/hub.ts";
 import type { ChannelHandler } from "./socket/handler.ts";
 import type { SocketEndpoint } from "./socket/endpoint.ts";
-import type { StoreEnv } from "./store/env.ts";
+import type { Storage } from "./store/storage.ts";
 import type { StreamLog } from "./streams/mod.ts";
 import type { Occupancy } from "./hub/occupancy.ts";
 import type { Surface } from "./http/surfaces.ts";
@@ -47,7 +47,7 @@ export interface SharedPresence {
 export interface ProductDeps {
   config: Config;
   apps: AppRegistry;
-  env: StoreEnv;
+  env: Storage;
   hub: Hub;
   /** Opens the ordered log named `name` (one per product). Products see only the StreamLog
    * interface, so another implementation can stand behind it. `staged`: the product's

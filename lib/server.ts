@@ -12,6 +12,7 @@ import type { Config } from "./config/config.ts";
 import { Hub } from "./hub/hub.ts";
 import type { DirectRoute, ProductDeps, ProductModule } from "./product.ts";
 import { StoreEnv, storePath } from "./store/env.ts";
+import type { Storage } from "./store/storage.ts";
 import { ApiError, toApiError } from "./http/errors.ts";
 import { NATIVE, RouteSurfaces, type Surface } from "./http/surfaces.ts";
 import { lockDataDir } from "./store/lock.ts";
@@ -152,7 +153,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
       throw err;
     });
   }
-  const env = cluster?.env ?? new StoreEnv(storePath(config.dataDir));
+  const env: Storage = cluster?.env ?? new StoreEnv(storePath(config.dataDir));
   const { apps: appList, devApp, created } = await resolveApps(env, fileApps);
   const apps = new AppRegistry(appList);
   const hub = new Hub();
@@ -324,9 +325,10 @@ function lmdbSize(dataDir: string): number {
 }
 
 /** Apps from the file, or the development app kept in the store (created on first start). */
-async function resolveApps(env: StoreEnv, fileApps?: App[]) {
+async function resolveApps(env: Storage, fileApps?: App[]) {
+  // Each node of a cluster keeps its own development app.
+  const system = env.nodeLocal<App>("system");
   if (fileApps) return { apps: fileApps, devApp: undefined, created: false };
-  const system = env.db<App>("system");
   let devApp = system.get("dev_app");
   let created = false;
   if (!devApp) {

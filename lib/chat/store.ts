@@ -9,7 +9,7 @@
  * message together with other entries in one transaction.
  */
 import type { App } from "../config/apps.ts";
-import type { StoreEnv } from "../store/env.ts";
+import type { Storage } from "../store/storage.ts";
 import { BotStore } from "./store_bots.ts";
 import { Collection, openCollectionDbs, type PageQuery } from "./store_collection.ts";
 import { ParticipantStore, ReactionStore } from "./store_members.ts";
@@ -35,7 +35,7 @@ export class ChatStore {
   readonly bots: BotStore;
 
   /** Opens the collections in `env`; thread writes go through `log`. */
-  constructor(env: StoreEnv, log: ThreadLog) {
+  constructor(env: Storage, log: ThreadLog) {
     const dbs = openCollectionDbs(env);
     const threadRows = new Collection<Thread>(dbs, "thread");
     const messageRows = new Collection<MessageRecord>(dbs, "message");

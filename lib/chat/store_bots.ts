@@ -1,6 +1,6 @@
 /** Bot service functions. Bots are per-app records outside any thread log. */
 import type { App } from "../config/apps.ts";
-import type { StoreEnv } from "../store/env.ts";
+import type { Storage } from "../store/storage.ts";
 import { conflict, notFound } from "./errors.ts";
 import type { Collection, Page, PageQuery } from "./store_collection.ts";
 import { type Bot, BOT_EVENT_TYPES, type BotEventType } from "./types.ts";
@@ -22,7 +22,7 @@ export function newWebhookSecret(): string {
 
 /** Bots keyed `[appId, seq]`. */
 export class BotStore {
-  constructor(readonly rows: Collection<Bot>, private env: StoreEnv) {}
+  constructor(readonly rows: Collection<Bot>, private env: Storage) {}
 
   /** The bot, or undefined. */
   get(app: App, id: string): Bot | undefined {

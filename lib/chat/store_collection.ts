@@ -6,7 +6,7 @@
  * Write methods must run inside `env.transaction` (or an OrderedLog `apply`).
  */
 import type { Database, Key } from "lmdb";
-import type { StoreEnv } from "../store/env.ts";
+import type { Storage } from "../store/storage.ts";
 import { ApiError } from "../http/errors.ts";
 
 const MAX_SEQ = Number.MAX_SAFE_INTEGER;
@@ -32,7 +32,7 @@ export interface CollectionDbs {
 }
 
 /** Opens the shared chat databases once. */
-export function openCollectionDbs(env: StoreEnv): CollectionDbs {
+export function openCollectionDbs(env: Storage): CollectionDbs {
   return { rows: env.db("chat:rows"), ids: env.db("chat:ids") };
 }
 

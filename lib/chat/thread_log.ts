@@ -88,7 +88,7 @@ export class ThreadLog {
       (logId, entry) => [[entry.event, { log_id: logId, ...wireEventData(entry.data) }]],
     );
     // Topic `chat:{appKey}:{threadId}`: the thread id is the topic's name.
-    this.streams.onRemotePurge((topic) => ["thread:deleted", { threadId: topic.name }]);
+    this.streams.purgeNotice((topic) => ["thread:deleted", { threadId: topic.name }]);
   }
 
   /** Storage stream and topic of a thread. */
@@ -154,7 +154,7 @@ export class ThreadLog {
    */
   async purge(app: App, threadId: string, apply?: () => void): Promise<void> {
     let applied: unknown[] = [];
-    await this.streams.purge(this.address(app, threadId), "thread:deleted", { threadId }, () => {
+    await this.streams.purge(this.address(app, threadId), () => {
       apply?.();
       applied = this.#purgeHooks.map((h) => h.apply?.(app, threadId));
     });

@@ -1,6 +1,6 @@
 /**
- * Relays the events kept in no log (`Hub.broadcast`: ephemeral channels, token roll-ups,
- * events to a user) between nodes on core NATS: at most once, like on one node.
+ * Relays the events kept in no log (`Hub.publish` with reach `"cluster"`: ephemeral channels,
+ * token roll-ups, events to a user) between nodes on core NATS: at most once, like on one node.
  */
 import { Packr } from "msgpackr";
 import type { Hub } from "../hub/hub.ts";

@@ -26,27 +26,36 @@
  * applied the log (`agreement.ts`): a write is acknowledged once a majority of the nodes applied
  * the log alike up to it, and a node the majority disagrees with stops taking writes.
  *
- * Node-local databases (webhook outboxes, the system table) are recorded too but applied only
- * by the node that wrote them; a transaction that writes only those commits locally.
+ * Node-local databases (those the products declare with `nodeLocal`: webhook outboxes, the
+ * apps table) are recorded too but applied only by the node that wrote them; a transaction
+ * that writes only those commits locally.
+ *
+ * Built around one node's store (`StoreEnv`, composition): the same LMDB environment, opened
+ * without a sync per commit, which it commits into; to the ordered logs it hands other nodes'
+ * changes as typed events (`LogChangeFeed`), and its commit path is `DirectCommits`.
  */
-import type { Database, Key } from "lmdb";
+import type { Database, Key, RootDatabase } from "lmdb";
 import { Packr } from "msgpackr";
 import { asStorageError, StorageUnavailableError } from "../store/errors.ts";
 import { emptyReads, rangeBounds, type ReadSet, RecentWrites } from "./conflicts.ts";
-import { type RemoteApplyHook, StoreEnv, type Write } from "../store/env.ts";
+import { StoreEnv } from "../store/env.ts";
+import { DirectCommits } from "../store/direct_commits.ts";
+import type { Commits, RemoteChanges, Storage } from "../store/storage.ts";
+import { LogChangeFeed, type Write } from "./log_changes.ts";
 import { log } from "../log/mod.ts";
 import type { ClusterLink } from "./link.ts";
 import { requestPositions } from "./read_your_writes.ts";
 import { positionDigest, WindowFingerprint } from "./fingerprint.ts";
 import { PeerAgreement } from "./agreement.ts";
 
-/** Databases that belong to one node: applied only there, and left out of snapshots. */
-export const NODE_ONLY_DBS = ["system", "chat:outbox", "pusher:outbox"];
 /** The database recording the log position applied (key `applied`). */
 export const POSITION_DB = "cluster:state";
-/** Databases applied only on the node that wrote them (the last two are kept alike on every
- * node by the apply itself). */
-const LOCAL_DBS = new Set([...NODE_ONLY_DBS, POSITION_DB, "cluster:recent"]);
+/** The database listing the node-local databases declared (`nodeLocal`), by name: their rows
+ * are one node's, so a node starting from another's snapshot clears them (`snapshots.ts`). */
+export const NODE_LOCAL_DB = "cluster:node-local";
+/** Databases applied only on the node that wrote them, before any is declared (the first two
+ * are kept alike on every node by the apply itself). */
+const CLUSTER_LOCAL_DBS = [POSITION_DB, "cluster:recent", NODE_LOCAL_DB];
 
 /** Positions a write set's `base` may lag behind the position it lands at before it counts as
  * stale whatever it read (the window of written keys every node keeps). */
@@ -147,7 +156,14 @@ export interface ReplicationOptions {
 }
 
 /** See the module comment. */
-export class ReplicatedEnv extends StoreEnv {
+export class ReplicatedEnv implements Storage {
+  /** The commit path of this store: each transaction on its own (see `DirectCommits`). */
+  readonly commits: Commits = new DirectCommits(this);
+  /** The LMDB environment this store applies the log into. */
+  #local: StoreEnv;
+  /** Databases applied only on the node that wrote them (see the module comment). */
+  #localDbs = new Set(CLUSTER_LOCAL_DBS);
+  #changes = new LogChangeFeed();
   #link: ClusterLink;
   #opts: ReplicationOptions;
   #raw = new Map<string, Database>();
@@ -162,7 +178,6 @@ export class ReplicatedEnv extends StoreEnv {
   #diverged: string | undefined;
   #unsubscribeApplied: (() => void) | undefined;
   #recentDb: Database<[string, Key][] | { w: [string, Key][]; b?: string }, Key>;
-  #hooks: RemoteApplyHook[] = [];
   #queue: Task[] = [];
   /** Batches out (published, no outcome yet), with when each went out. */
   #inflight = new Set<{ since: number }>();
@@ -198,12 +213,13 @@ export class ReplicatedEnv extends StoreEnv {
   constructor(path: string, link: ClusterLink, opts: ReplicationOptions) {
     // The log (a JetStream quorum) is the durable copy; the local commit need not wait for the
     // disk: a node that crashes resumes from the position its last commit recorded.
-    super(path, false);
+    this.#local = new StoreEnv(path, false);
     this.#link = link;
     this.#opts = opts;
     this.#state = this.#rawDb<number>(POSITION_DB);
     this.#applied = this.#state.get("applied") ?? 0;
     this.#recentDb = this.#rawDb("cluster:recent");
+    for (const name of this.#rawDb(NODE_LOCAL_DB).getKeys()) this.#localDbs.add(name as string);
     const stored: [number, [string, Key][], string?][] = [];
     for (const { key, value } of this.#recentDb.getRange({ start: this.#applied - CONFLICT_WINDOW + 1 })) {
       // Older stores kept the keys alone, without the batch id.
@@ -298,7 +314,8 @@ export class ReplicatedEnv extends StoreEnv {
     });
   }
 
-  override db<V = unknown>(name: string): Database<V, Key> {
+  /** The database as products see it (see `#recorder`). */
+  db<V = unknown>(name: string): Database<V, Key> {
     let db = this.#wrapped.get(name);
     if (!db) {
       db = this.#recorder(name, this.#rawDb(name));
@@ -307,23 +324,35 @@ export class ReplicatedEnv extends StoreEnv {
     return db as Database<V, Key>;
   }
 
+  /** Declares `name` node-local (see the module comment and `Storage.nodeLocal`) and records
+   * it for snapshots; then opens it like `db`. */
+  nodeLocal<V = unknown>(name: string): Database<V, Key> {
+    if (!this.#localDbs.has(name)) {
+      this.#localDbs.add(name);
+      this.#rawDb<true>(NODE_LOCAL_DB).putSync(name, true);
+    }
+    return this.db<V>(name);
+  }
+
   /** Where the cluster's members come from (acknowledgements wait for a majority of them). */
   useMembers(members: () => string[]): void {
     this.#peers.useMembers(members);
   }
 
-  override onRemoteApply(hook: RemoteApplyHook): void {
-    this.#hooks.push(hook);
+  /** Other nodes' changes to the ordered logs, told as this node applies them. */
+  get remote(): RemoteChanges {
+    return this.#changes;
   }
 
-  override get replicated(): boolean {
-    return true;
+  /** The LMDB environment's root (speculation and apply run their transactions on it). */
+  get root(): RootDatabase {
+    return this.#local.root;
   }
 
   /** Readiness, from what this node knows (no request to anyone): connected to NATS, no
    * write waiting longer than the deadline without any batch reaching the log, no log position
    * known and left unapplied for longer than the deadline, no failing apply or compaction. */
-  override unavailable(): string | undefined {
+  unavailable(): string | undefined {
     if (this.#closed) return "storage unavailable: server shutting down";
     if (this.#diverged) return this.#diverged;
     if (!this.#link.connected()) return "cluster unavailable: not connected to NATS";
@@ -341,7 +370,7 @@ export class ReplicatedEnv extends StoreEnv {
 
   /** See the module comment: resolves with `fn`'s result once its writes are applied here
    * (and notes their position for the HTTP request being answered, `read_your_writes.ts`). */
-  override transaction<T>(fn: () => T): Promise<T> {
+  transaction<T>(fn: () => T): Promise<T> {
     if (this.#closed) return Promise.reject(new StorageUnavailableError("server shutting down"));
     if (this.#diverged) return Promise.reject(new StorageUnavailableError(this.#diverged));
     const deadline = Date.now() + this.#opts.writeDeadlineMs;
@@ -353,7 +382,23 @@ export class ReplicatedEnv extends StoreEnv {
     });
   }
 
-  override async close(): Promise<void> {
+  /** Shutdown, step one (see `StoreEnv.drain`). */
+  drain(): Promise<void> {
+    return this.#local.drain();
+  }
+
+  /** Resolves once every write issued so far is on disk. */
+  flushed(): Promise<void> {
+    return this.#local.flushed();
+  }
+
+  /** Writes a consistent copy of the store to `path` (a snapshot, `snapshots.ts`). */
+  backup(path: string): Promise<void> {
+    return this.#local.backup(path);
+  }
+
+  /** Stops following the log once the writes out have settled, then closes the store. */
+  async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#pumpTimer);
     this.#expireQueued(Infinity);
@@ -363,13 +408,13 @@ export class ReplicatedEnv extends StoreEnv {
     this.#unsubscribeApplied?.();
     clearInterval(this.#tailTimer);
     clearTimeout(this.#repairTimer);
-    await super.close();
+    await this.#local.close();
   }
 
   #rawDb<V>(name: string): Database<V, Key> {
     let db = this.#raw.get(name);
     if (!db) {
-      db = super.db(name);
+      db = this.#local.db(name);
       this.#raw.set(name, db);
     }
     return db as Database<V, Key>;
@@ -528,9 +573,9 @@ export class ReplicatedEnv extends StoreEnv {
       if (tasks.length === 0) return;
       const deadline = Math.min(...tasks.map((t) => t.deadline));
       const writes = tasks.flatMap((t) => t.writes!);
-      if (writes.every((w) => LOCAL_DBS.has(w[1]))) {
+      if (writes.every((w) => this.#localDbs.has(w[1]))) {
         try {
-          await super.transaction(() => this.#write(writes, true));
+          await this.#local.transaction(() => this.#write(writes, true));
           for (const t of tasks) t.resolve(t.result);
         } catch (err) {
           for (const t of tasks) t.reject(err);
@@ -662,7 +707,7 @@ export class ReplicatedEnv extends StoreEnv {
   /** Writes a write set to the raw databases (inside a transaction). */
   #write(writes: Write[], mine: boolean): void {
     for (const w of writes) {
-      if (!mine && LOCAL_DBS.has(w[1])) continue;
+      if (!mine && this.#localDbs.has(w[1])) continue;
       const db = this.#rawDb(w[1]);
       if (w[0] === 0) db.put(w[2], w[3]);
       else db.remove(w[2]);
@@ -737,7 +782,7 @@ export class ReplicatedEnv extends StoreEnv {
       const known = msg.h === undefined ? undefined : this.#print.at(msg.base);
       const forked = known !== undefined && known !== msg.h;
       const stale = repeat || forked || this.#recent.stale(msg.base, seq, msg.r);
-      const keys: [string, Key][] = stale ? [] : msg.w.filter((w) => !LOCAL_DBS.has(w[1])).map((w) => [w[1], w[2]]);
+      const keys: [string, Key][] = stale ? [] : msg.w.filter((w) => !this.#localDbs.has(w[1])).map((w) => [w[1], w[2]]);
       this.#recent.record(seq, keys, id);
       this.#print.add(seq, positionDigest(id, !stale));
       written.push([seq, keys, id]);
@@ -748,7 +793,7 @@ export class ReplicatedEnv extends StoreEnv {
       }
     }
     const remote = fresh.filter(({ msg }) => !own.has(msg)).flatMap(({ msg }) => msg.w);
-    for (const h of this.#hooks) h.before(remote);
+    this.#changes.applying(remote);
     const last = run[run.length - 1].seq;
     try {
       // An asynchronous transaction: the callback runs on this thread once LMDB's write thread
@@ -772,7 +817,7 @@ export class ReplicatedEnv extends StoreEnv {
       this.#recent.rollback(before);
       this.#print.rollback(before);
       for (const o of own.values()) o.done = null;
-      for (const h of this.#hooks) h.after(remote, false);
+      this.#changes.applied(remote, false);
       throw err;
     }
     this.#applied = last;
@@ -781,7 +826,7 @@ export class ReplicatedEnv extends StoreEnv {
     this.#reportApplied();
     this.#peers.applied(last);
     for (const [msg, o] of own) if (o.done === null && fresh.some((f) => f.msg === msg)) o.done = "applied";
-    for (const h of this.#hooks) h.after(remote, true);
+    this.#changes.applied(remote, true);
     const due: Waiter[] = [];
     const waiting: Waiter[] = [];
     for (const w of this.#appliedWaiters) (w.seq <= last || (w.outcome && w.outcome.done !== null) ? due : waiting).push(w);

@@ -22,18 +22,22 @@ import { log } from "../log/mod.ts";
 import { StoreEnv } from "../store/env.ts";
 import type { ClusterLink } from "./link.ts";
 import type { NodeWatch } from "./nodes.ts";
-import { NODE_ONLY_DBS, POSITION_DB, type ReplicatedEnv } from "./replicated_env.ts";
+import { NODE_LOCAL_DB, POSITION_DB, type ReplicatedEnv } from "./replicated_env.ts";
 
 const BUCKET = "sb-snapshots";
 const OBJECT = "lmdb";
 /** The topic whose owner node takes the snapshots. */
 const SNAPSHOT_TOPIC = "cluster:snapshot";
 
-/** The log position recorded in the LMDB store at `path` (0 for a new store). */
+/** The log position recorded in the LMDB store at `path` (0 for a new store); `clearNodeOnly`
+ * empties the node-local databases the store's node declared (a snapshot holds no node's own
+ * rows). */
 async function positionOf(path: string, clearNodeOnly = false): Promise<number> {
   const store = new StoreEnv(path, false);
   try {
-    if (clearNodeOnly) for (const name of NODE_ONLY_DBS) store.db(name).clearSync();
+    if (clearNodeOnly) {
+      for (const name of [...store.db(NODE_LOCAL_DB).getKeys()]) store.db(name as string).clearSync();
+    }
     return store.db<number>(POSITION_DB).get("applied") ?? 0;
   } finally {
     await store.close();

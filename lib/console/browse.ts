@@ -11,7 +11,7 @@ import { emptyRecord, foldOps, type ObjectRecord } from "../objects/ops.ts";
 import { unpackEntry } from "../objects/entry.ts";
 import type { ChatStore } from "../chat/store.ts";
 import { RunTable } from "../chat/live/runs.ts";
-import type { StoreEnv } from "../store/env.ts";
+import type { Storage } from "../store/storage.ts";
 import type { Database, Key } from "lmdb";
 import { Topic } from "../wire/topic.ts";
 
@@ -34,7 +34,7 @@ export interface BrowseSources {
   channels: ChannelService;
   objects: ObjectStore;
   chat: ChatStore;
-  env: StoreEnv;
+  env: Storage;
 }
 
 /** The read-only views; see the module comment. */

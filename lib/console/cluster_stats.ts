@@ -6,7 +6,7 @@
  * them. One small write per node per interval; a node that is down simply stops adding points.
  */
 import type { Database, Key } from "lmdb";
-import type { StoreEnv } from "../store/env.ts";
+import type { Storage } from "../store/storage.ts";
 import { errorFields, log } from "../log/mod.ts";
 import { POINTS, SERIES, type Series, STEP_MS } from "./stats.ts";
 
@@ -19,11 +19,11 @@ export interface ClusterSeries {
 
 /** Reads and writes the nodes' points; see the module comment. */
 export class ClusterPoints {
-  #env: StoreEnv;
+  #env: Storage;
   #db: Database<Record<string, number>, Key>;
   #nodeId: string;
 
-  constructor(env: StoreEnv, nodeId: string) {
+  constructor(env: Storage, nodeId: string) {
     this.#env = env;
     this.#db = env.db<Record<string, number>>("console:node_points");
     this.#nodeId = nodeId;

@@ -44,7 +44,7 @@ export function createConsole(opts: ConsoleOptions): ProductModule {
   const sessions = new Sessions(opts.secret, opts.apps);
   const limiter = new LoginLimiter();
   // In clustered mode every node's points are kept in the replicated store (cluster_stats.ts).
-  const cluster = opts.env.replicated ? new ClusterPoints(opts.env, opts.nodeId) : undefined;
+  const cluster = opts.env.remote ? new ClusterPoints(opts.env, opts.nodeId) : undefined;
   const stats = new ConsoleStats(opts.apps, cluster && ((t, point) => void cluster.add(t, point)));
   const browse = new Browse(opts);
   const r = new Hono<Env>();

@@ -9,7 +9,7 @@
  */
 import type { Database, Key } from "lmdb";
 import type { App } from "../config/apps.ts";
-import type { StoreEnv } from "../store/env.ts";
+import type { Storage } from "../store/storage.ts";
 
 /** Pending deliveries to one URL of an app. */
 export interface UrlBacklog {
@@ -45,7 +45,7 @@ interface Row {
 }
 
 /** The adapter over the `pusher:outbox` database (see the module comment). */
-export function pusherOutboxView(env: StoreEnv, wake: () => void): OutboxView {
+export function pusherOutboxView(env: Storage, wake: () => void): OutboxView {
   const db: Database<Row, Key> = env.db<Row>("pusher:outbox");
   const rows = function* (app: App) {
     for (const { key, value } of db.getRange({ start: ["o"], end: ["p"], limit: SCAN_LIMIT })) {

@@ -1,5 +1,6 @@
 // The hub: topic -> subscribers, with encode-once fan-out per wire format (natively under
-// Bun), `exclude` by socket id, and the hooks a cluster uses to relay and observe broadcasts.
+// Bun), `exclude` by socket id, one publish path (`publish`, its `reach` saying whether other
+// nodes of a cluster get the event too), and the hooks a cluster uses to relay and observe them.
 import { encodeFrame, type Frame } from "../wire/codec.ts";
 import { record } from "../metrics/mod.ts";
 import { appKeyOfTopic, tap, tapActive } from "../debug/tap.ts";
@@ -36,6 +37,13 @@ interface TopicMembers {
   formats: Map<string, number>;
 }
 
+/**
+ * Where a published event goes: `"node"`, the subscribers on this node (a logged entry: every
+ * node publishes it as it applies the log); `"cluster"`, also every other node of a cluster
+ * (an event kept in no log: ephemeral channels, token roll-ups, events to a user).
+ */
+export type Reach = "node" | "cluster";
+
 /** Native topic name for one Phoenix topic and one wire format. */
 const nativeName = (topic: string, format: string) => `${format}|${topic}`;
 
@@ -68,22 +76,13 @@ export class Hub {
     this.#native = native;
   }
 
-  /** Carries `broadcast`s to the other nodes of a cluster (set by the cluster's bus). */
+  /** Carries `"cluster"` publishes to the other nodes (set by the cluster's bus). */
   useRelay(fn: (topic: string, event: string, payload: unknown, excludeSocketId?: string) => void): void {
     this.#relay = fn;
   }
 
-  /**
-   * `publish` for events kept in no log (ephemeral channels, token roll-ups, events to a
-   * user): in clustered mode also relayed to every other node, which publishes it there.
-   * Logged entries are not broadcast: every node publishes them as it applies the log.
-   */
-  broadcast(topic: string, event: string, payload: unknown, excludeSocketId?: string): number {
-    this.#relay?.(topic, event, payload, excludeSocketId);
-    return this.publish(topic, event, payload, excludeSocketId);
-  }
-
-  /** An event another node `broadcast`: observers see it, then local subscribers get it. */
+  /** An event another node published with reach `"cluster"`: observers see it, then local
+   * subscribers get it. */
   relayed(topic: string, event: string, payload: unknown, excludeSocketId?: string): void {
     for (const fn of this.#relayedObservers) fn(topic, event, payload);
     this.publish(topic, event, payload, excludeSocketId);
@@ -174,9 +173,12 @@ export class Hub {
 
   /**
    * Broadcasts `[null, null, topic, event, payload]` to every subscriber of `topic`, except
-   * the socket whose id is `excludeSocketId`. Returns how many subscribers it was sent to.
+   * the socket whose id is `excludeSocketId`; with reach `"cluster"` (see `Reach`) it is also
+   * relayed to the other nodes, which publish it there. Returns how many subscribers on this
+   * node it was sent to.
    */
-  publish(topic: string, event: string, payload: unknown, excludeSocketId?: string): number {
+  publish(topic: string, event: string, payload: unknown, excludeSocketId?: string, reach: Reach = "node"): number {
+    if (reach === "cluster") this.#relay?.(topic, event, payload, excludeSocketId);
     if (tapActive) {
       const app = appKeyOfTopic(topic);
       if (app) tap(app, "event", { topic, event, payload, subscribers: this.count(topic) });

@@ -9,8 +9,7 @@
  */
 import type { Database, Key } from "lmdb";
 import type { Hub } from "../hub/hub.ts";
-import type { StoreEnv } from "../store/env.ts";
-import type { CommitQueue } from "../store/commit_queue.ts";
+import type { Commits, Storage } from "../store/storage.ts";
 import { LOG_ID, objectAddress, ProductStream, type StreamAddress, type StreamLog } from "../streams/mod.ts";
 import { applyOps, emptyRecord, foldOps, type MaterialOp, type ObjectRecord, type Op } from "./ops.ts";
 import { packEntry, type StoredObjectEntry, unpackEntry } from "./entry.ts";
@@ -81,16 +80,16 @@ export class ObjectStore {
   readonly streams: ProductStream<StoredObjectEntry>;
   #records: Database<Held, Key>;
   /** Records are written and read through the log's commit queue (cached while hot). */
-  #commits: CommitQueue;
+  #commits: Commits;
 
-  constructor(env: StoreEnv, hub: Hub, log: StreamLog) {
+  constructor(env: Storage, hub: Hub, log: StreamLog) {
     this.streams = new ProductStream<StoredObjectEntry>(
       log,
       hub,
       LOG_ID,
       (position, entry) => [eventOf(position, entry)],
     );
-    this.streams.onRemotePurge(() => ["purge", { log_id: 0 }]);
+    this.streams.purgeNotice(() => ["purge", { log_id: 0 }]);
     this.#records = env.db<Held>("objects:state");
     this.#commits = env.commits;
   }
@@ -165,6 +164,6 @@ export class ObjectStore {
   /** Back to never-written, in a new epoch; subscribers get `purge` `{ log_id: 0, epoch }`. */
   async purge(ref: ObjectRef): Promise<void> {
     const addr = addressOf(ref);
-    await this.streams.purge(addr, "purge", { log_id: 0 }, () => this.#commits.write(this.#records, addr.stream, undefined));
+    await this.streams.purge(addr, () => this.#commits.write(this.#records, addr.stream, undefined));
   }
 }

@@ -123,7 +123,7 @@ export class ChannelService {
   ): Promise<(number | null)[]> {
     const topic = this.topic(app, channel);
     if (channelKind(channel) === "ephemeral") {
-      for (const e of events) this.hub.broadcast(topic, e.event, deliveryPayload(null, e), excludeSocketId);
+      for (const e of events) this.hub.publish(topic, e.event, deliveryPayload(null, e), excludeSocketId, "cluster");
       return events.map(() => null);
     }
     const addr = this.address(app, channel);

@@ -98,6 +98,6 @@ export class PusherSockets implements SocketEndpoint, PusherUsers {
 
   /** Delivers to the `#server-to-user-{id}` channel of every socket signed in as `userId`. */
   sendToUser(app: App, userId: string, event: string, data: string): void {
-    this.#deps.hub.broadcast(userTopic(app.key, userId), event, { serial: null, data });
+    this.#deps.hub.publish(userTopic(app.key, userId), event, { serial: null, data }, undefined, "cluster");
   }
 }

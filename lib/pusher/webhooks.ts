@@ -29,7 +29,7 @@ import type { Database, Key } from "lmdb";
 import type { App, AppRegistry, WebhookEventType } from "../config/apps.ts";
 import type { Hub } from "../hub/hub.ts";
 import type { ChannelService, StoredEvent } from "../pubsub/service.ts";
-import type { StoreEnv } from "../store/env.ts";
+import type { Storage } from "../store/storage.ts";
 import { errorFields, log } from "../log/mod.ts";
 import { type OutboxEntry, WebhookOutbox } from "../webhooks/outbox.ts";
 import { OutboxSender, postJson } from "../webhooks/sender.ts";
@@ -86,7 +86,7 @@ export class PusherWebhooks {
   #announced = new Map<string, Promise<void>>();
 
   /** Observes the hub, presence and client events of `svc` for apps that have webhooks. */
-  constructor(apps: AppRegistry, env: StoreEnv, hub: Hub, svc: ChannelService) {
+  constructor(apps: AppRegistry, env: Storage, hub: Hub, svc: ChannelService) {
     this.#apps = apps;
     this.#db = env.db<number>(DB);
     this.#outbox = new WebhookOutbox<Delivery>(env, DB, {
@@ -128,7 +128,7 @@ export class PusherWebhooks {
       this.#records.add(recordId(topic, user)); // stored: a change before the reconciliation ends it
     }
     if (this.#stale.size > 0) {
-      if (env.replicated) {
+      if (env.remote) {
         this.#reconcileTimer = setTimeout(() => this.#reconcile(svc), CLUSTER_RECONCILE_MS);
       } else this.#reconcile();
     }

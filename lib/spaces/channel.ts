@@ -29,7 +29,7 @@ export function spaceMember(socketId: string, info: unknown): SpaceMember {
 
 /**
  * Builds the `spaces` channel handler. Members are kept in `members` (user id = socket id),
- * which a cluster shares between nodes; pushes go out through the hub's `broadcast`, so
+ * which a cluster shares between nodes; pushes go out through the hub with reach `"cluster"`, so
  * members on other nodes get them too.
  */
 export function spacesChannel(hub: Hub, members: PresenceRegistry): ChannelHandler {
@@ -69,7 +69,7 @@ export function spacesChannel(hub: Hub, members: PresenceRegistry): ChannelHandl
           if (size > MAX_SPACE_PAYLOAD_BYTES) {
             return errorReply(`Validation failed: payload larger than ${MAX_SPACE_PAYLOAD_BYTES} bytes`);
           }
-          hub.broadcast(ctx.topic, event, payload, ctx.socketId);
+          hub.publish(ctx.topic, event, payload, ctx.socketId, "cluster");
           return { status: "ok", response: {} };
         },
         terminate() {

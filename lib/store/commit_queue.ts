@@ -3,6 +3,7 @@
 import type { Database, Key } from "lmdb";
 import { setImmediate } from "node:timers";
 import type { CommitTarget } from "./commit_target.ts";
+import type { Commits } from "./storage.ts";
 
 interface Job {
   fn: () => unknown;
@@ -60,11 +61,11 @@ const DEFAULT_WEIGHT = 128;
  * goes through this queue (a write outside a job drops the row from it); a failed commit
  * empties it.
  *
- * Clustered mode (`env.replicated`): a transaction may run more than once and other nodes'
- * writes land beside it, so each job is its own transaction, `read` goes straight to the store
- * (`load`) and `write`/`keep` put at once.
+ * The commit path of one node's store (`StoreEnv`); a replicated store, where a transaction
+ * may run more than once and other nodes' writes land beside it, has its own
+ * (`DirectCommits`).
  */
-export class CommitQueue {
+export class CommitQueue implements Commits {
   #env: CommitTarget;
   #queue: Job[] = [];
   #scheduled = false;
@@ -88,19 +89,16 @@ export class CommitQueue {
   #cachedBytes = 0;
   /** Per database: its id, its interned slots, and the last key asked for with its slot. */
   #slots = new Map<Database, { id: number; interned: Map<string, string>; key: string | undefined; slot: string }>();
-  #direct: boolean;
 
   /** A queue committing into `env`. */
   constructor(env: CommitTarget) {
     this.#env = env;
-    this.#direct = env.replicated;
   }
 
   /** Runs `fn` in the next batch (see the class comment); resolves with its result once the
    * batch is durable, rejects with its error (nothing of it written) or the commit's.
    * `staged`: `fn` writes only through this queue, never to a database itself. */
   run<T>(fn: () => T, staged = false): Promise<T> {
-    if (this.#direct) return this.#env.transaction(fn);
     return new Promise<T>((resolve, reject) => {
       this.#queue.push({ fn, staged, resolve: resolve as (v: unknown) => void, reject });
       if (!this.#scheduled && !this.#committing) {
@@ -121,7 +119,6 @@ export class CommitQueue {
     load: () => V | undefined = () => db.get(key),
     fresh?: (value: V) => boolean,
   ): V | undefined {
-    if (this.#direct) return load();
     const slot = this.#slot(db, key);
     const staged = this.#batch?.get(slot);
     if (staged) return staged.value as V | undefined;
@@ -136,8 +133,8 @@ export class CommitQueue {
 
   /**
    * Stages a row write (`undefined` removes it) in the running job; `weight` is roughly its
-   * size in bytes, for the cache's bound. Outside a job (or in clustered mode) it is written at
-   * once, in the caller's transaction.
+   * size in bytes, for the cache's bound. Outside a job it is written at once, in the caller's
+   * transaction.
    */
   write<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
     if (!this.#inJob) {
@@ -151,10 +148,10 @@ export class CommitQueue {
 
   /**
    * Stages a derived row that is cached like a `write` but never put (see the class comment).
-   * Outside a job, and in clustered mode (where other nodes read the store), it is a `write`.
+   * Outside a job it is a `write`.
    */
   keep<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
-    if (!this.#inJob || this.#direct) return this.write(db, key, value, weight);
+    if (!this.#inJob) return this.write(db, key, value, weight);
     this.#stage(db, key, { db: db as Database, key, value, weight, put: false });
   }
 
@@ -271,7 +268,6 @@ export class CommitQueue {
 
   /** Drops a row from the cache (it was written outside a job). */
   #forget(db: Database, key: Key): void {
-    if (this.#direct) return;
     const slot = this.#slot(db, key);
     const old = this.#cache.get(slot);
     if (!old) return;

@@ -4,11 +4,9 @@
  */
 import type { RootDatabase } from "lmdb";
 
-/** A store that commits transactions and batches durably (`StoreEnv`, `ReplicatedEnv`). */
+/** A store that commits transactions and batches durably (`StoreEnv`). */
 export interface CommitTarget {
   readonly root: RootDatabase;
-  /** True when other nodes write this store too: the queue then commits each job directly. */
-  readonly replicated: boolean;
   /** One durable write transaction (see `StoreEnv.transaction`). */
   transaction<T>(fn: () => T): Promise<T>;
   /** One durable batch of puts (see `StoreEnv.batch`). */

@@ -1,5 +1,6 @@
-// The one LMDB environment of the data dir (`StoreEnv`): named databases, durable transactions
-// and batches, storage failures as `StorageUnavailableError`, backup and close.
+// The one LMDB environment of the data dir (`StoreEnv`), the local implementation of `Storage`:
+// named databases, durable transactions and batches, storage failures as
+// `StorageUnavailableError`, backup and close.
 import { statfsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { open, type Database, type Key, type RootDatabase } from "lmdb";
@@ -9,22 +10,12 @@ import { log } from "../log/mod.ts";
 import { CommitQueue } from "./commit_queue.ts";
 import { CODEC_OPTIONS } from "./codec.ts";
 import { prefixCachedKeys } from "./keys.ts";
+import type { Storage } from "./storage.ts";
 
 /** The LMDB environment's path inside the data dir. */
 export function storePath(dataDir: string): string {
   return join(dataDir, "switchboard.mdb");
 }
-
-/** One replicated write: `[0, db, key, value]` puts, `[1, db, key]` removes. */
-export type Write = [0, string, Key, unknown] | [1, string, Key];
-
-/** Sees another node's writes: `before` just ahead of the local commit applying them (readers
- * may see them from then on), `after` once that commit is durable (`committed`) or failed. */
-export interface RemoteApplyHook {
-  before(writes: Write[]): void;
-  after(writes: Write[], committed: boolean): void;
-}
-
 
 /**
  * The one LMDB environment in the data dir. Named databases are opened through `db(name)`.
@@ -33,8 +24,10 @@ export interface RemoteApplyHook {
  * (DESIGN.md rule 5), and each write transaction's promise resolves after that sync, so an
  * awaited write is durable. Concurrent writes queued while a commit is running are batched
  * into the next commit (group commit), so throughput does not pay one fsync per write.
+ *
+ * The store of one node (`Storage`); a replicated store (lib/cluster/) is built around one.
  */
-export class StoreEnv {
+export class StoreEnv implements Storage {
   readonly root: RootDatabase;
   #dbs = new Map<string, Database>();
   /** Transactions started and not yet settled. */
@@ -131,16 +124,10 @@ export class StoreEnv {
     return (this.#commits ??= new CommitQueue(this));
   }
 
-  /** True when other nodes write this store too (clustered mode, `ReplicatedEnv`). */
-  get replicated(): boolean {
-    return false;
+  /** On one node every database is node-local: the same as `db` (see `Storage.nodeLocal`). */
+  nodeLocal<V = unknown>(name: string): Database<V, Key> {
+    return this.db<V>(name);
   }
-
-  /**
-   * Registers `hook` to see writes that another node made, around the local commit that applies
-   * them (clustered mode, see `ReplicatedEnv`); one node alone never calls it.
-   */
-  onRemoteApply(_hook: RemoteApplyHook): void {}
 
   /**
    * Why this store cannot take writes now, or undefined when it can, from what it knows and

@@ -2,10 +2,9 @@
 // append-only log with contiguous positions, heads, retention trims, purges with epochs, and
 // publishing in position order after commit.
 import type { Database, Key } from "lmdb";
-import type { StoreEnv } from "./env.ts";
 import type { LogFollower, LogRecord, Prepared, PublishFn, StreamLog } from "../streams/stream_log.ts";
-import type { Write } from "./env.ts";
-import type { CommitQueue } from "./commit_queue.ts";
+import type { Commits, Storage, StreamChange } from "./storage.ts";
+import { logDbNames, type StoredEntry, unpackEntry as unpack } from "./log_layout.ts";
 
 export type { LogRecord, Prepared, PublishFn } from "../streams/stream_log.ts";
 
@@ -14,14 +13,6 @@ export type { LogRecord, Prepared, PublishFn } from "../streams/stream_log.ts";
 interface StreamMeta {
   head: number;
   first: number;
-}
-
-/** A stored entry: `[time, entry]`; releases before 2026-11-25 stored `{ t, e }`. */
-type StoredEntry = [number, unknown] | { t: number; e: unknown };
-
-/** The time and entry of a stored entry, in either form. */
-function unpack(value: StoredEntry): { time: number; entry: unknown } {
-  return Array.isArray(value) ? { time: value[0], entry: value[1] } : { time: value.t, entry: value.e };
 }
 
 interface Tracker {
@@ -58,28 +49,30 @@ function newEpoch(): string {
  *   the same LMDB batch are unaffected.
  */
 export class OrderedLog implements StreamLog {
-  #commits: CommitQueue;
+  #commits: Commits;
   #log: Database<StoredEntry, Key>;
   #meta: Database<StreamMeta, Key>;
   #epochs: Database<string, Key>;
   #trackers = new Map<string, Tracker>();
   #followers: LogFollower[] = [];
-  #names: { entries: string; meta: string; epochs: string };
   #staged: boolean;
 
   /**
    * The log named `name` in `env`. `staged`: every `prepare` and `apply` of this log's
-   * products writes only through the store's `CommitQueue` (never to a database itself), so an
+   * products writes only through the store's `Commits` (never to a database itself), so an
    * append needs no child transaction and its entries are put at the end of the batch.
    */
-  constructor(env: StoreEnv, name = "log", { staged = false } = {}) {
+  constructor(env: Storage, name = "log", { staged = false } = {}) {
     this.#staged = staged;
     this.#commits = env.commits;
-    this.#names = { entries: `${name}:entries`, meta: `${name}:meta`, epochs: `${name}:epochs` };
-    this.#log = env.db(this.#names.entries);
-    this.#meta = env.db(this.#names.meta);
-    this.#epochs = env.db(this.#names.epochs);
-    env.onRemoteApply({ before: (w) => this.#remoteBefore(w), after: (w, ok) => this.#remoteAfter(w, ok) });
+    const names = logDbNames(name);
+    this.#log = env.db(names.entries);
+    this.#meta = env.db(names.meta);
+    this.#epochs = env.db(names.epochs);
+    env.remote?.follow(name, {
+      applying: (changes) => this.#remoteApplying(changes),
+      applied: (changes, ok) => this.#remoteApplied(changes, ok),
+    });
   }
 
   /** Registers `fn` for entries and purges other nodes made (see `StreamLog.follow`). */
@@ -301,50 +294,28 @@ export class OrderedLog implements StreamLog {
     return out;
   }
 
-  /** Another node's writes are about to be committed here: hold joins on the streams they
-   * touch until they are published. */
-  #remoteBefore(writes: Write[]): void {
-    for (const stream of this.#touched(writes)) this.#track(stream).inflight++;
+  /** Another node's changes are about to be committed here: hold joins on their streams
+   * until they are published. */
+  #remoteApplying(changes: StreamChange[]): void {
+    for (const { stream } of changes) this.#track(stream).inflight++;
   }
 
-  /** Another node's writes are committed here: publish its entries in position order (after
+  /** Another node's changes are committed here: publish its entries in position order (after
    * any earlier ones of this node's own appends), or its purge. */
-  #remoteAfter(writes: Write[], committed: boolean): void {
-    if (!committed) {
-      for (const stream of this.#touched(writes)) {
-        const t = this.#trackers.get(stream);
-        if (t) t.inflight--, this.#release(stream, t);
-      }
-      return;
-    }
-    const appended = new Map<string, LogRecord[]>();
-    const purged = new Map<string, string>();
-    for (const w of writes) {
-      if (w[1] === this.#names.entries && w[0] === 0) {
-        const [stream, position] = w[2] as [string, number];
-        let list = appended.get(stream);
-        if (!list) appended.set(stream, (list = []));
-        list.push({ position, ...unpack(w[3] as StoredEntry) });
-      } else if (w[1] === this.#names.epochs && w[0] === 0) {
-        purged.set(w[2] as string, w[3] as string);
-        appended.delete(w[2] as string);
-      }
-    }
-    for (const stream of this.#touched(writes)) {
+  #remoteApplied(changes: StreamChange[], committed: boolean): void {
+    for (const { stream, appended, purged } of changes) {
       const t = this.#trackers.get(stream);
       if (!t) continue;
-      const epoch = purged.get(stream);
-      if (epoch !== undefined) {
+      if (committed && purged !== undefined) {
         t.published = 0;
         t.ready.clear();
-        for (const f of this.#followers) f.purged(stream, epoch);
+        for (const f of this.#followers) f.purged(stream, purged);
       }
-      const records = (appended.get(stream) ?? []).sort((a, b) => a.position - b.position);
-      if (records.length > 0) {
-        const first = records[0].position;
-        const last = records[records.length - 1].position;
+      if (committed && appended.length > 0) {
+        const first = appended[0].position;
+        const last = appended[appended.length - 1].position;
         t.ready.set(first, () => {
-          for (const f of this.#followers) f.appended(stream, first, records.map((r) => r.entry));
+          for (const f of this.#followers) f.appended(stream, first, appended.map((r) => r.entry));
           return last;
         });
         this.#drain(t);
@@ -352,15 +323,6 @@ export class OrderedLog implements StreamLog {
       t.inflight--;
       this.#release(stream, t);
     }
-  }
-
-  /** Streams whose head or epoch a write set changes. */
-  #touched(writes: Write[]): Set<string> {
-    const out = new Set<string>();
-    for (const w of writes) {
-      if (w[1] === this.#names.meta || w[1] === this.#names.epochs) out.add(w[2] as string);
-    }
-    return out;
   }
 
   #track(stream: string): Tracker {

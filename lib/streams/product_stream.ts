@@ -55,18 +55,24 @@ export class ProductStream<E> {
       },
       purged: (stream, epoch) => {
         const topic = this.#liveTopic(stream);
-        const parsed = topic ? Topic.parse(topic) : null;
-        if (!topic || !parsed) return;
-        const [event, payload] = this.#purgeNotice(parsed);
-        this.#hub.publish(topic, event, { ...payload, epoch });
+        if (topic) this.#purged(topic, epoch);
       },
     });
   }
 
-  /** The event (and payload) subscribers get when another node purges the stream of `topic`
-   * (parsed); the same the product passes to `purge`. */
-  onRemotePurge(notice: (topic: Topic) => [string, Record<string, unknown>]): void {
+  /** Declares the event (and payload) subscribers of `topic` (parsed) get when its stream is
+   * purged, here or on another node; `{ epoch }` is added to the payload. */
+  purgeNotice(notice: (topic: Topic) => [string, Record<string, unknown>]): void {
     this.#purgeNotice = notice;
+  }
+
+  /** Tells the subscribers of `topic` that its stream was purged into `epoch` (see
+   * `purgeNotice`): the one path for purges made here and on other nodes. */
+  #purged(topic: string, epoch: string): void {
+    const parsed = Topic.parse(topic);
+    if (!parsed) return;
+    const [event, payload] = this.#purgeNotice(parsed);
+    this.#hub.publish(topic, event, { ...payload, epoch });
   }
 
   /**
@@ -86,6 +92,8 @@ export class ProductStream<E> {
     });
   }
 
+  /** Delivers appended entries to the subscribers of `topic`: the one path for entries
+   * appended here and on other nodes. */
   #broadcast(topic: string, first: number, entries: E[]): void {
     record.append(topic, entries.length);
     // No subscriber and no console watching: nothing would receive the events, so they are
@@ -112,17 +120,10 @@ export class ProductStream<E> {
 
   /**
    * Deletes the stream (with `apply` writes in the same transaction) and starts a new epoch;
-   * subscribers then get `event` with `{ ...payload, epoch }`. Resolves with the new epoch.
+   * subscribers then get the purge notice (see `purgeNotice`). Resolves with the new epoch.
    */
-  purge(
-    addr: StreamAddress,
-    event: string,
-    payload: Record<string, unknown>,
-    apply?: () => void,
-  ): Promise<string> {
-    return this.log.purge(addr.stream, apply, (epoch) => {
-      this.#hub.publish(addr.topic, event, { ...payload, epoch });
-    });
+  purge(addr: StreamAddress, apply?: () => void): Promise<string> {
+    return this.log.purge(addr.stream, apply, (epoch) => this.#purged(addr.topic, epoch));
   }
 
   /** The client's position in this product's join params, or the refusal reason (see

@@ -13,7 +13,7 @@
  */
 import process from "node:process";
 import type { Database, Key } from "lmdb";
-import type { StoreEnv } from "../store/env.ts";
+import type { Storage } from "../store/storage.ts";
 import { errorFields, log } from "../log/mod.ts";
 import { record } from "../metrics/mod.ts";
 
@@ -76,7 +76,7 @@ export interface OutboxOptions<T> {
 /** See the module comment. */
 export class WebhookOutbox<T extends OutboxEntry> {
   readonly kind: string;
-  readonly env: StoreEnv;
+  readonly env: Storage;
   #db: Database<T, Key>;
   #laneOf: (item: T) => string;
   #limits: OutboxLimits;
@@ -91,10 +91,10 @@ export class WebhookOutbox<T extends OutboxEntry> {
   #droppedUnlogged = 0;
 
   /** Opens the outbox over the database `dbName` and indexes what it holds. */
-  constructor(env: StoreEnv, dbName: string, opts: OutboxOptions<T>) {
+  constructor(env: Storage, dbName: string, opts: OutboxOptions<T>) {
     this.env = env;
     this.kind = opts.kind;
-    this.#db = env.db<T>(dbName);
+    this.#db = env.nodeLocal<T>(dbName);
     this.#laneOf = opts.laneOf;
     this.#limits = opts.limits ?? outboxLimits();
     this.#load();

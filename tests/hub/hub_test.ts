@@ -93,3 +93,20 @@ Deno.test("Hub: an added format gets its own encoding (null skips), and every su
   for (const s of [a, u1, u2]) hub.unsubscribe("t", s);
   assert.deepEqual(seen, [["t", 1, 1], ["t", 2, 1], ["t", 3, 1], ["t", 2, -1], ["t", 1, -1], ["t", 0, -1]]);
 });
+
+Deno.test("Hub.publish(): reach \"cluster\" is also relayed to the other nodes, reach \"node\" is not; a relayed event is observed, then published here", () => {
+  const hub = new Hub();
+  const sub = new Recorder();
+  hub.subscribe("t", sub);
+  const relayed: unknown[][] = [];
+  hub.useRelay((...args) => relayed.push(args));
+  const observed: unknown[][] = [];
+  hub.onRelayed((...args) => observed.push(args));
+  assert.equal(hub.publish("t", "logged", { n: 1 }), 1);
+  assert.equal(hub.publish("t", "ephemeral", { n: 2 }, "x.1", "cluster"), 1);
+  assert.deepEqual(relayed, [["t", "ephemeral", { n: 2 }, "x.1"]]);
+  hub.relayed("t", "from-b", { n: 3 });
+  assert.deepEqual(observed, [["t", "from-b", { n: 3 }]]);
+  assert.equal(relayed.length, 1, "an event from another node is not relayed again");
+  assert.deepEqual(sub.frames.map((f) => f[3]), ["logged", "ephemeral", "from-b"]);
+});

@@ -10,8 +10,7 @@
  * Anything else is `invalid_state`; ending a terminal run is `already_ended`.
  */
 import type { Database, Key } from "lmdb";
-import type { CommitQueue } from "../../store/commit_queue.ts";
-import type { StoreEnv } from "../../store/env.ts";
+import type { Commits, Storage } from "../../store/storage.ts";
 
 /** Run status values. */
 export type RunStatus = "pending" | "active" | "suspended" | "complete" | "cancelled" | "error";
@@ -139,9 +138,9 @@ export function endRun(
  */
 export class RunTable {
   #db: Database<RunRecord, Key>;
-  #commits: CommitQueue;
+  #commits: Commits;
 
-  constructor(env: StoreEnv) {
+  constructor(env: Storage) {
     this.#db = env.db<RunRecord>("chat:live:runs");
     this.#commits = env.commits;
   }

@@ -59,7 +59,7 @@ export class LiveService {
     this.#svc = svc;
     this.runs = runs;
     this.rollups = new RollupBuffers((topic, runId, text, offset) => {
-      hub.broadcast(topic, "stream", { runId, text, offset });
+      hub.publish(topic, "stream", { runId, text, offset }, undefined, "cluster");
     }, rollupMs);
     hub.onRelayed((topic, event, payload) => {
       if (event === "stream" && Topic.parseOf(topic, "chat")) this.#mirror(topic, payload as RemoteDelta);

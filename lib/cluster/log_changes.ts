@@ -1,0 +1,79 @@
+/**
+ * The typed changes a replicated store hands the ordered logs (`RemoteChanges`): another
+ * node's write set, read once here in the ordered logs' layout (`lib/store/log_layout.ts`), as
+ * per-stream appends and purges, so no ordered log reads write tuples.
+ */
+import type { Key } from "lmdb";
+import { entryRecord, type LogDbNames, logDbNames, type StoredEntry } from "../store/log_layout.ts";
+import type { LogChangeListener, RemoteChanges, StreamChange } from "../store/storage.ts";
+
+/** One replicated write: `[0, db, key, value]` puts, `[1, db, key]` removes. */
+export type Write = [0, string, Key, unknown] | [1, string, Key];
+
+/** The changes a write set makes to the ordered log laid out in `names`: one per stream whose
+ * head or epoch it writes, with its new epoch if it purged the stream and the entries it
+ * appends (after that purge), in position order. */
+export function streamChanges(names: LogDbNames, writes: Write[]): StreamChange[] {
+  const changes = new Map<string, StreamChange>();
+  const change = (stream: string) => {
+    let c = changes.get(stream);
+    if (!c) changes.set(stream, (c = { stream, appended: [] }));
+    return c;
+  };
+  const appended = new Map<string, ReturnType<typeof entryRecord>[]>();
+  for (const w of writes) {
+    if (w[1] === names.meta) change(w[2] as string);
+    else if (w[1] === names.epochs) {
+      const c = change(w[2] as string);
+      if (w[0] === 0) {
+        c.purged = w[3] as string;
+        appended.delete(c.stream);
+      }
+    } else if (w[1] === names.entries && w[0] === 0) {
+      const key = w[2] as [string, number];
+      let list = appended.get(key[0]);
+      if (!list) appended.set(key[0], (list = []));
+      list.push(entryRecord(key, w[3] as StoredEntry));
+    }
+  }
+  for (const c of changes.values()) {
+    c.appended = (appended.get(c.stream) ?? []).sort((a, b) => a.position - b.position);
+  }
+  return [...changes.values()];
+}
+
+/**
+ * The ordered logs' listeners of a replicated store: `applying` and `applied` take the write
+ * sets of other nodes around the local commit that applies them and tell each log's listeners
+ * the changes to that log (see `LogChangeListener`).
+ */
+export class LogChangeFeed implements RemoteChanges {
+  #logs: { names: LogDbNames; listener: LogChangeListener }[] = [];
+  /** The write set being applied and its changes per log (read once, told twice). */
+  #pending: { writes: Write[]; changes: StreamChange[][] } | undefined;
+
+  /** Registers `listener` for the ordered log named `log`. */
+  follow(log: string, listener: LogChangeListener): void {
+    this.#logs.push({ names: logDbNames(log), listener });
+  }
+
+  /** Another node's `writes` are about to be committed here. */
+  applying(writes: Write[]): void {
+    const changes = this.#changes(writes);
+    this.#logs.forEach(({ listener }, i) => changes[i].length > 0 && listener.applying(changes[i]));
+  }
+
+  /** Another node's `writes` are committed here (`committed`) or failed to be. */
+  applied(writes: Write[], committed: boolean): void {
+    const changes = this.#changes(writes);
+    this.#pending = undefined;
+    this.#logs.forEach(({ listener }, i) => changes[i].length > 0 && listener.applied(changes[i], committed));
+  }
+
+  #changes(writes: Write[]): StreamChange[][] {
+    if (this.#pending?.writes !== writes) {
+      this.#pending = { writes, changes: this.#logs.map(({ names }) => streamChanges(names, writes)) };
+    }
+    return this.#pending.changes;
+  }
+}
