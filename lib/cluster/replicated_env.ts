@@ -605,8 +605,13 @@ export class ReplicatedEnv implements Storage {
       this.#awaiting.delete(batch);
       if (this.#applying) await this.#applying;
       // Applied here: acknowledged once enough other nodes applied the log alike that far. The
-      // others read the position from the stream; this only tells them it exists.
-      if (outcome.done === "applied") this.#link.publish(HEAD_SUBJECT, encodeSeq(outcome.seq));
+      // others read the position from the stream; this only tells them it exists. Meanwhile the
+      // next batch may go out (it runs on state that includes this one).
+      if (outcome.done === "applied") {
+        this.#link.publish(HEAD_SUBJECT, encodeSeq(outcome.seq));
+        this.#inflight.delete(out);
+        this.#pump();
+      }
       if (outcome.done === "applied" && !(await this.#peers.wait(outcome.seq, deadline))) {
         lastError = this.#diverged ?? "no majority of the nodes confirmed the log position";
         outcome.done = null;
