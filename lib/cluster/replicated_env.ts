@@ -130,6 +130,8 @@ const SLOW_BATCH_MS = 250;
 const MAX_INFLIGHT = 8;
 /** Log positions read from the stream at once, at most. */
 const READ_AHEAD = 64;
+/** Reads failing this long on one NATS server make the node move to another. */
+const READS_FAILING_MS = 6000;
 
 /** `seq` as 8 bytes (big-endian float). */
 function encodeSeq(seq: number): Uint8Array {
@@ -198,8 +200,10 @@ export class ReplicatedEnv implements Storage {
    * behind the position applied (a consumer served by a lagging replica). */
   #consumerSeq = 0;
   #consumerBehind = 0;
-  /** When a read last failed, and whether the last read found the position not there yet. */
+  /** When a read last failed, since when reads have failed without a success in between, and
+   * whether the last read found the position not there yet. */
   #repairFailedAt = 0;
+  #readsFailingSince = 0;
   #repairEmpty = false;
   /** Highest position known to exist that repair should reach. */
   #repairTarget = 0;
@@ -885,10 +889,21 @@ export class ReplicatedEnv implements Storage {
             this.#feed(seqs[i], data);
           }
         }
+        this.#readsFailingSince = 0;
       } catch (err) {
         // Logged once a second at most, and retried after a pause (no stream leader yet).
-        if (Date.now() - this.#repairFailedAt > 1000) log.warn("cluster repair read failed", { error: String(err) });
-        this.#repairFailedAt = Date.now();
+        const now = Date.now();
+        if (now - this.#repairFailedAt > 1000) log.warn("cluster repair read failed", { error: String(err) });
+        this.#repairFailedAt = now;
+        // A server that answers pings but whose JetStream requests keep failing is left for
+        // another one (in a nemesis run a node stayed on such a server for minutes, every read
+        // timing out, while the other nodes went on).
+        if (this.#readsFailingSince === 0) this.#readsFailingSince = now;
+        else if (now - this.#readsFailingSince >= READS_FAILING_MS && this.#link.connected()) {
+          log.warn("cluster reads keep failing on this NATS server; moving to another", { server: this.#link.nc.getServer() });
+          this.#readsFailingSince = now;
+          void this.#link.nc.reconnect().catch(() => {});
+        }
       }
       this.#repairTimer = undefined;
       if (this.#applied >= this.#repairTarget) this.#repairTarget = 0;
