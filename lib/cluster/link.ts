@@ -55,9 +55,9 @@ export class ClusterLink {
   #pings = new Set<{ at: number }>();
   #lastTick = Date.now();
   #watchTimer: ReturnType<typeof setInterval>;
-  /** Resolved (and replaced) each time the connection is lost: requests in flight on the old
-   * connection end then, instead of waiting out their timeouts (their replies cannot come). */
-  #moved = Promise.withResolvers<void>();
+  /** Requests in flight, each ended when the connection is lost (their replies cannot come)
+   * instead of waiting out its timeout. */
+  #inflight = new Set<() => void>();
 
   private constructor(nc: NatsConnection, jsm: JetStreamManager, nodeId: string, replicas: number) {
     this.nc = nc;
@@ -82,8 +82,8 @@ export class ClusterLink {
         dials = [];
         log.warn("cluster NATS connection lost", { server: String(s.data) });
         this.#pings.clear();
-        this.#moved.resolve();
-        this.#moved = Promise.withResolvers<void>();
+        for (const end of this.#inflight) end();
+        this.#inflight.clear();
       } else if (s.type === DebugEvents.Reconnecting) {
         if (dials.length < DIALS_LOGGED) dials.push(`${String(s.data)}@${lostAt ? Date.now() - lostAt : 0}ms`);
       } else if (s.type === DebugEvents.StaleConnection) {
@@ -94,9 +94,20 @@ export class ClusterLink {
     }
   }
 
-  /** Resolves to `value` when the connection is lost before `p` settles. */
+  /** `p`, or `value()` when the connection is lost before `p` settles. */
   #orMoved<T>(p: Promise<T>, value: () => T): Promise<T> {
-    return Promise.race([p, this.#moved.promise.then(value)]);
+    let end!: () => void;
+    const moved = new Promise<T>((resolve, reject) => {
+      end = () => {
+        try {
+          resolve(value());
+        } catch (err) {
+          reject(err);
+        }
+      };
+    });
+    this.#inflight.add(end);
+    return Promise.race([p, moved]).finally(() => this.#inflight.delete(end));
   }
 
   /**
