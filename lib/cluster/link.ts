@@ -5,7 +5,9 @@
  */
 import {
   connect,
+  DebugEvents,
   DeliverPolicy,
+  Events,
   type JetStreamClient,
   type JetStreamManager,
   type NatsConnection,
@@ -22,10 +24,14 @@ const PING_MS = 1000;
 const MAX_PINGS_OUT = 3;
 /** How long one dial (TCP plus the server's greeting) may take before the next server. */
 const DIAL_MS = 2000;
-/** How long a suspected server has to answer a ping before the connection moves on (a
- * loaded healthy server, e.g. the stream's leader while a replica catches up, answered in
- * more than 1.5 s in the nemesis: nodes then left it for nothing, twice in a row). */
+/** Dial attempts logged per outage at most (a long one retries every server for ever). */
+const DIALS_LOGGED = 12;
+/** How long a ping may wait for its answer before the connection moves on (a loaded healthy
+ * server, e.g. the stream's leader while a replica catches up, answered in more than 1.5 s in
+ * the nemesis: nodes then left it for nothing, twice in a row). */
 const SUSPECT_RTT_MS = 2500;
+/** The watchdog's ping interval (`ClusterLink#watchdog`). */
+const WATCH_PING_MS = 250;
 
 /** The JetStream stream holding every replicated write, and its one subject. */
 export const LOG_STREAM = "SWITCHBOARD";
@@ -45,7 +51,13 @@ export class ClusterLink {
   readonly nodeId: string;
   #maxPayload: number;
   #replicas: number;
-  #suspecting = false;
+  /** Send times of the watchdog's pings not answered yet. */
+  #pings = new Set<{ at: number }>();
+  #lastTick = Date.now();
+  #watchTimer: ReturnType<typeof setInterval>;
+  /** Requests in flight, each ended when the connection is lost (their replies cannot come)
+   * instead of waiting out its timeout. */
+  #inflight = new Set<() => void>();
 
   private constructor(nc: NatsConnection, jsm: JetStreamManager, nodeId: string, replicas: number) {
     this.nc = nc;
@@ -54,6 +66,48 @@ export class ClusterLink {
     this.jsm = jsm;
     this.js = nc.jetstream();
     this.nodeId = nodeId;
+    rotatePastCurrent(nc);
+    void this.#watch();
+    this.#watchTimer = setInterval(() => this.#watchdog(), WATCH_PING_MS);
+  }
+
+  /** Logs every disconnect, dial and reconnect (which server, how long), and ends the requests
+   * in flight when the connection is lost. */
+  async #watch(): Promise<void> {
+    let lostAt = 0;
+    let dials: string[] = [];
+    for await (const s of this.nc.status()) {
+      if (s.type === Events.Disconnect) {
+        lostAt = Date.now();
+        dials = [];
+        log.warn("cluster NATS connection lost", { server: String(s.data) });
+        this.#pings.clear();
+        for (const end of this.#inflight) end();
+        this.#inflight.clear();
+      } else if (s.type === DebugEvents.Reconnecting) {
+        if (dials.length < DIALS_LOGGED) dials.push(`${String(s.data)}@${lostAt ? Date.now() - lostAt : 0}ms`);
+      } else if (s.type === DebugEvents.StaleConnection) {
+        log.warn("cluster NATS server missed pings; moving to another", { server: this.nc.getServer(), max_pings_out: MAX_PINGS_OUT });
+      } else if (s.type === Events.Reconnect) {
+        log.info("cluster NATS reconnected", { server: String(s.data), after_ms: lostAt ? Date.now() - lostAt : 0, dials: dials.join(" ") });
+      }
+    }
+  }
+
+  /** `p`, or `value()` when the connection is lost before `p` settles. */
+  #orMoved<T>(p: Promise<T>, value: () => T): Promise<T> {
+    let end!: () => void;
+    const moved = new Promise<T>((resolve, reject) => {
+      end = () => {
+        try {
+          resolve(value());
+        } catch (err) {
+          reject(err);
+        }
+      };
+    });
+    this.#inflight.add(end);
+    return Promise.race([p, moved]).finally(() => this.#inflight.delete(end));
   }
 
   /**
@@ -113,54 +167,87 @@ export class ClusterLink {
   async append(data: Uint8Array, msgId: string, timeoutMs: number): Promise<AppendOutcome> {
     let ack: PubAck;
     try {
-      ack = await this.js.publish(LOG_SUBJECT, data, { msgID: msgId, timeout: Math.max(100, timeoutMs) });
+      const publish = this.js.publish(LOG_SUBJECT, data, { msgID: msgId, timeout: Math.max(100, timeoutMs) });
+      publish.catch(() => {}); // a reply that comes after a move is dropped
+      // A connection lost meanwhile cannot bring the reply: the caller retries (same message
+      // id) on the next server at once rather than after the timeout.
+      const r = await this.#orMoved(publish, () => null);
+      if (r === null) return { kind: "unknown", error: "NATS connection lost" };
+      ack = r;
     } catch (err) {
-      return { kind: "unknown", error: err instanceof Error ? err.message : String(err) };
+      return { kind: "unknown", error: describe(err) };
     }
     return { kind: "stored", seq: ack.seq, duplicate: ack.duplicate };
   }
 
   /**
-   * Called when a request went unanswered: when the server does not answer a ping within
-   * `SUSPECT_RTT_MS` either (frozen, cut off), the connection moves to another server from
-   * `--nats` at once, without waiting for the ping timer. A server that answers stays (the
-   * stream's leader is elsewhere, or it is electing one).
+   * Called when a request went unanswered: checks at once whether the server still answers
+   * pings (see `#watchdog`); a server that does stays (the stream's leader is elsewhere, or
+   * being elected).
    */
   suspect(): void {
-    if (this.#suspecting || !this.connected()) return;
-    this.#suspecting = true;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timedOut = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), SUSPECT_RTT_MS)));
-    void Promise.race([this.nc.rtt().then(() => "ok" as const, () => "timeout" as const), timedOut])
-      .then(async (answer) => {
-        clearTimeout(timer);
-        if (answer === "timeout" && this.connected()) {
-          log.warn("cluster NATS server does not answer; moving to another", { server: this.nc.getServer() });
-          await this.nc.reconnect().catch(() => {});
-        }
-      })
-      .finally(() => {
-        // At most one move per ping window: the new server gets time to answer.
-        setTimeout(() => (this.#suspecting = false), SUSPECT_RTT_MS);
-      });
+    this.#checkSilence();
+  }
+
+  /**
+   * Pings the server every `WATCH_PING_MS` and moves to another server from `--nats` as soon
+   * as one ping has waited `SUSPECT_RTT_MS` for its answer (a frozen or cut-off server is left
+   * within `SUSPECT_RTT_MS` plus one ping interval, whether or not writes are waiting on it).
+   * A round that fires late (this process held its event loop) judges nothing: the answers
+   * may be waiting unread.
+   */
+  #watchdog(): void {
+    const now = Date.now();
+    const late = now - this.#lastTick > WATCH_PING_MS * 2;
+    this.#lastTick = now;
+    if (late || this.nc.isClosed()) return;
+    if (this.#checkSilence()) return;
+    if (!this.connected() || this.#pings.size >= 16) return;
+    const ping = { at: now };
+    this.#pings.add(ping);
+    this.nc.flush().then(() => {
+      // Answers come in order: every earlier ping is answered too.
+      for (const p of this.#pings) if (p.at <= ping.at) this.#pings.delete(p);
+    }, () => this.#pings.delete(ping));
+  }
+
+  /** Moves to another server when a ping has waited `SUSPECT_RTT_MS`; true when it moved. */
+  #checkSilence(): boolean {
+    if (!this.connected()) return false;
+    let oldest = Infinity;
+    for (const p of this.#pings) oldest = Math.min(oldest, p.at);
+    const waited = Date.now() - oldest;
+    if (waited <= SUSPECT_RTT_MS || Date.now() - this.#lastTick > WATCH_PING_MS * 2) return false;
+    this.#pings.clear();
+    log.warn("cluster NATS server does not answer; moving to another", { server: this.nc.getServer(), ping_waited_ms: waited });
+    void this.nc.reconnect().catch(() => {});
+    return true;
   }
 
   /** The stored message at `seq`, or null when there is none (yet). */
   async read(seq: number): Promise<Uint8Array | null> {
     try {
-      const m = await this.jsm.streams.getMessage(LOG_STREAM, { seq });
+      const get = this.jsm.streams.getMessage(LOG_STREAM, { seq });
+      get.catch(() => {});
+      const m = await this.#orMoved(get, () => {
+        throw new Error("NATS connection lost");
+      });
       return m.data;
     } catch (err) {
       const code = (err as { api_error?: { err_code?: number } }).api_error?.err_code;
       if (code === 10037) return null; // no message found
-      throw err;
+      throw new Error(describe(err));
     }
   }
 
   /** The log's first position still stored (later than 1 once compacted) and its last. */
   async bounds(): Promise<{ first: number; last: number }> {
-    const { state } = await this.jsm.streams.info(LOG_STREAM);
-    return { first: state.first_seq, last: state.last_seq };
+    try {
+      const { state } = await this.jsm.streams.info(LOG_STREAM);
+      return { first: state.first_seq, last: state.last_seq };
+    } catch (err) {
+      throw new Error(describe(err));
+    }
   }
 
   /** The log's last position. */
@@ -234,7 +321,31 @@ export class ClusterLink {
 
   /** Closes the connection after flushing. */
   async close(): Promise<void> {
+    clearInterval(this.#watchTimer);
     if (this.nc.isClosed()) return;
     await this.nc.drain().catch(() => this.nc.close());
   }
+}
+
+/** An error's text, with JetStream's own description when it gave one (nats.js names both
+ * "no responders" and "JetStream temporarily unavailable" just `503`). */
+function describe(err: unknown): string {
+  const api = (err as { api_error?: { code?: number; err_code?: number; description?: string } }).api_error;
+  if (api) return `JetStream ${api.code} ${api.description ?? ""} (${api.err_code})`;
+  const code = (err as { code?: string }).code;
+  if (code === "503") return "503 no responders";
+  return err instanceof Error ? err.message : String(err);
+}
+
+/**
+ * nats.js dials its server list in turn, each time taking the one after the server it last
+ * dialled; right after the first connect, though, that server is still first in the list, so
+ * the first reconnect dials the server just left (a frozen or cut-off one then costs a whole
+ * dial timeout before the next server is tried). Puts it last, as every later dial does.
+ * Relies on nats.js internals (2.x); does nothing when they are not there.
+ */
+function rotatePastCurrent(nc: NatsConnection): void {
+  const servers = (nc as unknown as { protocol?: { servers?: { servers?: unknown[]; currentServer?: unknown } } }).protocol?.servers;
+  const list = servers?.servers;
+  if (Array.isArray(list) && list.length > 1 && list[0] === servers!.currentServer) list.push(list.shift());
 }
