@@ -211,6 +211,12 @@ export class ClusterLink {
     }, () => this.#pings.delete(ping));
   }
 
+  /** Leaves the current server for the next one from `--nats` (logging `why`). */
+  moveOn(why: string, fields: Record<string, unknown> = {}): void {
+    log.warn(why, { server: this.nc.getServer(), ...fields });
+    void this.nc.reconnect().catch(() => {});
+  }
+
   /** Moves to another server when a ping has waited `SUSPECT_RTT_MS`; true when it moved. */
   #checkSilence(): boolean {
     if (!this.connected()) return false;
@@ -219,8 +225,7 @@ export class ClusterLink {
     const waited = Date.now() - oldest;
     if (waited <= SUSPECT_RTT_MS || Date.now() - this.#lastTick > WATCH_PING_MS * 2) return false;
     this.#pings.clear();
-    log.warn("cluster NATS server does not answer; moving to another", { server: this.nc.getServer(), ping_waited_ms: waited });
-    void this.nc.reconnect().catch(() => {});
+    this.moveOn("cluster NATS server does not answer; moving to another", { ping_waited_ms: waited });
     return true;
   }
 

@@ -900,9 +900,8 @@ export class ReplicatedEnv implements Storage {
         // timing out, while the other nodes went on).
         if (this.#readsFailingSince === 0) this.#readsFailingSince = now;
         else if (now - this.#readsFailingSince >= READS_FAILING_MS && this.#link.connected()) {
-          log.warn("cluster reads keep failing on this NATS server; moving to another", { server: this.#link.nc.getServer() });
           this.#readsFailingSince = now;
-          void this.#link.nc.reconnect().catch(() => {});
+          this.#link.moveOn("cluster reads keep failing on this NATS server; moving to another");
         }
       }
       this.#repairTimer = undefined;
