@@ -24,7 +24,9 @@
  *
  * Because NATS replicas can still diverge (nats-server 2.9.10), the nodes also compare how they
  * applied the log (`agreement.ts`): a write is acknowledged once a majority of the nodes applied
- * the log alike up to it, and a node the majority disagrees with stops taking writes.
+ * the log alike up to it, and a node the majority disagrees with stops taking writes, then
+ * rebuilds its store from a snapshot and the stream (`rebuild.ts`) and takes writes again once
+ * a majority confirms its history.
  *
  * Node-local databases (those the products declare with `nodeLocal`: webhook outboxes, the
  * apps table) are recorded too but applied only by the node that wrote them; a transaction
@@ -47,6 +49,7 @@ import type { ClusterLink } from "./link.ts";
 import { requestPositions } from "./read_your_writes.ts";
 import { positionDigest, WindowFingerprint } from "./fingerprint.ts";
 import { PeerAgreement } from "./agreement.ts";
+import { DIVERGED_KEY, rebuildSource, replaceStore } from "./rebuild.ts";
 
 /** The database recording the log position applied (key `applied`). */
 export const POSITION_DB = "cluster:state";
@@ -122,6 +125,10 @@ const HEAD_SUBJECT = "sb.head";
  * (`agreement.ts`). */
 const APPLIED_SUBJECT = "sb.applied";
 
+/** The longest pause before an attempt at rebuilding a node that stopped itself (the pause
+ * doubles from `rebuildPauseMs` at each attempt that failed or ended diverged again). */
+const MAX_REBUILD_PAUSE_MS = 30_000;
+
 /** How long one publish attempt waits for its reply before it is retried (same message id). */
 const PUBLISH_TRY_MS = 1000;
 /** A batch out this long without an outcome no longer holds the next batches back. */
@@ -155,6 +162,9 @@ export interface ReplicationOptions {
   /** A log position this node applies as if it had read another message there (a fault hook
    * for tests: a NATS replica that diverged); 0 for none. */
   forkAt?: number;
+  /** How long a node that stopped itself waits before it rebuilds its store (default 1000 ms;
+   * doubled at each further attempt). */
+  rebuildPauseMs?: number;
 }
 
 /** See the module comment. */
@@ -178,6 +188,14 @@ export class ReplicatedEnv implements Storage {
   #peers: PeerAgreement;
   /** Set once a majority of the nodes applied the log differently: no more writes here. */
   #diverged: string | undefined;
+  /** Set from then until the rebuilt store caught up and a majority confirmed it (`#rebuild`). */
+  #rebuilding: string | undefined;
+  /** While the store is being replaced: nothing is applied. */
+  #replacing = false;
+  #rebuildTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Rebuilds tried since the node last stopped itself. */
+  #rebuildAttempts = 0;
+  #onRebuilt: (() => void)[] = [];
   #unsubscribeApplied: (() => void) | undefined;
   #recentDb: Database<[string, Key][] | { w: [string, Key][]; b?: string }, Key>;
   #queue: Task[] = [];
@@ -224,24 +242,161 @@ export class ReplicatedEnv implements Storage {
     this.#applied = this.#state.get("applied") ?? 0;
     this.#recentDb = this.#rawDb("cluster:recent");
     for (const name of this.#rawDb(NODE_LOCAL_DB).getKeys()) this.#localDbs.add(name as string);
+    [this.#recent, this.#print] = this.#loadHistory();
+    this.#peers = new PeerAgreement(link.nodeId, (seq) => this.#print.at(seq), (seq, peers) => {
+      if (this.#diverged) return;
+      this.#stopSelf(
+        `cluster unavailable: this node applied the log differently from a majority of the nodes (${peers.join(", ")}) ` +
+          `by position ${seq} (a NATS stream replica diverged); it rebuilds its store from the log`,
+      );
+    });
+  }
+
+  /** The recent writes and fingerprints of the positions the store keeps (up to the one
+   * applied). */
+  #loadHistory(): [RecentWrites, WindowFingerprint] {
     const stored: [number, [string, Key][], string?][] = [];
     for (const { key, value } of this.#recentDb.getRange({ start: this.#applied - CONFLICT_WINDOW + 1 })) {
       // Older stores kept the keys alone, without the batch id.
       stored.push(Array.isArray(value) ? [key as number, value] : [key as number, value.w, value.b]);
     }
-    this.#recent = new RecentWrites(CONFLICT_WINDOW, stored);
     // A position whose write set was skipped recorded no keys (an applied one always has some).
-    this.#print = new WindowFingerprint(
-      CONFLICT_WINDOW,
-      stored.sort((a, b) => a[0] - b[0]).map(([seq, keys, batch]) => [seq, positionDigest(batch, keys.length > 0)]),
-    );
-    this.#peers = new PeerAgreement(link.nodeId, (seq) => this.#print.at(seq), (seq, peers) => {
-      if (this.#diverged) return;
-      this.#diverged = `cluster unavailable: this node applied the log differently from a majority of the nodes (${peers.join(", ")}) ` +
-        `by position ${seq} (a NATS stream replica diverged); restore it from a snapshot`;
-      log.error(this.#diverged);
-      this.#reportApplied();
-    });
+    return [
+      new RecentWrites(CONFLICT_WINDOW, stored),
+      new WindowFingerprint(
+        CONFLICT_WINDOW,
+        stored.sort((a, b) => a[0] - b[0]).map(([seq, keys, batch]) => [seq, positionDigest(batch, keys.length > 0)]),
+      ),
+    ];
+  }
+
+  /**
+   * A majority of the nodes applied the log otherwise: no more writes (the queued ones fail),
+   * the store is marked diverged (a restart rebuilds it too), the others are told, and a
+   * rebuild is scheduled.
+   */
+  #stopSelf(reason: string): void {
+    this.#diverged = reason;
+    this.#rebuilding ??= reason;
+    log.error(reason);
+    const err = new StorageUnavailableError(reason);
+    for (const t of this.#queue.splice(0)) t.reject(err);
+    void this.#rawDb<string>(POSITION_DB).put(DIVERGED_KEY, reason).catch(() => {});
+    this.#reportApplied();
+    this.#scheduleRebuild();
+  }
+
+  /** Whether this node stopped itself and has not yet rebuilt its store and been confirmed
+   * (no writes, no snapshots, no read-your-writes answers meanwhile). */
+  get stopped(): boolean {
+    return this.#diverged !== undefined || this.#rebuilding !== undefined;
+  }
+
+  /** Resolves true once a majority of the nodes confirmed this node's history up to `seq`,
+   * false after `ms` or when this node stopped itself. */
+  async confirmed(seq: number, ms: number): Promise<boolean> {
+    return !this.stopped && (await this.#peers.wait(seq, Date.now() + ms)) && !this.stopped;
+  }
+
+  /** Registers `fn`, called each time this node replaced its store (`#rebuild`): whatever it
+   * told clients from the old one is void (the server closes its sockets, so clients rejoin
+   * and resume from the rebuilt store). */
+  onRebuilt(fn: () => void): void {
+    this.#onRebuilt.push(fn);
+  }
+
+  #scheduleRebuild(): void {
+    if (this.#rebuildTimer || this.#closed) return;
+    const pause = Math.min(MAX_REBUILD_PAUSE_MS, (this.#opts.rebuildPauseMs ?? 1000) * 2 ** Math.min(this.#rebuildAttempts, 10));
+    this.#rebuildAttempts++;
+    this.#rebuildTimer = setTimeout(() => {
+      void this.#rebuild().finally(() => {
+        this.#rebuildTimer = undefined;
+        // Failed, or diverged again meanwhile: later.
+        if (this.#diverged && !this.#closed) this.#scheduleRebuild();
+      });
+    }, pause);
+  }
+
+  /**
+   * Replaces this node's store with one the majority agrees with (`rebuild.ts`), follows the
+   * log from there, and once caught up with the log's tail and confirmed by a majority of the
+   * nodes takes writes again.
+   */
+  async #rebuild(): Promise<void> {
+    const reason = this.#diverged;
+    if (!reason || this.#closed) return;
+    log.warn("cluster node rebuilding its store", { applied: this.#applied, attempt: this.#rebuildAttempts });
+    try {
+      if (!(await this.#replace())) return;
+    } catch (err) {
+      log.warn("cluster rebuild failed; trying again later", { error: String(err) });
+      return;
+    }
+    for (const fn of this.#onRebuilt) {
+      try {
+        fn();
+      } catch (err) {
+        log.warn("cluster rebuild hook failed", { error: String(err) });
+      }
+    }
+    // Caught up with the tail as it is now, then confirmed by a majority.
+    for (;;) {
+      if (this.#closed || this.#diverged) return;
+      const tail = await this.#tail().catch(() => undefined);
+      if (tail === undefined || !(await this.#waitApplied(tail, Date.now() + 5000))) continue;
+      this.#rebuilding = `cluster unavailable: this node rebuilt its store and waits for a majority of the nodes to confirm its history (position ${tail})`;
+      if (await this.#peers.wait(tail, Date.now() + 5000)) break;
+    }
+    if (this.#diverged || this.#closed) return;
+    this.#rebuilding = undefined;
+    this.#rebuildAttempts = 0;
+    this.#lastAppend = Date.now();
+    log.info("cluster node rebuilt its store and takes writes again", { position: this.#applied });
+  }
+
+  /**
+   * Swaps the store for the rebuild source in one local commit, with nothing applied
+   * meanwhile, and resets what this node remembers of the old history; false when it was
+   * closed on the way.
+   */
+  async #replace(): Promise<boolean> {
+    const { first } = await this.#link.bounds();
+    const source = await rebuildSource(this.#link, first);
+    try {
+      this.#replacing = true;
+      this.#consumer?.stop();
+      this.#consumer = undefined;
+      clearTimeout(this.#repairTimer);
+      this.#repairTimer = undefined;
+      while (this.#applying) await this.#applying;
+      if (this.#closed) return false;
+      this.#rebuilding = `cluster unavailable: this node is rebuilding its store from the log (it applied the log differently from a majority of the nodes)`;
+      await replaceStore({
+        root: this.root,
+        db: (name) => this.#rawDb(name),
+        keep: this.#localDbs,
+        replaced: [POSITION_DB, "cluster:recent"],
+      }, source);
+      const was = this.#applied;
+      this.#applied = source.position;
+      [this.#recent, this.#print] = this.#loadHistory();
+      this.#buffer.clear();
+      this.#peers.reset(this.#applied);
+      // The fault hook plays one diverged replica once; the rebuild reads the leader again.
+      this.#opts.forkAt = 0;
+      this.#diverged = undefined;
+      log.info("cluster store replaced", { position: this.#applied, was });
+    } finally {
+      this.#replacing = false;
+      await source.dispose();
+    }
+    if (this.#closed) return false;
+    this.#lastApply = Date.now();
+    this.#follow();
+    this.#reportApplied();
+    this.#scheduleRepair(this.#knownTail);
+    return true;
   }
 
   /** Log position applied here. */
@@ -268,9 +423,17 @@ export class ReplicatedEnv implements Storage {
     return this.#opts.writeDeadlineMs;
   }
 
-  /** Resolves true once log position `seq` is applied here, false after `ms`. */
-  caughtUp(seq: number, ms: number): Promise<boolean> {
-    return this.#waitApplied(seq, Date.now() + ms);
+  /** Resolves true once log position `seq` is applied here, false after `ms`; never true while
+   * this node stopped itself or rebuilds (its store may hold another history). */
+  async caughtUp(seq: number, ms: number): Promise<boolean> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      if (!this.stopped && this.#applied >= seq) return true;
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      if (this.stopped) await new Promise((r) => setTimeout(r, Math.min(left, 100)));
+      else await this.#waitApplied(seq, Math.min(deadline, Date.now() + 250));
+    }
   }
 
   /**
@@ -278,6 +441,14 @@ export class ReplicatedEnv implements Storage {
    * when it was called (or rejects after `waitMs`).
    */
   async start(waitMs = 60_000): Promise<void> {
+    // Stopped as diverged before a restart (or a crash during a rebuild): rebuilt first.
+    const marked = this.#rawDb<string>(POSITION_DB).get(DIVERGED_KEY);
+    if (marked) {
+      this.#diverged = this.#rebuilding = String(marked);
+      log.warn("cluster store marked diverged; rebuilding it before serving", { reason: String(marked) });
+      if (!(await this.#replace())) throw new Error("closed while rebuilding the store");
+      this.#rebuilding = undefined;
+    }
     this.#follow();
     // A dropped or delayed last message shows no gap: writers announce each position they
     // found their batch at (read from the stream after a short grace), and the log's tail is
@@ -359,6 +530,7 @@ export class ReplicatedEnv implements Storage {
   unavailable(): string | undefined {
     if (this.#closed) return "storage unavailable: server shutting down";
     if (this.#diverged) return this.#diverged;
+    if (this.#rebuilding) return this.#rebuilding;
     if (!this.#link.connected()) return "cluster unavailable: not connected to NATS";
     if (this.#failing) return this.#failing;
     const { appendAgeMs, applyAgeMs, lag } = this.status();
@@ -376,7 +548,8 @@ export class ReplicatedEnv implements Storage {
    * (and notes their position for the HTTP request being answered, `read_your_writes.ts`). */
   transaction<T>(fn: () => T): Promise<T> {
     if (this.#closed) return Promise.reject(new StorageUnavailableError("server shutting down"));
-    if (this.#diverged) return Promise.reject(new StorageUnavailableError(this.#diverged));
+    const stopped = this.#diverged ?? this.#rebuilding;
+    if (stopped) return Promise.reject(new StorageUnavailableError(stopped));
     const deadline = Date.now() + this.#opts.writeDeadlineMs;
     const request = requestPositions.getStore();
     const position = request && ((seq: number) => void (request.position = Math.max(request.position, seq)));
@@ -405,6 +578,7 @@ export class ReplicatedEnv implements Storage {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#pumpTimer);
+    clearTimeout(this.#rebuildTimer);
     this.#expireQueued(Infinity);
     while (this.#inflight.size > 0 || this.#applying) await new Promise((r) => setTimeout(r, 5));
     this.#consumer?.stop();
@@ -566,6 +740,11 @@ export class ReplicatedEnv implements Storage {
       // Speculate only with no apply pending: one may start between the end of the awaited one
       // and this continuation.
       while (this.#applying) await this.#applying;
+      const stopped = this.#diverged ?? this.#rebuilding;
+      if (stopped) {
+        for (const t of tasks) t.reject(new StorageUnavailableError(stopped));
+        return;
+      }
       let spec: { base: number; tasks: Task[]; reads: ReadSet };
       try {
         spec = this.#speculate(tasks);
@@ -652,7 +831,7 @@ export class ReplicatedEnv implements Storage {
     const batch = message.b;
     let data = codec.pack(message);
     let lastError: string | undefined;
-    while (outcome.done === null && !this.#closed) {
+    while (outcome.done === null && !this.#closed && !this.#diverged) {
       const left = deadline - Date.now();
       if (left <= 0) break;
       const r = await this.#link.append(data, message.b, Math.min(PUBLISH_TRY_MS, left));
@@ -724,13 +903,14 @@ export class ReplicatedEnv implements Storage {
   }
 
   #feed(seq: number, data: Uint8Array): void {
+    if (this.#replacing) return;
     if (seq <= this.#applied || this.#buffer.has(seq)) return;
     this.#buffer.set(seq, data);
     void this.#drain();
   }
 
   async #drain(): Promise<void> {
-    if (this.#applying) return;
+    if (this.#applying || this.#replacing) return;
     let done!: () => void;
     this.#applying = new Promise((r) => (done = r));
     try {
@@ -869,7 +1049,7 @@ export class ReplicatedEnv implements Storage {
    * waiter's, a buffered one's), from the stream's leader, `READ_AHEAD` at a time. */
   #scheduleRepair(upTo = 0): void {
     this.#repairTarget = Math.max(this.#repairTarget, upTo);
-    if (this.#repairTimer || this.#closed) return;
+    if (this.#repairTimer || this.#closed || this.#replacing) return;
     const pause = Date.now() - this.#repairFailedAt < 1000 ? 250 : this.#repairEmpty ? 20 : 0;
     this.#repairTimer = setTimeout(async () => {
       let want = this.#repairTarget;

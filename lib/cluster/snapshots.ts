@@ -28,6 +28,8 @@ const BUCKET = "sb-snapshots";
 const OBJECT = "lmdb";
 /** The topic whose owner node takes the snapshots. */
 const SNAPSHOT_TOPIC = "cluster:snapshot";
+/** Where the newest snapshot is (a node rebuilding its store reads it too, `rebuild.ts`). */
+export { BUCKET as SNAPSHOT_BUCKET, OBJECT as SNAPSHOT_OBJECT };
 
 /** The log position recorded in the LMDB store at `path` (0 for a new store); `clearNodeOnly`
  * empties the node-local databases the store's node declared (a snapshot holds no node's own
@@ -104,7 +106,8 @@ export function startSnapshots(link: ClusterLink, env: ReplicatedEnv, nodes: Nod
   let newest = 0;
   let busy = false;
   const timer = setInterval(() => {
-    if (busy || env.applied - newest < opts.every || !nodes.owns(SNAPSHOT_TOPIC)) return;
+    // A node that stopped itself (or is rebuilding) holds no history the others agree with.
+    if (busy || env.stopped || env.applied - newest < opts.every || !nodes.owns(SNAPSHOT_TOPIC)) return;
     busy = true;
     snapshot(link, env, nodes, opts.every)
       .then((position) => (newest = position))
@@ -125,6 +128,8 @@ async function snapshot(link: ClusterLink, env: ReplicatedEnv, nodes: NodeWatch,
     const file = join(dir, "snapshot.mdb");
     await env.backup(file);
     const position = await positionOf(file, true);
+    // Only a history a majority of the nodes confirmed is stored (nodes rebuild from it).
+    if (!(await env.confirmed(position, 10_000))) throw new Error(`position ${position} not confirmed by a majority of the nodes`);
     const body = Readable.toWeb(createReadStream(file)) as unknown as ReadableStream<Uint8Array>;
     await store.put({ name: OBJECT, description: String(position) }, body);
     const below = Math.min(previous, nodes.lowestApplied()) + 1;
