@@ -17,7 +17,10 @@ Deno.test({
   async fn() {
     const cluster = await startCluster({
       env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000" },
-      nodeEnv: (i): Record<string, string> => (i === 2 ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT) } : {}),
+      // Node 3 would rebuild its store a second after it stops (self_heal_test.ts): here it
+      // waits, so what it does while stopped is seen.
+      nodeEnv: (i): Record<string, string> =>
+        i === 2 ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT), SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "600000" } : {},
     });
     try {
       const [n1, n2, n3] = cluster.nodes;
