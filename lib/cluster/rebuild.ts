@@ -22,7 +22,10 @@ import { Writable } from "node:stream";
 import type { Database, Key, RootDatabase } from "lmdb";
 import { StoreEnv } from "../store/env.ts";
 import type { ClusterLink } from "./link.ts";
-import { SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "./snapshots.ts";
+
+/** The JetStream object store and object holding the newest snapshot (`snapshots.ts`). */
+export const SNAPSHOT_BUCKET = "sb-snapshots";
+export const SNAPSHOT_OBJECT = "lmdb";
 
 /** The key (in the position database) marking a store that applied another history than the
  * majority; its value is the reason. */

@@ -23,13 +23,13 @@ import { StoreEnv } from "../store/env.ts";
 import type { ClusterLink } from "./link.ts";
 import type { NodeWatch } from "./nodes.ts";
 import { NODE_LOCAL_DB, POSITION_DB, type ReplicatedEnv } from "./replicated_env.ts";
+import { SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "./rebuild.ts";
 
-const BUCKET = "sb-snapshots";
-const OBJECT = "lmdb";
+// Where the newest snapshot is (a node rebuilding its store reads it too).
+const BUCKET = SNAPSHOT_BUCKET;
+const OBJECT = SNAPSHOT_OBJECT;
 /** The topic whose owner node takes the snapshots. */
 const SNAPSHOT_TOPIC = "cluster:snapshot";
-/** Where the newest snapshot is (a node rebuilding its store reads it too, `rebuild.ts`). */
-export { BUCKET as SNAPSHOT_BUCKET, OBJECT as SNAPSHOT_OBJECT };
 
 /** The log position recorded in the LMDB store at `path` (0 for a new store); `clearNodeOnly`
  * empties the node-local databases the store's node declared (a snapshot holds no node's own
