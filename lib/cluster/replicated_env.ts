@@ -343,8 +343,17 @@ export class ReplicatedEnv implements Storage {
     // Caught up with the tail as it is now, then confirmed by a majority.
     for (;;) {
       if (this.#closed || this.#diverged) return;
+      if (this.#failing === BEHIND) {
+        // Compacted past the position rebuilt from meanwhile: again, from the newer snapshot.
+        this.#failing = undefined;
+        return this.#stopSelf("cluster unavailable: the log was compacted while this node rebuilt its store; it rebuilds again");
+      }
       const tail = await this.#tail().catch(() => undefined);
-      if (tail === undefined || !(await this.#waitApplied(tail, Date.now() + 5000))) continue;
+      if (tail === undefined) {
+        await new Promise((r) => setTimeout(r, 500));
+        continue;
+      }
+      if (!(await this.#waitApplied(tail, Date.now() + 5000))) continue;
       this.#rebuilding = `cluster unavailable: this node rebuilt its store and waits for a majority of the nodes to confirm its history (position ${tail})`;
       if (await this.#peers.wait(tail, Date.now() + 5000)) break;
     }
@@ -580,7 +589,7 @@ export class ReplicatedEnv implements Storage {
     clearTimeout(this.#pumpTimer);
     clearTimeout(this.#rebuildTimer);
     this.#expireQueued(Infinity);
-    while (this.#inflight.size > 0 || this.#applying) await new Promise((r) => setTimeout(r, 5));
+    while (this.#inflight.size > 0 || this.#applying || this.#replacing) await new Promise((r) => setTimeout(r, 5));
     this.#consumer?.stop();
     this.#unsubscribeTail?.();
     this.#unsubscribeApplied?.();

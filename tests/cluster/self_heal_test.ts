@@ -98,6 +98,7 @@ for (const mode of ["the whole log", "the newest snapshot and the log after it"]
         if (snapshots) assert.ok(Number(replaced[1]) > 0, "from a snapshot");
         else assert.equal(Number(replaced[1]), 0, "from the whole log");
         assert.match(n3.output(), /sockets closed/);
+        assert.equal(n3.output().match(/listening on/g)?.length, 1, "the same process, never restarted");
 
         await assertConverged([n1, n2, n3], key, w);
         for (const node of [n1, n2, n3]) assert.deepEqual(await (await fetch(`${node.baseUrl}/readyz`)).json(), { status: "ready" });
