@@ -126,12 +126,11 @@ export class ChannelService {
     events: StoredEvent[],
     excludeSocketId?: string,
   ): Promise<(number | null)[]> {
-    const topic = this.topic(app, channel);
+    const addr = this.address(app, channel);
     if (channelKind(channel) === "ephemeral") {
-      for (const e of events) this.hub.publish(topic, e.event, deliveryPayload(null, e), excludeSocketId, "cluster");
+      for (const e of events) this.hub.publish(addr.topic, e.event, deliveryPayload(null, e), excludeSocketId, "cluster");
       return events.map(() => null);
     }
-    const addr = this.address(app, channel);
     const entries = excludeSocketId ? events.map((e) => ({ ...e, exclude: excludeSocketId })) : events;
     const { position } = await this.streams.append(addr, () => ({ entries, result: null }));
     this.#maybeTrim(addr.stream, events.length);
