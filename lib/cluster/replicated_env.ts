@@ -56,6 +56,10 @@ export const POSITION_DB = "cluster:state";
 /** The database listing the node-local databases declared (`nodeLocal`), by name: their rows
  * are one node's, so a node starting from another's snapshot clears them (`snapshots.ts`). */
 export const NODE_LOCAL_DB = "cluster:node-local";
+/** The key of `POSITION_DB` set in a store restored from a snapshot that listed no node-local
+ * databases (one written by an earlier version): each database declared node-local is then
+ * emptied on its first declaration (`nodeLocal`; see `readyRestored` in `snapshots.ts`). */
+export const UNLISTED_NODE_LOCAL = "unlisted-node-local";
 /** Databases applied only on the node that wrote them, before any is declared (the first two
  * are kept alike on every node by the apply itself). */
 const CLUSTER_LOCAL_DBS = [POSITION_DB, "cluster:recent", NODE_LOCAL_DB];
@@ -513,6 +517,8 @@ export class ReplicatedEnv implements Storage {
   nodeLocal<V = unknown>(name: string): Database<V, Key> {
     if (!this.#localDbs.has(name)) {
       this.#localDbs.add(name);
+      // Restored from a snapshot without the list: the rows there are another node's.
+      if (this.#state.get(UNLISTED_NODE_LOCAL)) this.#rawDb(name).clearSync();
       this.#rawDb<true>(NODE_LOCAL_DB).putSync(name, true);
     }
     return this.db<V>(name);

@@ -22,7 +22,7 @@ import { log } from "../log/mod.ts";
 import { StoreEnv } from "../store/env.ts";
 import type { ClusterLink } from "./link.ts";
 import type { NodeWatch } from "./nodes.ts";
-import { NODE_LOCAL_DB, POSITION_DB, type ReplicatedEnv } from "./replicated_env.ts";
+import { NODE_LOCAL_DB, POSITION_DB, type ReplicatedEnv, UNLISTED_NODE_LOCAL } from "./replicated_env.ts";
 import { SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "./rebuild.ts";
 
 // Where the newest snapshot is (a node rebuilding its store reads it too).
@@ -41,6 +41,28 @@ async function positionOf(path: string, clearNodeOnly = false): Promise<number> 
       for (const name of [...store.db(NODE_LOCAL_DB).getKeys()]) store.db(name as string).clearSync();
     }
     return store.db<number>(POSITION_DB).get("applied") ?? 0;
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * Readies a downloaded snapshot at `path` to be this node's store; returns its position. The
+ * node-local databases it lists are emptied (another node's rows: its queued webhooks). A
+ * snapshot written by a node of an earlier version lists none although it holds such rows: it
+ * is marked (`UNLISTED_NODE_LOCAL`), and the store then empties each database this node
+ * declares node-local the first time it declares it (`ReplicatedEnv.nodeLocal`), so a restored
+ * node never sends another node's queued webhooks.
+ */
+export async function readyRestored(path: string): Promise<number> {
+  const store = new StoreEnv(path, false);
+  try {
+    const listed = [...store.db(NODE_LOCAL_DB).getKeys()] as string[];
+    for (const name of listed) store.db(name).clearSync();
+    const state = store.db<number>(POSITION_DB);
+    if (listed.length === 0) state.putSync(UNLISTED_NODE_LOCAL, 1);
+    else state.removeSync(UNLISTED_NODE_LOCAL);
+    return state.get("applied") ?? 0;
   } finally {
     await store.close();
   }
@@ -81,7 +103,7 @@ async function download(link: ClusterLink, path: string, first: number): Promise
     await got.data.pipeTo(Writable.toWeb(createWriteStream(partial)));
     const error = await got.error;
     if (error) throw error;
-    const stored = await positionOf(partial);
+    const stored = await readyRestored(partial);
     if (stored !== position) throw new Error(`snapshot holds position ${stored}, not ${position}`);
     rmSync(`${path}-lock`, { force: true });
     renameSync(partial, path);

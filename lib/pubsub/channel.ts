@@ -17,7 +17,7 @@ import {
 } from "./names.ts";
 import { memberOf, type PresenceMember } from "./presence.ts";
 import { type ChannelService, deliveryPayload, type StoredEvent } from "./service.ts";
-import { isRefusal, type StreamPosition } from "../streams/mod.ts";
+import { isRefusal, type StreamPosition, type Topic } from "../streams/mod.ts";
 
 type JoinOutcome = ChannelInstance | { error: string };
 
@@ -133,10 +133,9 @@ async function joinChannel(
     reply: (snap) => {
       const response: Record<string, unknown> = { ...snap };
       if (member) {
-        // Announce before subscribing, so the joiner itself does not get its own join event.
-        if (svc.presence.add(ctx.topic, member.user_id, member.user_info, ctx.socketId)) {
-          svc.hub.publish(ctx.topic, "presence:join", member);
-        }
+        // Added before subscribing, so the joiner itself does not get its own join event (the
+        // registry's observer tells the others: `ChannelService`).
+        svc.presence.add(ctx.topic, member.user_id, member.user_info, svc.presence.node, ctx.socketId);
         const members = svc.presence.members(ctx.topic);
         response.presence = { members, count: members.length };
       }
@@ -153,12 +152,11 @@ async function joinChannel(
   });
 }
 
-/** Ends a presence member's socket on `topic`; the others hear `presence:leave` if it was its last. */
-export function leavePresence(svc: ChannelService, topic: string, member: PresenceMember, socketId: string): void {
+/** Ends a presence member's socket on `topic`; the others hear `presence:leave` if it was its
+ * last presence anywhere. */
+export function leavePresence(svc: ChannelService, topic: Topic, member: PresenceMember, socketId: string): void {
   // The member is already unsubscribed here, so the leave goes to the others only.
-  if (svc.presence.remove(topic, member.user_id, socketId)) {
-    svc.hub.publish(topic, "presence:leave", member);
-  }
+  svc.presence.remove(topic, member.user_id, svc.presence.node, socketId);
 }
 
 function channelInstance(

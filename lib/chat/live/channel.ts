@@ -111,7 +111,7 @@ export function threadChannel(
           const streams: Record<string, string> = {};
           for (const run of runs) {
             if (isTerminal(run)) continue;
-            const text = live.streamText(app, threadId, addr.topic, run.runId);
+            const text = live.streamText(addr.topic, run.runId);
             if (text !== "") streams[run.runId] = text;
           }
           return {
