@@ -279,12 +279,20 @@ export class CommitQueue implements Commits {
    * cached is replaced where it stands (a `Map.set` of a present key keeps its place): moving
    * it to the end (a delete and an insert, which leave the map's table to rehash) was a tenth
    * of a write's JS time with 10k objects. So the order is first cached, not last used: a hot
-   * row dropped past the bound is read from the store once and cached again as the newest. */
+   * row dropped past the bound is read from the store once and cached again as the newest.
+   * A cached row takes the new value in place: the map itself is not written, so the garbage
+   * collector's young-generation pass does not rescan its whole table (every write of a hot
+   * object stored a new row into it; with 10k objects that table is ~20k entries). */
   #remember(slot: string, row: Row): void {
     const old = this.#cache.get(slot);
-    if (old) this.#cachedBytes -= old.weight;
-    this.#cache.set(slot, row);
-    this.#cachedBytes += row.weight;
+    if (old) {
+      this.#cachedBytes += row.weight - old.weight;
+      old.value = row.value;
+      old.weight = row.weight;
+    } else {
+      this.#cache.set(slot, row);
+      this.#cachedBytes += row.weight;
+    }
     if (this.#cachedBytes <= CACHE_BYTES) return;
     for (const [oldest, r] of this.#cache) {
       this.#cache.delete(oldest);
