@@ -226,7 +226,7 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     const topic = svc.topic(app, name);
     const sub: Subscription = { topic, member, live: true };
     this.#subs.set(name, sub);
-    const ctx = this.#joinContext(name, topic, sub, from !== undefined);
+    const ctx = this.#joinContext(topic, sub, from !== undefined);
     let joined: boolean;
     try {
       joined = await enterChannel(svc, ctx, { member, from });
@@ -250,12 +250,11 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
    * channel the reply is followed, in the same turn, by the cached event or
    * `pusher:cache_miss` (not on a resume with `after_serial`: the replay is the catch-up).
    */
-  #joinContext(name: string, topic: Topic, sub: Subscription, resuming: boolean): JoinContext {
+  #joinContext(topic: Topic, sub: Subscription, resuming: boolean): JoinContext {
     let replied = false;
     return {
       app: this.#app,
       topic,
-      name,
       params: {},
       socketId: this.socketId,
       verify: () => Promise.resolve(null),

@@ -173,7 +173,6 @@ export class Connection extends SubscriberSocket implements LiveSocket {
     const ctx: JoinContext = {
       app: this.app,
       topic: parsed,
-      name: parsed.name,
       params,
       socketId: this.socketId,
       verify: (token) => this.#deps.verify(this.app, token, this.socketId),

@@ -16,8 +16,6 @@ export interface JoinContext {
   app: App;
   /** The joined topic, parsed once by the socket layer (`key` is e.g. `pubsub:KEY:news`). */
   topic: Topic;
-  /** `topic.name`: the part after `{product}:{appKey}:`. */
-  name: string;
   params: Record<string, unknown>;
   socketId: string;
   /** Checks a capability token against this app and socket; null when it is invalid. */

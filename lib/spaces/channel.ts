@@ -40,12 +40,12 @@ export function spacesChannel(hub: Hub, members: PresenceRegistry): ChannelHandl
       let clientId: string | undefined;
       if (cred.kind === "token") {
         const principal = cred.principal;
-        if (ctx.app.enable_user_authentication === 1 && !principal.can(`channel:subscribe:${ctx.name}`)) {
-          return { error: `forbidden: missing channel:subscribe:${ctx.name}` };
+        if (ctx.app.enable_user_authentication === 1 && !principal.can(`channel:subscribe:${ctx.topic.name}`)) {
+          return { error: `forbidden: missing channel:subscribe:${ctx.topic.name}` };
         }
         clientId = principal.clientId;
       } else if (ctx.app.enable_user_authentication === 1) {
-        return { error: `forbidden: missing channel:subscribe:${ctx.name}` };
+        return { error: `forbidden: missing channel:subscribe:${ctx.topic.name}` };
       }
       if (clientId === undefined && typeof ctx.params.client_id === "string") {
         clientId = ctx.params.client_id;

@@ -211,7 +211,6 @@ export class Harness {
     const outcome = await this.handlers[parsed.product].join({
       app,
       topic: parsed,
-      name: parsed.name,
       params,
       socketId: member.socketId,
       verify: (token) => verifyToken(app, token, member.socketId),

@@ -157,7 +157,6 @@ Deno.test("Pusher webhooks: a cache channel's join replies (with its miss) only 
     const ctx: JoinContext = {
       app,
       topic: Topic.of("pubsub", "key1", "cache-price"),
-      name: "cache-price",
       params: {},
       socketId: "1.1",
       verify: () => Promise.resolve(null),

@@ -32,7 +32,7 @@ function echoHandler(log: string[]): ChannelHandler {
   return {
     join(ctx) {
       if (ctx.params.refuse) return Promise.resolve({ error: "nope" });
-      log.push(`join ${ctx.name}`);
+      log.push(`join ${ctx.topic.name}`);
       ctx.subscribe();
       return Promise.resolve({
         handleIn: (event, payload) => ({ status: "ok", response: { event, payload } }),
