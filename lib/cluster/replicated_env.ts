@@ -356,9 +356,16 @@ export class ReplicatedEnv implements Storage {
       streams: streams === "all" ? "all" : [...streams.values()].reduce((n, m) => n + m.size, 0),
     });
     this.#changes.unsure(streams, until);
-    this.#tellUnsure();
+    const tell = () => {
+      try {
+        this.#tellUnsure();
+      } catch (err) {
+        log.warn("cluster could not tell the streams that may hold another history", { error: String(err) });
+      }
+    };
+    tell();
     clearInterval(this.#unsureTimer);
-    this.#unsureTimer = setInterval(() => this.#tellUnsure(), UNSURE_REPEAT_MS);
+    this.#unsureTimer = setInterval(tell, UNSURE_REPEAT_MS);
   }
 
   /** Tells the other nodes `#unsure` (in messages within the payload limit), until it ends. */
@@ -420,9 +427,9 @@ export class ReplicatedEnv implements Storage {
     return !this.stopped && (await this.#peers.wait(seq, Date.now() + ms)) && !this.stopped;
   }
 
-  /** Registers `fn`, called each time this node replaced its store (`#rebuild`): whatever it
-   * told clients from the old one is void (the server closes its sockets, so clients rejoin
-   * and resume from the rebuilt store). */
+  /** Registers `fn`, called each time this node replaced its store (`#replace`), before
+   * anything of the new store is applied: whatever it told clients from the old one is void
+   * (the server closes its sockets, so clients rejoin and resume from the rebuilt store). */
   onRebuilt(fn: () => void): void {
     this.#onRebuilt.push(fn);
   }
@@ -454,13 +461,6 @@ export class ReplicatedEnv implements Storage {
     } catch (err) {
       log.warn("cluster rebuild failed; trying again later", { error: String(err) });
       return;
-    }
-    for (const fn of this.#onRebuilt) {
-      try {
-        fn();
-      } catch (err) {
-        log.warn("cluster rebuild hook failed", { error: String(err) });
-      }
     }
     // Caught up with the tail as it is now, then confirmed by a majority.
     for (;;) {
@@ -516,6 +516,14 @@ export class ReplicatedEnv implements Storage {
       // What the ordered logs derived from the old store (positions published, joins waiting
       // for one) is void: they start again from the new one, before anything is applied to it.
       this.#changes.replaced();
+      // And whatever clients were told from it: before anything of the new store is published.
+      for (const fn of this.#onRebuilt) {
+        try {
+          fn();
+        } catch (err) {
+          log.warn("cluster rebuild hook failed", { error: String(err) });
+        }
+      }
       this.#peers.reset(this.#applied);
       // The fault hook plays one diverged replica once; the rebuild reads the leader again.
       this.#opts.forkAt = 0;

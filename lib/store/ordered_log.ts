@@ -60,6 +60,7 @@ export class OrderedLog implements StreamLog {
    * lowest such position and until when; `#unsureAll`: every stream, until then. */
   #unsure = new Map<string, { from: number; until: number }>();
   #unsureAll = 0;
+  #unsureSwept = 0;
 
   /**
    * The log named `name` in `env`. `staged`: every `prepare` and `apply` of this log's
@@ -235,7 +236,10 @@ export class OrderedLog implements StreamLog {
     this.#unsureAll = 0;
     const mark = this.#unsure.get(stream);
     if (mark && mark.until > now) return mark.from;
-    for (const [s, m] of this.#unsure) if (m.until <= now) this.#unsure.delete(s);
+    if (now - this.#unsureSwept >= 1000) {
+      this.#unsureSwept = now;
+      for (const [s, m] of this.#unsure) if (m.until <= now) this.#unsure.delete(s);
+    }
     return undefined;
   }
 
