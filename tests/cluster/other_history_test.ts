@@ -3,9 +3,9 @@
 // diverged; the hook changes the entry's text, so its subscriber gets an entry the majority
 // never holds), publishes it to its subscriber, finds itself diverged and stops. The
 // subscriber's position (log_id + epoch) then points past an entry that never existed: when
-// it rejoins, on the rebuilt node 3 or on another node, it gets a reset (a full snapshot), never
-// a replay, and ends exactly equal to the majority's object. On the rebuilt node it then gets
-// every later entry live, in order.
+// it rejoins, on the rebuilt node 3, on another node, or on node 3 killed while stopped and
+// started again, it gets a reset (a full snapshot), never a replay, and ends exactly equal to
+// the majority's object. It then gets every later entry live, in order.
 import assert from "node:assert/strict";
 import { Socket } from "phoenix";
 import { sdkFor } from "../pubsub/helpers.ts";
@@ -63,25 +63,29 @@ async function writePastFork(n1: TestServer, key: string): Promise<string[]> {
   }
 }
 
-for (const where of ["on the rebuilt node", "on another node"]) {
+for (const where of ["on the rebuilt node", "on another node", "on the node restarted after a crash while stopped"]) {
   Deno.test({
     name: `cluster other history: a subscriber sent an entry the majority never held rejoins ${where} with a reset and ends exact`,
     sanitizeOps: false,
     sanitizeResources: false,
     async fn() {
       const elsewhere = where === "on another node";
-      const key = elsewhere ? "history-elsewhere" : "history-rebuilt";
+      const crash = where.includes("crash");
+      const key = elsewhere ? "history-elsewhere" : crash ? "history-crash" : "history-rebuilt";
       const cluster = await startCluster({
         env: BASE_ENV,
-        // Elsewhere: node 3 stays stopped (it would rebuild a second after it stops).
+        // Elsewhere and crash: node 3 stays stopped (it would rebuild a second after it stops).
         nodeEnv: (i): Record<string, string> =>
           i === 2
-            ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT), ...(elsewhere ? { SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "600000" } : {}) }
+            ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT), ...(elsewhere || crash ? { SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "600000" } : {}) }
             : {},
       });
       let watch: ReturnType<typeof subscriber> | undefined;
       try {
         const [n1, , n3] = cluster.nodes;
+        const moveTo = (node: TestServer) => {
+          (watch!.socket as unknown as { endPoint: string }).endPoint = `ws://127.0.0.1:${node.port}/socket/websocket`;
+        };
         watch = subscriber(n3, key);
         await watch.sub.whenSynced();
         const values = await writePastFork(n1, key);
@@ -96,9 +100,16 @@ for (const where of ["on the rebuilt node", "on another node"]) {
 
         if (elsewhere) {
           // It moves to node 1, resuming from its position there.
-          const socket = watch.socket as unknown as { endPoint: string };
-          socket.endPoint = `ws://127.0.0.1:${n1.port}/socket/websocket`;
+          moveTo(n1);
           watch.socket.disconnect(() => watch!.socket.connect());
+        } else if (crash) {
+          // Node 3 is killed; started again, it rebuilds its store before it listens, and the
+          // subscriber (reconnecting meanwhile) resumes there, on its new port.
+          await cluster.kill(2);
+          const again = await cluster.restart(2);
+          assert.match(again.output(), /cluster store marked diverged; rebuilding it before serving/);
+          assert.match(again.output(), /streams whose subscribers may hold another history/);
+          moveTo(again);
         } else {
           // Node 3 rebuilds its store, closes its sockets, and the subscriber rejoins there.
           await until("node 3 rebuilds its store", () => Promise.resolve(HEALED.test(n3.output())), 60_000);
