@@ -24,9 +24,11 @@
  *
  * Because NATS replicas can still diverge (nats-server 2.9.10), the nodes also compare how they
  * applied the log (`agreement.ts`): a write is acknowledged once a majority of the nodes applied
- * the log alike up to it, and a node the majority disagrees with stops taking writes, then
- * rebuilds its store from a snapshot and the stream (`rebuild.ts`) and takes writes again once
- * a majority confirms its history.
+ * the log alike up to it, and a node the majority disagrees with stops taking writes and
+ * applying, tells every node which streams it may have sent its subscribers entries of its other
+ * history of (they answer a resume there with a reset for `UNSURE_MS`), then rebuilds its store
+ * from a snapshot and the stream (`rebuild.ts`; the ordered logs drop what they derived from the
+ * old one) and takes writes again once a majority confirms its history.
  *
  * Node-local databases (those the products declare with `nodeLocal`: webhook outboxes, the
  * apps table) are recorded too but applied only by the node that wrote them; a transaction
@@ -293,7 +295,8 @@ export class ReplicatedEnv implements Storage {
 
   /**
    * A majority of the nodes applied the log otherwise: no more writes (the queued ones fail),
-   * the store is marked diverged (a restart rebuilds it too), the others are told, and a
+   * nothing more applied, the store is marked diverged (a restart rebuilds it too), the others
+   * are told (also which streams' subscribers may hold the other history: `#markUnsure`), and a
    * rebuild is scheduled.
    */
   #stopSelf(reason: string): void {
