@@ -93,6 +93,18 @@ export class PeerAgreement {
     this.#pending = new Map([...this.#latest].map(([node, report]) => [node, [report]]));
   }
 
+  /** The highest position up to which a majority of the members (this node included) applied
+   * the log alike, as far as their reports showed (0 when none is known). */
+  confirmedUpTo(): number {
+    const needed = this.needed();
+    if (needed === 0) return this.#applied;
+    const agreed = this.#peers()
+      .filter((p) => !this.#diverged.has(p))
+      .map((p) => Math.min(this.#agreedUpTo.get(p) ?? 0, this.#applied))
+      .sort((a, b) => b - a);
+    return agreed[needed - 1] ?? 0;
+  }
+
   /** Resolves true once enough peers agree up to `seq` (or none is needed), false at
    * `deadline` or once this node found it diverged. */
   wait(seq: number, deadline: number): Promise<boolean> {

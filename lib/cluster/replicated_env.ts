@@ -24,9 +24,11 @@
  *
  * Because NATS replicas can still diverge (nats-server 2.9.10), the nodes also compare how they
  * applied the log (`agreement.ts`): a write is acknowledged once a majority of the nodes applied
- * the log alike up to it, and a node the majority disagrees with stops taking writes, then
- * rebuilds its store from a snapshot and the stream (`rebuild.ts`) and takes writes again once
- * a majority confirms its history.
+ * the log alike up to it, and a node the majority disagrees with stops taking writes and
+ * applying, tells every node which streams it may have sent its subscribers entries of its other
+ * history of (they answer a resume there with a reset for `UNSURE_MS`), then rebuilds its store
+ * from a snapshot and the stream (`rebuild.ts`; the ordered logs drop what they derived from the
+ * old one) and takes writes again once a majority confirms its history.
  *
  * Node-local databases (those the products declare with `nodeLocal`: webhook outboxes, the
  * apps table) are recorded too but applied only by the node that wrote them; a transaction
@@ -43,7 +45,8 @@ import { emptyReads, rangeBounds, type ReadSet, RecentWrites } from "./conflicts
 import { StoreEnv } from "../store/env.ts";
 import { DirectCommits } from "../store/direct_commits.ts";
 import type { Commits, RemoteChanges, Storage } from "../store/storage.ts";
-import { LogChangeFeed, type Write } from "./log_changes.ts";
+import { LogChangeFeed, streamsWritten, type Write } from "./log_changes.ts";
+import { forkedWrites } from "./fork.ts";
 import { log } from "../log/mod.ts";
 import type { ClusterLink } from "./link.ts";
 import { requestPositions } from "./read_your_writes.ts";
@@ -129,6 +132,20 @@ const HEAD_SUBJECT = "sb.head";
  * (`agreement.ts`). */
 const APPLIED_SUBJECT = "sb.applied";
 
+/** Core NATS subject on which a node that stopped itself tells every node the streams whose
+ * subscribers may hold entries of its other history (see `UNSURE_MS`). */
+const UNSURE_SUBJECT = "sb.unsure";
+/** How long, after a node found itself diverged, every node answers a join resuming such a
+ * stream at or past the first position it may differ at with a reset (a full snapshot) instead
+ * of a replay (docs/cluster.md). */
+export const UNSURE_MS = 10 * 60_000;
+/** How often the stopped (then rebuilt) node tells it again meanwhile, for a node that missed
+ * it or started since. */
+const UNSURE_REPEAT_MS = 5000;
+/** The key (in the position database) of the first position a stopped node applied after the
+ * last one a majority confirmed (its clients' copies may differ from there). */
+const UNSURE_FROM_KEY = "diverged_from";
+
 /** The longest pause before an attempt at rebuilding a node that stopped itself (the pause
  * doubles from `rebuildPauseMs` at each attempt that failed or ended diverged again). */
 const MAX_REBUILD_PAUSE_MS = 30_000;
@@ -200,6 +217,12 @@ export class ReplicatedEnv implements Storage {
   /** Rebuilds tried since the node last stopped itself. */
   #rebuildAttempts = 0;
   #onRebuilt: (() => void)[] = [];
+  /** What this node tells the others after it stopped itself (see `UNSURE_MS`): the streams,
+   * per ordered log, with the first position its clients may hold another history at, until
+   * when, and the timer repeating it. */
+  #unsure: { streams: Map<string, Map<string, number>> | "all"; until: number } | undefined;
+  #unsureTimer: ReturnType<typeof setInterval> | undefined;
+  #unsubscribeUnsure: (() => void) | undefined;
   #unsubscribeApplied: (() => void) | undefined;
   #recentDb: Database<[string, Key][] | { w: [string, Key][]; b?: string }, Key>;
   #queue: Task[] = [];
@@ -276,18 +299,127 @@ export class ReplicatedEnv implements Storage {
 
   /**
    * A majority of the nodes applied the log otherwise: no more writes (the queued ones fail),
-   * the store is marked diverged (a restart rebuilds it too), the others are told, and a
+   * nothing more applied, the store is marked diverged (a restart rebuilds it too), the others
+   * are told (also which streams' subscribers may hold the other history: `#markUnsure`), and a
    * rebuild is scheduled.
    */
   #stopSelf(reason: string): void {
+    const first = !this.#diverged && !this.#rebuilding;
     this.#diverged = reason;
     this.#rebuilding ??= reason;
     log.error(reason);
     const err = new StorageUnavailableError(reason);
     for (const t of this.#queue.splice(0)) t.reject(err);
-    void this.#rawDb<string>(POSITION_DB).put(DIVERGED_KEY, reason).catch(() => {});
+    // From here on nothing more is applied (or published) from the log until the store is
+    // replaced: what subscribers were sent of the other history is what `#markUnsure` names.
+    clearTimeout(this.#repairTimer);
+    this.#repairTimer = undefined;
+    this.#buffer.clear();
+    // Stopped again while rebuilding (the log was compacted meanwhile): the store already
+    // holds the majority's history, and what the old one published is being told.
+    const from = first ? this.#peers.confirmedUpTo() + 1 : undefined;
+    if (from !== undefined) this.#markUnsure(from);
+    const state = this.#rawDb<string | number>(POSITION_DB);
+    void state.transaction(() => {
+      state.put(DIVERGED_KEY, reason);
+      if (from !== undefined) state.put(UNSURE_FROM_KEY, from);
+    }).catch(() => {});
     this.#reportApplied();
     this.#scheduleRebuild();
+  }
+
+  /**
+   * This node applied positions `from` on (up to the one applied) on another history than the
+   * majority, and published their entries to its subscribers: every node is told which streams
+   * (the streams those positions wrote, with the first position written in each; every stream
+   * when the positions kept in the store do not reach back to `from`), at once and again every
+   * `UNSURE_REPEAT_MS` for `UNSURE_MS`, and resets a join resuming them at or past it.
+   */
+  #markUnsure(from: number): void {
+    let streams: Map<string, Map<string, number>> | "all";
+    if (from <= this.#applied - CONFLICT_WINDOW) streams = "all";
+    else {
+      const keys: [string, Key][] = [];
+      for (const { value } of this.#recentDb.getRange({ start: Math.max(1, from), end: this.#applied + 1 })) {
+        keys.push(...(Array.isArray(value) ? value : value.w));
+      }
+      streams = streamsWritten(keys);
+    }
+    const until = Date.now() + UNSURE_MS;
+    const known = this.#unsure;
+    if (known && known.until > Date.now() && streams !== "all") {
+      if (known.streams === "all") streams = "all";
+      else {
+        for (const [name, list] of known.streams) {
+          const mine = streams.get(name) ?? new Map<string, number>();
+          for (const [stream, at] of list) mine.set(stream, Math.min(at, mine.get(stream) ?? at));
+          streams.set(name, mine);
+        }
+      }
+    }
+    this.#unsure = { streams, until };
+    log.warn("cluster streams whose subscribers may hold another history", {
+      from,
+      streams: streams === "all" ? "all" : [...streams.values()].reduce((n, m) => n + m.size, 0),
+    });
+    this.#changes.unsure(streams, until);
+    const tell = () => {
+      try {
+        this.#tellUnsure();
+      } catch (err) {
+        log.warn("cluster could not tell the streams that may hold another history", { error: String(err) });
+      }
+    };
+    tell();
+    clearInterval(this.#unsureTimer);
+    this.#unsureTimer = setInterval(tell, UNSURE_REPEAT_MS);
+  }
+
+  /** Tells the other nodes `#unsure` (in messages within the payload limit), until it ends. */
+  #tellUnsure(): void {
+    const unsure = this.#unsure;
+    const ttl = unsure ? unsure.until - Date.now() : 0;
+    if (!unsure || ttl <= 0 || this.#closed) {
+      clearInterval(this.#unsureTimer);
+      this.#unsureTimer = undefined;
+      return;
+    }
+    const n = this.#link.nodeId;
+    if (unsure.streams === "all") return this.#link.publish(UNSURE_SUBJECT, codec.pack({ n, ttl, all: 1 }));
+    const limit = Math.max(1024, this.#link.maxPayload / 2);
+    let part: [string, string, number][] = [];
+    let bytes = 0;
+    const send = () => {
+      if (part.length > 0) this.#link.publish(UNSURE_SUBJECT, codec.pack({ n, ttl, s: part }));
+      part = [];
+      bytes = 0;
+    };
+    for (const [name, streams] of unsure.streams) {
+      for (const [stream, at] of streams) {
+        part.push([name, stream, at]);
+        bytes += name.length + stream.length * 3 + 16;
+        if (bytes >= limit) send();
+      }
+    }
+    send();
+  }
+
+  /** Another node's `#tellUnsure`: its streams are told to this node's ordered logs. */
+  #heardUnsure(data: Uint8Array): void {
+    try {
+      const { n, ttl, all, s } = codec.unpack(data) as { n: string; ttl: number; all?: 1; s?: [string, string, number][] };
+      if (n === this.#link.nodeId || !(ttl > 0)) return;
+      const until = Date.now() + Math.min(ttl, UNSURE_MS);
+      if (all === 1) return this.#changes.unsure("all", until);
+      const streams = new Map<string, Map<string, number>>();
+      for (const [name, stream, at] of s ?? []) {
+        if (typeof name !== "string" || typeof stream !== "string" || typeof at !== "number") continue;
+        let list = streams.get(name);
+        if (!list) streams.set(name, (list = new Map()));
+        list.set(stream, Math.min(at, list.get(stream) ?? at));
+      }
+      this.#changes.unsure(streams, until);
+    } catch { /* not such a message */ }
   }
 
   /** Whether this node stopped itself and has not yet rebuilt its store and been confirmed
@@ -302,9 +434,9 @@ export class ReplicatedEnv implements Storage {
     return !this.stopped && (await this.#peers.wait(seq, Date.now() + ms)) && !this.stopped;
   }
 
-  /** Registers `fn`, called each time this node replaced its store (`#rebuild`): whatever it
-   * told clients from the old one is void (the server closes its sockets, so clients rejoin
-   * and resume from the rebuilt store). */
+  /** Registers `fn`, called each time this node replaced its store (`#replace`), before
+   * anything of the new store is applied: whatever it told clients from the old one is void
+   * (the server closes its sockets, so clients rejoin and resume from the rebuilt store). */
   onRebuilt(fn: () => void): void {
     this.#onRebuilt.push(fn);
   }
@@ -336,13 +468,6 @@ export class ReplicatedEnv implements Storage {
     } catch (err) {
       log.warn("cluster rebuild failed; trying again later", { error: String(err) });
       return;
-    }
-    for (const fn of this.#onRebuilt) {
-      try {
-        fn();
-      } catch (err) {
-        log.warn("cluster rebuild hook failed", { error: String(err) });
-      }
     }
     // Caught up with the tail as it is now, then confirmed by a majority.
     for (;;) {
@@ -395,6 +520,17 @@ export class ReplicatedEnv implements Storage {
       this.#applied = source.position;
       [this.#recent, this.#print] = this.#loadHistory();
       this.#buffer.clear();
+      // What the ordered logs derived from the old store (positions published, joins waiting
+      // for one) is void: they start again from the new one, before anything is applied to it.
+      this.#changes.replaced();
+      // And whatever clients were told from it: before anything of the new store is published.
+      for (const fn of this.#onRebuilt) {
+        try {
+          fn();
+        } catch (err) {
+          log.warn("cluster rebuild hook failed", { error: String(err) });
+        }
+      }
       this.#peers.reset(this.#applied);
       // The fault hook plays one diverged replica once; the rebuild reads the leader again.
       this.#opts.forkAt = 0;
@@ -459,6 +595,8 @@ export class ReplicatedEnv implements Storage {
     if (marked) {
       this.#diverged = this.#rebuilding = String(marked);
       log.warn("cluster store marked diverged; rebuilding it before serving", { reason: String(marked) });
+      // Its subscribers may have moved to other nodes meanwhile: they are told again.
+      this.#markUnsure(this.#rawDb<number>(POSITION_DB).get(UNSURE_FROM_KEY) ?? 1);
       if (!(await this.#replace())) throw new Error("closed while rebuilding the store");
       this.#rebuilding = undefined;
     }
@@ -472,6 +610,7 @@ export class ReplicatedEnv implements Storage {
       this.#knownTail = Math.max(this.#knownTail, seq);
       if (seq > this.#applied) this.#scheduleRepair(seq);
     });
+    this.#unsubscribeUnsure = this.#link.subscribe(UNSURE_SUBJECT, (data) => this.#heardUnsure(data));
     this.#unsubscribeApplied = this.#link.subscribe(APPLIED_SUBJECT, (data) => {
       try {
         const { n, q, h, d } = codec.unpack(data) as { n: string; q: number; h: string; d?: 1 };
@@ -599,6 +738,8 @@ export class ReplicatedEnv implements Storage {
     this.#consumer?.stop();
     this.#unsubscribeTail?.();
     this.#unsubscribeApplied?.();
+    this.#unsubscribeUnsure?.();
+    clearInterval(this.#unsureTimer);
     clearInterval(this.#tailTimer);
     clearTimeout(this.#repairTimer);
     await this.#local.close();
@@ -918,7 +1059,7 @@ export class ReplicatedEnv implements Storage {
   }
 
   #feed(seq: number, data: Uint8Array): void {
-    if (this.#replacing) return;
+    if (this.#replacing || this.#diverged) return;
     if (seq <= this.#applied || this.#buffer.has(seq)) return;
     this.#buffer.set(seq, data);
     void this.#drain();
@@ -929,7 +1070,7 @@ export class ReplicatedEnv implements Storage {
     let done!: () => void;
     this.#applying = new Promise((r) => (done = r));
     try {
-      while (this.#buffer.has(this.#applied + 1)) {
+      while (this.#buffer.has(this.#applied + 1) && !this.#diverged) {
         const run: { seq: number; msg: LogMessage }[] = [];
         let bytes = 0;
         for (let s = this.#applied + 1; this.#buffer.has(s) && run.length < MAX_APPLY && bytes < MAX_APPLY_BYTES; s++) {
@@ -973,7 +1114,7 @@ export class ReplicatedEnv implements Storage {
     const written: [number, [string, Key][], string][] = [];
     const before = this.#applied;
     for (const item of run) {
-      if (item.seq === this.#opts.forkAt) item.msg = { o: "", b: `fork-${item.seq}`, base: item.seq - 1, r: emptyReads(), w: [] };
+      if (item.seq === this.#opts.forkAt) item.msg = { ...item.msg, o: "", b: `fork-${item.seq}`, a: undefined, w: forkedWrites(item.msg.w) };
       const { seq, msg } = item;
       // A batch id seen again (a retried publish stored twice) is skipped: its first
       // occurrence decided it.
@@ -1064,7 +1205,7 @@ export class ReplicatedEnv implements Storage {
    * waiter's, a buffered one's), from the stream's leader, `READ_AHEAD` at a time. */
   #scheduleRepair(upTo = 0): void {
     this.#repairTarget = Math.max(this.#repairTarget, upTo);
-    if (this.#repairTimer || this.#closed || this.#replacing) return;
+    if (this.#repairTimer || this.#closed || this.#replacing || this.#diverged) return;
     const pause = Date.now() - this.#repairFailedAt < 1000 ? 250 : this.#repairEmpty ? 20 : 0;
     this.#repairTimer = setTimeout(async () => {
       let want = this.#repairTarget;

@@ -48,7 +48,7 @@ Deno.test({
       });
       for (const node of [n1, n2]) await assertNoLoss(node, "fork", w);
       assert.ok(w.acked.size > 30);
-      // Node 3's state lacks the write at the position it was fed something else.
+      // Node 3 stopped applying on its other history: its state differs from the majority's.
       const odd = await call(n3, "GET", path("fork"));
       const good = await call(n1, "GET", path("fork"));
       assert.notDeepEqual(odd.body.state, good.body.state);
