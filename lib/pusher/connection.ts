@@ -251,6 +251,7 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
    * `pusher:cache_miss` (not on a resume with `after_serial`: the replay is the catch-up).
    */
   #joinContext(topic: Topic, sub: Subscription, resuming: boolean): JoinContext {
+    const name = topic.name;
     let replied = false;
     return {
       app: this.#app,
