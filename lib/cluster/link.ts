@@ -3,8 +3,10 @@
  * snapshots (an object store), core NATS for the traffic that is not stored
  * (relayed events, presence). Knows nothing about what the bytes mean.
  */
+import { Buffer } from "node:buffer";
 import {
   connect,
+  createInbox,
   DebugEvents,
   DeliverPolicy,
   Events,
@@ -33,6 +35,12 @@ const SUSPECT_RTT_MS = 2500;
 /** The watchdog's ping interval (`ClusterLink#watchdog`). */
 const WATCH_PING_MS = 250;
 
+/** How long a JetStream API request (a read of the log, its bounds) may wait for its answer,
+ * and, once a server answered "JetStream temporarily unavailable" (10008), for a better answer
+ * from another one (see `#api`). */
+const API_MS = 2000;
+const API_GRACE_MS = 750;
+
 /** The JetStream stream holding every replicated write, and its one subject. */
 export const LOG_STREAM = "SWITCHBOARD";
 const LOG_SUBJECT = "sb.log";
@@ -55,6 +63,8 @@ export class ClusterLink {
   #pings = new Set<{ at: number }>();
   #lastTick = Date.now();
   #watchTimer: ReturnType<typeof setInterval>;
+  /** When an append was last stored (its reply came): the stream had a working leader then. */
+  lastStoredAt = 0;
   /** Requests in flight, each ended when the connection is lost (their replies cannot come)
    * instead of waiting out its timeout. */
   #inflight = new Set<() => void>();
@@ -177,6 +187,7 @@ export class ClusterLink {
     } catch (err) {
       return { kind: "unknown", error: describe(err) };
     }
+    this.lastStoredAt = Date.now();
     return { kind: "stored", seq: ack.seq, duplicate: ack.duplicate };
   }
 
@@ -229,15 +240,12 @@ export class ClusterLink {
     return true;
   }
 
-  /** The stored message at `seq`, or null when there is none (yet). */
+  /** The stored message at `seq`, or null when there is none (yet), as the stream's leader
+   * answers. */
   async read(seq: number): Promise<Uint8Array | null> {
     try {
-      const get = this.jsm.streams.getMessage(LOG_STREAM, { seq });
-      get.catch(() => {});
-      const m = await this.#orMoved(get, () => {
-        throw new Error("NATS connection lost");
-      });
-      return m.data;
+      const r = await this.#api(`$JS.API.STREAM.MSG.GET.${LOG_STREAM}`, { seq }) as { message?: { data?: string } };
+      return r.message?.data ? Buffer.from(r.message.data, "base64") : new Uint8Array(0);
     } catch (err) {
       const code = (err as { api_error?: { err_code?: number } }).api_error?.err_code;
       if (code === 10037) return null; // no message found
@@ -248,11 +256,64 @@ export class ClusterLink {
   /** The log's first position still stored (later than 1 once compacted) and its last. */
   async bounds(): Promise<{ first: number; last: number }> {
     try {
-      const { state } = await this.jsm.streams.info(LOG_STREAM);
+      const { state } = await this.#api(`$JS.API.STREAM.INFO.${LOG_STREAM}`, {}) as { state: { first_seq: number; last_seq: number } };
       return { first: state.first_seq, last: state.last_seq };
     } catch (err) {
       throw new Error(describe(err));
     }
+  }
+
+  /**
+   * A JetStream API request answered by the stream's leader. Every server takes the request,
+   * and with nats-server 2.9.10 one that lost sight of JetStream's meta leader answers at once
+   * "JetStream system temporarily unavailable" (10008), while the stream's leader, elsewhere,
+   * answers it correctly a little later: measured after a frozen server resumed, the servers
+   * that lost their meta leader answered every read so for 5 s while a client on the third
+   * server read on. nats.js takes the first answer; this takes the first other one, waiting
+   * `API_GRACE_MS` after a 10008 (then it stands). Ends at once when the connection is lost.
+   */
+  #api(subject: string, body: unknown, timeoutMs = API_MS): Promise<Record<string, unknown>> {
+    return new Promise((resolve, reject) => {
+      const inbox = createInbox();
+      let unavailable: ApiError | undefined;
+      let grace: ReturnType<typeof setTimeout> | undefined;
+      const finish = (settle: () => void) => {
+        clearTimeout(timer);
+        clearTimeout(grace);
+        sub.unsubscribe();
+        this.#inflight.delete(end);
+        settle();
+      };
+      const fail = (err: unknown) => finish(() => reject(err));
+      const sub = this.nc.subscribe(inbox, {
+        callback: (err, m) => {
+          if (err) return fail(err);
+          // No server took the request (nats.js's "no responders").
+          if (m.data.length === 0 && m.headers?.code === 503) return fail(Object.assign(new Error("503"), { code: "503" }));
+          let r: Record<string, unknown> & { error?: ApiError };
+          try {
+            r = JSON.parse(new TextDecoder().decode(m.data));
+          } catch (e) {
+            return fail(e);
+          }
+          if (r.error?.err_code === 10008) {
+            unavailable = r.error;
+            grace ??= setTimeout(() => fail(apiError(unavailable!)), API_GRACE_MS);
+            return;
+          }
+          if (r.error) return fail(apiError(r.error));
+          finish(() => resolve(r));
+        },
+      });
+      const timer = setTimeout(() => fail(unavailable ? apiError(unavailable) : Object.assign(new Error("TIMEOUT"), { code: "TIMEOUT" })), timeoutMs);
+      const end = () => fail(new Error("NATS connection lost"));
+      this.#inflight.add(end);
+      try {
+        this.nc.publish(subject, new TextEncoder().encode(JSON.stringify(body)), { reply: inbox });
+      } catch (err) {
+        fail(err);
+      }
+    });
   }
 
   /** The log's last position. */
@@ -330,6 +391,18 @@ export class ClusterLink {
     if (this.nc.isClosed()) return;
     await this.nc.drain().catch(() => this.nc.close());
   }
+}
+
+/** A JetStream API error answer. */
+interface ApiError {
+  code?: number;
+  err_code?: number;
+  description?: string;
+}
+
+/** An error carrying JetStream's answer as nats.js's do (`api_error`). */
+function apiError(e: ApiError): Error {
+  return Object.assign(new Error(`${e.code ?? ""} ${e.description ?? ""}`.trim()), { api_error: e });
 }
 
 /** An error's text, with JetStream's own description when it gave one (nats.js names both
