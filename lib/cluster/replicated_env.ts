@@ -132,6 +132,11 @@ const MAX_INFLIGHT = 8;
 const READ_AHEAD = 64;
 /** Reads failing this long on one NATS server make the node move to another. */
 const READS_FAILING_MS = 6000;
+/** Reads refused this long with "JetStream temporarily unavailable" (10008) while appends are
+ * stored (the stream has a working leader) make the node move sooner: with nats-server 2.9.10
+ * a server that lost sight of JetStream's meta leader (after another one resumed from a
+ * freeze) answers every read so for about 5 s, while clients of another server read on. */
+const READS_REFUSED_MS = 1500;
 
 /** `seq` as 8 bytes (big-endian float). */
 function encodeSeq(seq: number): Uint8Array {
@@ -902,6 +907,12 @@ export class ReplicatedEnv implements Storage {
         else if (now - this.#readsFailingSince >= READS_FAILING_MS && this.#link.connected()) {
           this.#readsFailingSince = now;
           this.#link.moveOn("cluster reads keep failing on this NATS server; moving to another");
+        } else if (
+          now - this.#readsFailingSince >= READS_REFUSED_MS && /\(10008\)/.test(String(err)) &&
+          this.#link.lastStoredAt > this.#readsFailingSince && this.#link.connected()
+        ) {
+          this.#readsFailingSince = now;
+          this.#link.moveOn("cluster reads refused by this NATS server while the stream takes writes; moving to another", { error: String(err) });
         }
       }
       this.#repairTimer = undefined;
