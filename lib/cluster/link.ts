@@ -12,6 +12,7 @@ import {
   Events,
   type JetStreamClient,
   type JetStreamManager,
+  type Msg,
   type NatsConnection,
   type ObjectStore,
   type PubAck,
@@ -63,6 +64,11 @@ export class ClusterLink {
   #pings = new Set<{ at: number }>();
   #lastTick = Date.now();
   #watchTimer: ReturnType<typeof setInterval>;
+  /** The reply subjects' prefix of JetStream API requests (`#api`), their count, and the
+   * requests waiting for an answer, by their reply subject's last token. */
+  #apiInbox: string | undefined;
+  #apiSeq = 0;
+  #apiWaiting = new Map<string, (m: Msg) => void>();
   /** When an append was last stored (its reply came): the stream had a working leader then. */
   lastStoredAt = 0;
   /** Requests in flight, each ended when the connection is lost (their replies cannot come)
@@ -274,42 +280,48 @@ export class ClusterLink {
    */
   #api(subject: string, body: unknown, timeoutMs = API_MS): Promise<Record<string, unknown>> {
     return new Promise((resolve, reject) => {
-      const inbox = createInbox();
+      const token = String(++this.#apiSeq);
       let unavailable: ApiError | undefined;
       let grace: ReturnType<typeof setTimeout> | undefined;
       const finish = (settle: () => void) => {
+        if (!this.#apiWaiting.delete(token)) return;
         clearTimeout(timer);
         clearTimeout(grace);
-        sub.unsubscribe();
         this.#inflight.delete(end);
         settle();
       };
       const fail = (err: unknown) => finish(() => reject(err));
-      const sub = this.nc.subscribe(inbox, {
-        callback: (err, m) => {
-          if (err) return fail(err);
-          // No server took the request (nats.js's "no responders").
-          if (m.data.length === 0 && m.headers?.code === 503) return fail(Object.assign(new Error("503"), { code: "503" }));
-          let r: Record<string, unknown> & { error?: ApiError };
-          try {
-            r = JSON.parse(new TextDecoder().decode(m.data));
-          } catch (e) {
-            return fail(e);
-          }
-          if (r.error?.err_code === 10008) {
-            unavailable = r.error;
-            grace ??= setTimeout(() => fail(apiError(unavailable!)), API_GRACE_MS);
-            return;
-          }
-          if (r.error) return fail(apiError(r.error));
-          finish(() => resolve(r));
-        },
+      this.#apiWaiting.set(token, (m) => {
+        // No server took the request (nats.js's "no responders").
+        if (m.data.length === 0 && m.headers?.code === 503) return fail(Object.assign(new Error("503"), { code: "503" }));
+        let r: Record<string, unknown> & { error?: ApiError };
+        try {
+          r = JSON.parse(new TextDecoder().decode(m.data));
+        } catch (e) {
+          return fail(e);
+        }
+        if (r.error?.err_code === 10008) {
+          unavailable = r.error;
+          grace ??= setTimeout(() => fail(apiError(unavailable!)), API_GRACE_MS);
+          return;
+        }
+        if (r.error) return fail(apiError(r.error));
+        finish(() => resolve(r));
       });
       const timer = setTimeout(() => fail(unavailable ? apiError(unavailable) : Object.assign(new Error("TIMEOUT"), { code: "TIMEOUT" })), timeoutMs);
       const end = () => fail(new Error("NATS connection lost"));
       this.#inflight.add(end);
       try {
-        this.nc.publish(subject, new TextEncoder().encode(JSON.stringify(body)), { reply: inbox });
+        // One subscription for every answer (a subscription per request would cost the
+        // servers an interest change each): the reply subject's last token names the request.
+        if (!this.#apiInbox) {
+          const inbox = createInbox();
+          this.nc.subscribe(`${inbox}.*`, {
+            callback: (_err, m) => this.#apiWaiting.get(m.subject.slice(inbox.length + 1))?.(m),
+          });
+          this.#apiInbox = inbox;
+        }
+        this.nc.publish(subject, new TextEncoder().encode(JSON.stringify(body)), { reply: `${this.#apiInbox}.${token}` });
       } catch (err) {
         fail(err);
       }
