@@ -3,7 +3,8 @@
 // unavailable" (10008), as nats-server 2.9.10 does for a few seconds when it lost sight of
 // JetStream's meta leader (after a frozen server resumed, docs/cluster.md) while the stream's
 // leader, on another server, answers correctly. Here a plain client on the link's server plays
-// that server's part: it answers every read and every stream info with 10008 at once.
+// that server's part: it answers every read and every stream info with 10008 at once, and the
+// stream's leader is frozen for a moment around each read, so its answer comes second.
 import assert from "node:assert/strict";
 import { connect } from "nats";
 import { ClusterLink } from "../../lib/cluster/link.ts";
@@ -23,6 +24,7 @@ Deno.test("cluster link: reads take the stream leader's answer over a 10008 answ
     // the 10008 does not: it comes first).
     let link: ClusterLink | undefined;
     let server = "";
+    let leaderIndex = -1;
     for (let i = 0; i < 40 && !link; i++) {
       const l = await ClusterLink.open(nats.urls, `reads-${i}`);
       links.push(l);
@@ -30,6 +32,7 @@ Deno.test("cluster link: reads take the stream leader's answer over a 10008 answ
       const here = l.nc.info?.server_name;
       if (leader && here && leader !== here) {
         link = l;
+        leaderIndex = Number(leader.replace(/^n/, "")) - 1;
         server = nats.urls.find((u) => u.endsWith(`:${l.nc.info!.port}`)) ?? "";
       }
     }
@@ -46,26 +49,32 @@ Deno.test("cluster link: reads take the stream leader's answer over a 10008 answ
       meddler.subscribe(subject, { callback: (_err, m) => m.respond(new TextEncoder().encode(UNAVAILABLE)) });
     }
     await meddler.flush();
-    // Control: a plain nats.js client on the same server takes the first answer, the 10008.
     const plain = await connect({ servers: [server], noRandomize: true, ignoreClusterUpdates: true });
     others.push(plain);
     const jsm = await plain.jetstreamManager({ checkAPI: false });
-    let unavailable = 0;
-    for (let i = 0; i < 10; i++) {
-      // nats.js reports it as a 503 (the code JetStream gave with it).
-      await jsm.streams.getMessage("SWITCHBOARD", { seq: stored[0] }).catch(() => unavailable++);
-    }
-    assert.ok(unavailable > 0, "the 10008 is answered first (else this test would show nothing)");
-    // The link reads every position, and the log's bounds, all the same.
-    for (let i = 0; i < 10; i++) {
-      for (const [j, seq] of stored.entries()) {
-        const data = await link.read(seq);
-        assert.equal(new TextDecoder().decode(data!), ["one", "two", "three"][j]);
+    // The leader frozen 200 ms: the 10008 comes first, the leader's answer once it resumes.
+    const leaderLate = async <T>(read: () => Promise<T>): Promise<T> => {
+      nats.signal(leaderIndex, "SIGSTOP");
+      const resumed = new Promise((r) => setTimeout(r, 200)).then(() => nats.signal(leaderIndex, "SIGCONT"));
+      try {
+        return await read();
+      } finally {
+        await resumed;
       }
+    };
+    // Control: a plain nats.js client on the same server takes the first answer, the 10008
+    // (nats.js reports it as a 503).
+    const control = await leaderLate(() => jsm.streams.getMessage("SWITCHBOARD", { seq: stored[0] }).then(() => "ok", (err) => String(err)));
+    assert.match(control, /503/, "a plain client gets the 10008");
+    // The link reads every position, and the log's bounds, all the same.
+    for (const [j, seq] of stored.entries()) {
+      const data = await leaderLate(() => link!.read(seq));
+      assert.equal(new TextDecoder().decode(data!), ["one", "two", "three"][j]);
     }
+    assert.deepEqual(await leaderLate(() => link!.bounds()), { first: 1, last: stored[2] });
     assert.equal(await link.read(stored[2] + 1), null, "a position not stored yet reads as none");
-    assert.deepEqual(await link.bounds(), { first: 1, last: stored[2] });
   } finally {
+    for (let i = 0; i < 3; i++) nats.signal(i, "SIGCONT");
     for (const o of others) await o.close().catch(() => {});
     for (const l of links) await l.close().catch(() => {});
     await nats.stop();
