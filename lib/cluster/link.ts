@@ -69,8 +69,6 @@ export class ClusterLink {
   #apiInbox: string | undefined;
   #apiSeq = 0;
   #apiWaiting = new Map<string, (m: Msg) => void>();
-  /** When an append was last stored (its reply came): the stream had a working leader then. */
-  lastStoredAt = 0;
   /** Requests in flight, each ended when the connection is lost (their replies cannot come)
    * instead of waiting out its timeout. */
   #inflight = new Set<() => void>();
@@ -193,7 +191,6 @@ export class ClusterLink {
     } catch (err) {
       return { kind: "unknown", error: describe(err) };
     }
-    this.lastStoredAt = Date.now();
     return { kind: "stored", seq: ack.seq, duplicate: ack.duplicate };
   }
 

@@ -132,10 +132,12 @@ const MAX_INFLIGHT = 8;
 const READ_AHEAD = 64;
 /** Reads failing this long on one NATS server make the node move to another. */
 const READS_FAILING_MS = 6000;
-/** Reads refused this long with "JetStream temporarily unavailable" (10008) while appends are
- * stored (the stream has a working leader) make the node move sooner: with nats-server 2.9.10
- * a server that lost sight of JetStream's meta leader (after another one resumed from a
- * freeze) answers every read so for about 5 s, while clients of another server read on. */
+/** Reads refused this long with "JetStream temporarily unavailable" (10008) make the node move
+ * sooner: with nats-server 2.9.10 a server that lost sight of JetStream's meta leader (after
+ * another one resumed from a freeze) answers every read so for about 5 s, while clients of
+ * another server read on. When every server refuses (JetStream itself has no leader), the wait
+ * doubles from the second move on (one move may land on another refusing server), up to
+ * `READS_FAILING_MS`, until a read succeeds. */
 const READS_REFUSED_MS = 1500;
 
 /** `seq` as 8 bytes (big-endian float). */
@@ -209,6 +211,7 @@ export class ReplicatedEnv implements Storage {
    * whether the last read found the position not there yet. */
   #repairFailedAt = 0;
   #readsFailingSince = 0;
+  #refusedMoves = 0;
   #repairEmpty = false;
   /** Highest position known to exist that repair should reach. */
   #repairTarget = 0;
@@ -816,15 +819,20 @@ export class ReplicatedEnv implements Storage {
       // loaded machine), and a catch-up, a long series of them, held the event loop for
       // seconds (`/readyz` unanswered). No speculation runs while this is pending (`#commit`).
       const t0 = performance.now();
+      let held = 0;
       await this.root.transaction(() => {
+        const c0 = performance.now();
         for (const { msg } of fresh) this.#write(msg.w, msg.o === me);
         for (const [seq, keys, batch] of written) {
           this.#recentDb.put(seq, { w: keys, b: batch });
           if (seq - CONFLICT_WINDOW > 0) this.#recentDb.remove(seq - CONFLICT_WINDOW);
         }
         this.#state.put("applied", last);
+        held = performance.now() - c0;
       });
       const took = performance.now() - t0;
+      // The callback runs on this thread (requests, `/readyz`, wait meanwhile).
+      if (held >= 50) log.warn("cluster apply held the thread", { ms: Math.round(held), positions: run.length });
       if (took >= 2000) log.warn("cluster apply commit slow", { ms: Math.round(took), positions: run.length });
     } catch (caught) {
       const err = await asStorageError(caught);
@@ -895,6 +903,7 @@ export class ReplicatedEnv implements Storage {
           }
         }
         this.#readsFailingSince = 0;
+        this.#refusedMoves = 0;
       } catch (err) {
         // Logged once a second at most, and retried after a pause (no stream leader yet).
         const now = Date.now();
@@ -908,11 +917,12 @@ export class ReplicatedEnv implements Storage {
           this.#readsFailingSince = now;
           this.#link.moveOn("cluster reads keep failing on this NATS server; moving to another");
         } else if (
-          now - this.#readsFailingSince >= READS_REFUSED_MS && /\(10008\)/.test(String(err)) &&
-          this.#link.lastStoredAt > this.#readsFailingSince && this.#link.connected()
+          now - this.#readsFailingSince >= Math.min(READS_REFUSED_MS * 2 ** Math.max(0, this.#refusedMoves - 1), READS_FAILING_MS) &&
+          /\(10008\)/.test(String(err)) && this.#link.connected()
         ) {
           this.#readsFailingSince = now;
-          this.#link.moveOn("cluster reads refused by this NATS server while the stream takes writes; moving to another", { error: String(err) });
+          this.#refusedMoves++;
+          this.#link.moveOn("cluster reads refused by this NATS server; moving to another", { error: String(err) });
         }
       }
       this.#repairTimer = undefined;
