@@ -130,14 +130,16 @@ const SLOW_BATCH_MS = 250;
 const MAX_INFLIGHT = 8;
 /** Log positions read from the stream at once, at most. */
 const READ_AHEAD = 64;
-/** Reads failing this long on one NATS server make the node move to another. */
+/** Reads failing this long on one NATS server, while the log grows (other nodes' writes get in,
+ * or this node's publishes are stored), make the node move to another server; failing while the
+ * log does not grow (JetStream itself has no leader: every server fails alike), they do so only
+ * after `READS_STUCK_MS`. */
 const READS_FAILING_MS = 6000;
-/** Reads refused this long with "JetStream temporarily unavailable" (10008) make the node move
- * sooner: with nats-server 2.9.10 a server that lost sight of JetStream's meta leader (after
- * another one resumed from a freeze) answers every read so for about 5 s, while clients of
- * another server read on. When every server refuses (JetStream itself has no leader), the wait
- * doubles from the second move on (one move may land on another refusing server), up to
- * `READS_FAILING_MS`, until a read succeeds. */
+const READS_STUCK_MS = 24_000;
+/** Reads refused this long with "JetStream temporarily unavailable" (10008) while the log grows
+ * make the node move sooner: with nats-server 2.9.10 a server that lost sight of JetStream's
+ * meta leader (after another one resumed from a freeze) answers every read so for about 5 s,
+ * while clients of another server read on. */
 const READS_REFUSED_MS = 1500;
 
 /** `seq` as 8 bytes (big-endian float). */
@@ -211,7 +213,8 @@ export class ReplicatedEnv implements Storage {
    * whether the last read found the position not there yet. */
   #repairFailedAt = 0;
   #readsFailingSince = 0;
-  #refusedMoves = 0;
+  /** The log's last position known when reads started failing. */
+  #tailWhenFailing = 0;
   #repairEmpty = false;
   /** Highest position known to exist that repair should reach. */
   #repairTarget = 0;
@@ -903,7 +906,6 @@ export class ReplicatedEnv implements Storage {
           }
         }
         this.#readsFailingSince = 0;
-        this.#refusedMoves = 0;
       } catch (err) {
         // Logged once a second at most, and retried after a pause (no stream leader yet).
         const now = Date.now();
@@ -911,18 +913,25 @@ export class ReplicatedEnv implements Storage {
         this.#repairFailedAt = now;
         // A server that answers pings but whose JetStream requests keep failing is left for
         // another one (in a nemesis run a node stayed on such a server for minutes, every read
-        // timing out, while the other nodes went on).
-        if (this.#readsFailingSince === 0) this.#readsFailingSince = now;
-        else if (now - this.#readsFailingSince >= READS_FAILING_MS && this.#link.connected()) {
+        // timing out, while the other nodes went on), once the log is seen growing meanwhile
+        // (announcements of other nodes' writes, this node's stored publishes): else JetStream
+        // itself is electing, every server fails alike, and a move would only cost a dial (a
+        // move then dialled the frozen old leader first: 2 s more).
+        if (this.#readsFailingSince === 0) {
           this.#readsFailingSince = now;
-          this.#link.moveOn("cluster reads keep failing on this NATS server; moving to another");
-        } else if (
-          now - this.#readsFailingSince >= Math.min(READS_REFUSED_MS * 2 ** Math.max(0, this.#refusedMoves - 1), READS_FAILING_MS) &&
-          /\(10008\)/.test(String(err)) && this.#link.connected()
-        ) {
-          this.#readsFailingSince = now;
-          this.#refusedMoves++;
-          this.#link.moveOn("cluster reads refused by this NATS server; moving to another", { error: String(err) });
+          this.#tailWhenFailing = this.#knownTail;
+        } else if (this.#link.connected()) {
+          const failing = now - this.#readsFailingSince;
+          const refused = /\(10008\)/.test(String(err));
+          const grows = this.#knownTail > this.#tailWhenFailing;
+          if ((grows && failing >= (refused ? READS_REFUSED_MS : READS_FAILING_MS)) || failing >= READS_STUCK_MS) {
+            this.#readsFailingSince = now;
+            this.#tailWhenFailing = this.#knownTail;
+            this.#link.moveOn(
+              refused ? "cluster reads refused by this NATS server; moving to another" : "cluster reads keep failing on this NATS server; moving to another",
+              { error: String(err), failing_ms: failing, log_grew: grows },
+            );
+          }
         }
       }
       this.#repairTimer = undefined;
