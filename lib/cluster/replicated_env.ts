@@ -137,10 +137,12 @@ const READ_AHEAD = 64;
 const READS_FAILING_MS = 6000;
 const READS_STUCK_MS = 24_000;
 /** Reads refused this long with "JetStream temporarily unavailable" (10008) while the log grows
- * make the node move sooner: with nats-server 2.9.10 a server that lost sight of JetStream's
+ * make the node move sooner, and after `READS_REFUSED_STUCK_MS` whether it grows or not (every
+ * node may be on that server): with nats-server 2.9.10 a server that lost sight of JetStream's
  * meta leader (after another one resumed from a freeze) answers every read so for about 5 s,
  * while clients of another server read on. */
 const READS_REFUSED_MS = 1500;
+const READS_REFUSED_STUCK_MS = 3000;
 
 /** `seq` as 8 bytes (big-endian float). */
 function encodeSeq(seq: number): Uint8Array {
@@ -924,7 +926,8 @@ export class ReplicatedEnv implements Storage {
           const failing = now - this.#readsFailingSince;
           const refused = /\(10008\)/.test(String(err));
           const grows = this.#knownTail > this.#tailWhenFailing;
-          if ((grows && failing >= (refused ? READS_REFUSED_MS : READS_FAILING_MS)) || failing >= READS_STUCK_MS) {
+          const due = refused ? (grows ? READS_REFUSED_MS : READS_REFUSED_STUCK_MS) : grows ? READS_FAILING_MS : READS_STUCK_MS;
+          if (failing >= due) {
             this.#readsFailingSince = now;
             this.#tailWhenFailing = this.#knownTail;
             this.#link.moveOn(
