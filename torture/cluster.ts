@@ -393,6 +393,12 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
         // JetStream's election: until a leader other than a frozen or killed one leads.
         report.rawStallMs = fault.leader ? watch.unusableSince(t0, fault.target!()) : 0;
         judge(report, fault, probe, t0, t1);
+        // A node stopped as diverged still counts as a member: with another node down, no
+        // majority of the 3 is left to confirm writes (docs/cluster.md), whatever the stall.
+        if (fault.node !== undefined && diverged.size > 0 && !diverged.has(fault.node)) {
+          report.boundMs = Infinity;
+          report.name += " (no majority: a node stopped as diverged and this one down)";
+        }
         report.load = loadAverage();
         const slow = report.readyzSlowest;
         if (slow && slow.ms > 100) report.readyzContext = around(earlier[slow.node] + cluster.nodes[slow.node].output(), slow.at - 300, slow.at + slow.ms + 300);
@@ -418,7 +424,7 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
       `    ${r.name}: stall ${secs(r.stallMs)} s (${nodes}); JetStream's own ${secs(r.jsStallMs)} s ` +
         `(probe via ${r.jsPerServer.map((ms, i) => `n${i + 1} ${secs(ms)}`).join(", ")}` +
         (r.rawStallMs > 0 ? `; new leader after ${secs(r.rawStallMs)} s` : "") + `); ` +
-        `bound ${secs(r.boundMs)} s ${met ? "met" : "MISSED"}; /readyz slowest ${r.readyzMaxMs} ms` +
+        (r.boundMs === Infinity ? "not judged" : `bound ${secs(r.boundMs)} s ${met ? "met" : "MISSED"}`) + `; /readyz slowest ${r.readyzMaxMs} ms` +
         (r.readyzSlowest ? ` (node ${r.readyzSlowest.node + 1} at ${new Date(r.readyzSlowest.at).toISOString()})` : "") +
         `, ${r.readyz503} x 503` + (r.readyzReasons.length > 0 ? ` (${r.readyzReasons.join("; ")})` : "") +
         (r.load ? `; load ${r.load}` : ""),
