@@ -11,36 +11,34 @@ import type { Storage } from "./store/storage.ts";
 import type { StreamLog } from "./streams/mod.ts";
 import type { Occupancy } from "./hub/occupancy.ts";
 import type { Surface } from "./http/surfaces.ts";
+import type { Topic } from "./wire/topic.ts";
 
 /**
  * What the cluster reads and writes of a product's presence registry (pubsub's
- * `PresenceRegistry` is one): declared here, so this file imports no product.
+ * `PresenceRegistry` is one): declared here, so this file imports no product. A presence
+ * through another node is added and removed like one through this node, naming the node; the
+ * product tells its subscribers of a member joining or leaving the same way for both.
  */
 export interface PresenceTable {
-  /** Calls `fn` when a user's first socket on this node joins a topic or its last leaves. */
-  observeLocal(fn: (topic: string, userId: string, info: unknown, present: boolean) => void): void;
-  /** The user is present on `node` (another node); true when this made it a new member. */
-  addRemote(topic: string, userId: string, info: unknown, node: string): boolean;
-  /** The user is no longer present on `node`; true when it left altogether. */
-  removeRemote(topic: string, userId: string, node: string): boolean;
-  /** Every membership through a socket of this node: `[topic, userId, info]`. */
-  localMembers(): [string, string, unknown][];
-  /** Every membership through `node`: `[topic, userId]`. */
-  remoteMembers(node: string): [string, string][];
-  /** The member's info, if present. */
-  info(topic: string, userId: string): unknown;
+  /** This node's id (the node of the presences its sockets hold). */
+  readonly node: string;
+  /** Calls `fn` when a user's first presence through this node starts or its last ends. */
+  observeLocal(fn: (topic: Topic, userId: string, info: unknown, present: boolean) => void): void;
+  /** The user is present through `node`; true when this made it a new member. */
+  add(topic: Topic, userId: string, info: unknown, node: string): boolean;
+  /** The user is no longer present through `node`; true when it left altogether. */
+  remove(topic: Topic, userId: string, node: string): boolean;
+  /** Every membership through `node`: `[topic, userId, info]`. */
+  membersVia(node: string): [Topic, string, unknown][];
 }
 
 /**
  * A presence registry a product keeps, shared between the nodes of a cluster: `name` keeps
- * registries apart on the wire; `joined`/`left` are the event (and payload) local subscribers
- * get when a user is present through another node, or no longer.
+ * registries apart on the wire.
  */
 export interface SharedPresence {
   name: string;
   registry: PresenceTable;
-  joined(userId: string, info: unknown): [string, unknown];
-  left(userId: string, info: unknown): [string, unknown];
 }
 
 /** What every product module is built from. */

@@ -253,6 +253,9 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     caughtUp: cluster && ((min: unknown) => joinCaughtUp(cluster!.env, min, cluster!.env.writeDeadlineMs)),
   }, config.idleTimeoutSeconds * 1000);
   for (const m of modules) for (const endpoint of m.endpoints ?? []) sockets.addEndpoint(endpoint);
+  // A node that stopped itself and rebuilt its store: what clients were told from the old one
+  // is void, so they rejoin (docs/cluster.md "Nodes check each other's history").
+  cluster?.env.onRebuilt(() => log.warn("cluster store rebuilt; sockets closed", { sockets: sockets.reconnectAll() }));
   const inflight = new InflightRequests();
   const direct = modules.flatMap((m) => (m.direct ?? []).map((route) => ({ route, surface: m.surface ?? NATIVE })));
   let metricsServer: RunningServer | undefined;

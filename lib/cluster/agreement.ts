@@ -7,7 +7,8 @@
  * acknowledged write is applied alike on a majority even when a NATS replica diverged and fed
  * some node other messages. A node that a majority of the members disagree with applied
  * another history: it stops taking writes (`onDiverged`) and says so in its reports; the others
- * no longer count its agreement.
+ * no longer count its agreement until it reports without saying so (it rebuilt its store from
+ * the log, `rebuild.ts`, and is judged afresh: `reset`).
  */
 import { log } from "../log/mod.ts";
 
@@ -22,6 +23,8 @@ export class PeerAgreement {
   #members: () => string[] = () => [];
   #applied = 0;
   #pending = new Map<string, { seq: number; print: string }[]>();
+  /** Each peer's latest report (judged again after a `reset`). */
+  #latest = new Map<string, { seq: number; print: string }>();
   /** The highest position at which each peer agreed, and whether its last report disagreed
    * (and where). */
   #agreedUpTo = new Map<string, number>();
@@ -56,7 +59,10 @@ export class PeerAgreement {
    * (`diverged`: it found itself applying another history than the others). */
   report(node: string, seq: number, print: string, diverged = false): void {
     if (node === this.#me) return;
+    // A node that rebuilt its store reports without the flag again and counts again.
     if (diverged) this.#diverged.add(node);
+    else this.#diverged.delete(node);
+    this.#latest.set(node, { seq, print });
     const list = this.#pending.get(node) ?? [];
     list.push({ seq, print });
     if (list.length > MAX_PENDING) list.shift();
@@ -68,6 +74,35 @@ export class PeerAgreement {
   applied(seq: number): void {
     this.#applied = seq;
     this.#judge();
+  }
+
+  /** Whether this node found itself applying another history than the majority. */
+  get selfDiverged(): boolean {
+    return this.#selfDiverged;
+  }
+
+  /**
+   * This node replaced its store (rebuilt at position `applied`, `rebuild.ts`): forgets what it
+   * judged before and judges the peers' latest reports again as it reaches their positions.
+   */
+  reset(applied: number): void {
+    this.#selfDiverged = false;
+    this.#applied = applied;
+    this.#agreedUpTo.clear();
+    this.#disagrees.clear();
+    this.#pending = new Map([...this.#latest].map(([node, report]) => [node, [report]]));
+  }
+
+  /** The highest position up to which a majority of the members (this node included) applied
+   * the log alike, as far as their reports showed (0 when none is known). */
+  confirmedUpTo(): number {
+    const needed = this.needed();
+    if (needed === 0) return this.#applied;
+    const agreed = this.#peers()
+      .filter((p) => !this.#diverged.has(p))
+      .map((p) => Math.min(this.#agreedUpTo.get(p) ?? 0, this.#applied))
+      .sort((a, b) => b - a);
+    return agreed[needed - 1] ?? 0;
   }
 
   /** Resolves true once enough peers agree up to `seq` (or none is needed), false at

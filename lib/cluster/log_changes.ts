@@ -42,19 +42,53 @@ export function streamChanges(names: LogDbNames, writes: Write[]): StreamChange[
   return [...changes.values()];
 }
 
+/** How an ordered log's entries database is named (`logDbNames`). */
+const ENTRIES_SUFFIX = logDbNames("").entries;
+
+/** Per ordered log (by name), the streams with entries among `keys` (`[db, key]` pairs a
+ * write set wrote) and the lowest position written in each. */
+export function streamsWritten(keys: Iterable<[string, Key]>): Map<string, Map<string, number>> {
+  const out = new Map<string, Map<string, number>>();
+  for (const [db, key] of keys) {
+    if (!db.endsWith(ENTRIES_SUFFIX) || !Array.isArray(key) || typeof key[0] !== "string" || typeof key[1] !== "number") continue;
+    const log = db.slice(0, -ENTRIES_SUFFIX.length);
+    if (logDbNames(log).entries !== db) continue;
+    let streams = out.get(log);
+    if (!streams) out.set(log, (streams = new Map()));
+    streams.set(key[0], Math.min(key[1], streams.get(key[0]) ?? key[1]));
+  }
+  return out;
+}
+
 /**
  * The ordered logs' listeners of a replicated store: `applying` and `applied` take the write
  * sets of other nodes around the local commit that applies them and tell each log's listeners
- * the changes to that log (see `LogChangeListener`).
+ * the changes to that log; `replaced` and `unsure` tell them what a rebuilt store means for
+ * what they derived from it and for clients' positions (see `LogChangeListener`).
  */
 export class LogChangeFeed implements RemoteChanges {
-  #logs: { names: LogDbNames; listener: LogChangeListener }[] = [];
+  #logs: { name: string; names: LogDbNames; listener: LogChangeListener }[] = [];
   /** The write set being applied and its changes per log (read once, told twice). */
   #pending: { writes: Write[]; changes: StreamChange[][] } | undefined;
 
   /** Registers `listener` for the ordered log named `log`. */
   follow(log: string, listener: LogChangeListener): void {
-    this.#logs.push({ names: logDbNames(log), listener });
+    this.#logs.push({ name: log, names: logDbNames(log), listener });
+  }
+
+  /** The store was replaced under every log (see `LogChangeListener.replaced`). */
+  replaced(): void {
+    for (const { listener } of this.#logs) listener.replaced();
+  }
+
+  /** Streams, per log name, whose clients may hold entries of another history from the
+   * position given on (`"all"`: every stream of every log), until `until` (see
+   * `LogChangeListener.unsure`). */
+  unsure(streams: Map<string, Map<string, number>> | "all", until: number): void {
+    for (const { name, listener } of this.#logs) {
+      const mine = streams === "all" ? "all" : streams.get(name);
+      if (mine) listener.unsure(mine, until);
+    }
   }
 
   /** Another node's `writes` are about to be committed here. */

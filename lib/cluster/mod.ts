@@ -52,6 +52,7 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
     writeDeadlineMs: tunable("SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS", 10_000),
     dropRate: tunable("SWITCHBOARD_FAULT_DROP_LOG_DELIVERY", 0),
     forkAt: tunable("SWITCHBOARD_FAULT_FORK_AT", 0),
+    rebuildPauseMs: tunable("SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS", 1000),
   });
   const stops: (() => void)[] = [];
   return {
@@ -66,13 +67,13 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
       const nodes = new NodeWatch(link, { heartbeatMs, timeoutMs: heartbeatMs * 3.5 }, () => env.applied);
       env.useMembers(() => nodes.members());
       // Stopped last (stops run in order): the goodbye follows the final presence and counts.
-      hub.useOwner((topic) => nodes.owns(topic));
+      hub.useOwner((topic) => nodes.owns(topic.key));
       for (const m of modules) {
-        if (m.presence) stops.push(startPresence(link, m.presence, hub, nodes, heartbeatMs));
+        if (m.presence) stops.push(startPresence(link, m.presence, nodes, heartbeatMs));
         if (m.occupancy) stops.push(startOccupancy(link, m.occupancy, nodes, heartbeatMs));
       }
       // After presence and occupancy dropped the gone node's part: its topics' new owners.
-      nodes.onGone((node) => hub.ownerGone((topic) => ownerOf(topic, [...nodes.live(), node]) === node));
+      nodes.onGone((node) => hub.ownerGone((topic) => ownerOf(topic.key, [...nodes.live(), node]) === node));
       const every = tunable("SWITCHBOARD_CLUSTER_SNAPSHOT_EVERY", 100_000);
       stops.push(startSnapshots(link, env, nodes, { every, checkMs: heartbeatMs }));
       stops.push(() => nodes.stop());

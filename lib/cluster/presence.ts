@@ -1,12 +1,15 @@
 /**
  * Presence across nodes (the Phoenix.Tracker model): each node keeps its own members and tells
- * the others on core NATS when a user's presence on it starts or ends, plus its whole local
- * state every heartbeat. A node that is gone (`NodeWatch`: crashed, cut off, stopped) has its
- * users removed. A user on several nodes is one member everywhere.
+ * the others on core NATS when a user's presence through it starts or ends, plus its whole
+ * local state every heartbeat. A node that is gone (`NodeWatch`: crashed, cut off, stopped) has
+ * its users removed. A user on several nodes is one member everywhere. This module only
+ * translates: a message becomes the registry's `add` / `remove` naming the node it came from
+ * (the product tells its subscribers, as for a change through this node); topics travel as
+ * their strings and are parsed here, where they arrive.
  */
 import { Packr } from "msgpackr";
-import type { Hub } from "../hub/hub.ts";
 import type { SharedPresence } from "../product.ts";
+import { Topic } from "../wire/topic.ts";
 import type { ClusterLink } from "./link.ts";
 import type { NodeWatch } from "./nodes.ts";
 
@@ -23,7 +26,6 @@ type Message =
 export function startPresence(
   link: ClusterLink,
   shared: SharedPresence,
-  hub: Hub,
   nodes: NodeWatch,
   heartbeatMs: number,
 ): () => void {
@@ -31,37 +33,42 @@ export function startPresence(
   const registry = shared.registry;
   const me = link.nodeId;
   const send = (m: Message) => link.publish(SUBJECT, codec.pack(m));
-  const add = (node: string, topic: string, userId: string, info: unknown) => {
-    if (registry.addRemote(topic, userId, info, node)) hub.publish(topic, ...shared.joined(userId, info));
-  };
-  const remove = (node: string, topic: string, userId: string) => {
-    const info = registry.info(topic, userId);
-    if (registry.removeRemote(topic, userId, node)) hub.publish(topic, ...shared.left(userId, info));
-  };
+  const local = (): [string, string, unknown][] => registry.membersVia(registry.node).map(([t, u, i]) => [t.key, u, i]);
   nodes.onGone((node) => {
-    for (const [t, u] of registry.remoteMembers(node)) remove(node, t, u);
+    for (const [t, u] of registry.membersVia(node)) registry.remove(t, u, node);
   });
 
-  registry.observeLocal((t, u, i, present) => send(present ? { n: me, k: "add", t, u, i } : { n: me, k: "remove", t, u }));
+  registry.observeLocal((t, u, i, present) =>
+    send(present ? { n: me, k: "add", t: t.key, u, i } : { n: me, k: "remove", t: t.key, u })
+  );
   const unsubscribe = link.subscribe(SUBJECT, (data) => {
     const m = codec.unpack(data) as Message;
     if (m.n === me) return;
     nodes.heard(m.n);
     switch (m.k) {
-      case "add":
-        return add(m.n, m.t, m.u, m.i);
-      case "remove":
-        return remove(m.n, m.t, m.u);
+      case "add": {
+        const topic = Topic.parse(m.t);
+        if (topic) registry.add(topic, m.u, m.i, m.n);
+        return;
+      }
+      case "remove": {
+        const topic = Topic.parse(m.t);
+        if (topic) registry.remove(topic, m.u, m.n);
+        return;
+      }
       case "hello":
-        return send({ n: me, k: "full", m: registry.localMembers() });
+        return send({ n: me, k: "full", m: local() });
       case "full": {
         const now = new Set(m.m.map(([t, u]) => `${t}\n${u}`));
-        for (const [t, u] of registry.remoteMembers(m.n)) if (!now.has(`${t}\n${u}`)) remove(m.n, t, u);
-        for (const [t, u, i] of m.m) add(m.n, t, u, i);
+        for (const [t, u] of registry.membersVia(m.n)) if (!now.has(`${t.key}\n${u}`)) registry.remove(t, u, m.n);
+        for (const [t, u, i] of m.m) {
+          const topic = Topic.parse(t);
+          if (topic) registry.add(topic, u, i, m.n);
+        }
       }
     }
   });
-  const beat = setInterval(() => send({ n: me, k: "full", m: registry.localMembers() }), heartbeatMs);
+  const beat = setInterval(() => send({ n: me, k: "full", m: local() }), heartbeatMs);
   send({ n: me, k: "hello" });
   return () => {
     clearInterval(beat);

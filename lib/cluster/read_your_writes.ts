@@ -63,7 +63,8 @@ export function minPositionReads(source: PositionSource): MiddlewareHandler {
   return async (c, next) => {
     if (c.req.method === "GET" || c.req.method === "HEAD") {
       const min = parsePosition(c.req.header(MIN_POSITION_HEADER));
-      if (min !== undefined && source.applied < min && !(await source.caughtUp(min, source.writeDeadlineMs))) {
+      // Asked even when applied that far: a node rebuilding its store is never caught up.
+      if (min !== undefined && !(await source.caughtUp(min, source.writeDeadlineMs))) {
         throw new StorageUnavailableError(`${NOT_CAUGHT_UP} to log position ${min} (applied ${source.applied})`);
       }
     }

@@ -24,7 +24,11 @@
  *
  * Because NATS replicas can still diverge (nats-server 2.9.10), the nodes also compare how they
  * applied the log (`agreement.ts`): a write is acknowledged once a majority of the nodes applied
- * the log alike up to it, and a node the majority disagrees with stops taking writes.
+ * the log alike up to it, and a node the majority disagrees with stops taking writes and
+ * applying, tells every node which streams it may have sent its subscribers entries of its other
+ * history of (they answer a resume there with a reset for `UNSURE_MS`), then rebuilds its store
+ * from a snapshot and the stream (`rebuild.ts`; the ordered logs drop what they derived from the
+ * old one) and takes writes again once a majority confirms its history.
  *
  * Node-local databases (those the products declare with `nodeLocal`: webhook outboxes, the
  * apps table) are recorded too but applied only by the node that wrote them; a transaction
@@ -41,18 +45,24 @@ import { emptyReads, rangeBounds, type ReadSet, RecentWrites } from "./conflicts
 import { StoreEnv } from "../store/env.ts";
 import { DirectCommits } from "../store/direct_commits.ts";
 import type { Commits, RemoteChanges, Storage } from "../store/storage.ts";
-import { LogChangeFeed, type Write } from "./log_changes.ts";
+import { LogChangeFeed, streamsWritten, type Write } from "./log_changes.ts";
+import { forkedWrites } from "./fork.ts";
 import { log } from "../log/mod.ts";
 import type { ClusterLink } from "./link.ts";
 import { requestPositions } from "./read_your_writes.ts";
 import { positionDigest, WindowFingerprint } from "./fingerprint.ts";
 import { PeerAgreement } from "./agreement.ts";
+import { DIVERGED_KEY, rebuildSource, replaceStore } from "./rebuild.ts";
 
 /** The database recording the log position applied (key `applied`). */
 export const POSITION_DB = "cluster:state";
 /** The database listing the node-local databases declared (`nodeLocal`), by name: their rows
  * are one node's, so a node starting from another's snapshot clears them (`snapshots.ts`). */
 export const NODE_LOCAL_DB = "cluster:node-local";
+/** The key of `POSITION_DB` set in a store restored from a snapshot that listed no node-local
+ * databases (one written by an earlier version): each database declared node-local is then
+ * emptied on its first declaration (`nodeLocal`; see `readyRestored` in `snapshots.ts`). */
+export const UNLISTED_NODE_LOCAL = "unlisted-node-local";
 /** Databases applied only on the node that wrote them, before any is declared (the first two
  * are kept alike on every node by the apply itself). */
 const CLUSTER_LOCAL_DBS = [POSITION_DB, "cluster:recent", NODE_LOCAL_DB];
@@ -122,6 +132,24 @@ const HEAD_SUBJECT = "sb.head";
  * (`agreement.ts`). */
 const APPLIED_SUBJECT = "sb.applied";
 
+/** Core NATS subject on which a node that stopped itself tells every node the streams whose
+ * subscribers may hold entries of its other history (see `UNSURE_MS`). */
+const UNSURE_SUBJECT = "sb.unsure";
+/** How long, after a node found itself diverged, every node answers a join resuming such a
+ * stream at or past the first position it may differ at with a reset (a full snapshot) instead
+ * of a replay (docs/cluster.md). */
+export const UNSURE_MS = 10 * 60_000;
+/** How often the stopped (then rebuilt) node tells it again meanwhile, for a node that missed
+ * it or started since. */
+const UNSURE_REPEAT_MS = 5000;
+/** The key (in the position database) of the first position a stopped node applied after the
+ * last one a majority confirmed (its clients' copies may differ from there). */
+const UNSURE_FROM_KEY = "diverged_from";
+
+/** The longest pause before an attempt at rebuilding a node that stopped itself (the pause
+ * doubles from `rebuildPauseMs` at each attempt that failed or ended diverged again). */
+const MAX_REBUILD_PAUSE_MS = 30_000;
+
 /** How long one publish attempt waits for its reply before it is retried (same message id). */
 const PUBLISH_TRY_MS = 1000;
 /** A batch out this long without an outcome no longer holds the next batches back. */
@@ -166,6 +194,9 @@ export interface ReplicationOptions {
   /** A log position this node applies as if it had read another message there (a fault hook
    * for tests: a NATS replica that diverged); 0 for none. */
   forkAt?: number;
+  /** How long a node that stopped itself waits before it rebuilds its store (default 1000 ms;
+   * doubled at each further attempt). */
+  rebuildPauseMs?: number;
 }
 
 /** See the module comment. */
@@ -189,6 +220,20 @@ export class ReplicatedEnv implements Storage {
   #peers: PeerAgreement;
   /** Set once a majority of the nodes applied the log differently: no more writes here. */
   #diverged: string | undefined;
+  /** Set from then until the rebuilt store caught up and a majority confirmed it (`#rebuild`). */
+  #rebuilding: string | undefined;
+  /** While the store is being replaced: nothing is applied. */
+  #replacing = false;
+  #rebuildTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Rebuilds tried since the node last stopped itself. */
+  #rebuildAttempts = 0;
+  #onRebuilt: (() => void)[] = [];
+  /** What this node tells the others after it stopped itself (see `UNSURE_MS`): the streams,
+   * per ordered log, with the first position its clients may hold another history at, until
+   * when, and the timer repeating it. */
+  #unsure: { streams: Map<string, Map<string, number>> | "all"; until: number } | undefined;
+  #unsureTimer: ReturnType<typeof setInterval> | undefined;
+  #unsubscribeUnsure: (() => void) | undefined;
   #unsubscribeApplied: (() => void) | undefined;
   #recentDb: Database<[string, Key][] | { w: [string, Key][]; b?: string }, Key>;
   #queue: Task[] = [];
@@ -237,24 +282,283 @@ export class ReplicatedEnv implements Storage {
     this.#applied = this.#state.get("applied") ?? 0;
     this.#recentDb = this.#rawDb("cluster:recent");
     for (const name of this.#rawDb(NODE_LOCAL_DB).getKeys()) this.#localDbs.add(name as string);
+    [this.#recent, this.#print] = this.#loadHistory();
+    this.#peers = new PeerAgreement(link.nodeId, (seq) => this.#print.at(seq), (seq, peers) => {
+      if (this.#diverged) return;
+      this.#stopSelf(
+        `cluster unavailable: this node applied the log differently from a majority of the nodes (${peers.join(", ")}) ` +
+          `by position ${seq} (a NATS stream replica diverged); it rebuilds its store from the log`,
+      );
+    });
+  }
+
+  /** The recent writes and fingerprints of the positions the store keeps (up to the one
+   * applied). */
+  #loadHistory(): [RecentWrites, WindowFingerprint] {
     const stored: [number, [string, Key][], string?][] = [];
     for (const { key, value } of this.#recentDb.getRange({ start: this.#applied - CONFLICT_WINDOW + 1 })) {
       // Older stores kept the keys alone, without the batch id.
       stored.push(Array.isArray(value) ? [key as number, value] : [key as number, value.w, value.b]);
     }
-    this.#recent = new RecentWrites(CONFLICT_WINDOW, stored);
     // A position whose write set was skipped recorded no keys (an applied one always has some).
-    this.#print = new WindowFingerprint(
-      CONFLICT_WINDOW,
-      stored.sort((a, b) => a[0] - b[0]).map(([seq, keys, batch]) => [seq, positionDigest(batch, keys.length > 0)]),
-    );
-    this.#peers = new PeerAgreement(link.nodeId, (seq) => this.#print.at(seq), (seq, peers) => {
-      if (this.#diverged) return;
-      this.#diverged = `cluster unavailable: this node applied the log differently from a majority of the nodes (${peers.join(", ")}) ` +
-        `by position ${seq} (a NATS stream replica diverged); restore it from a snapshot`;
-      log.error(this.#diverged);
-      this.#reportApplied();
+    return [
+      new RecentWrites(CONFLICT_WINDOW, stored),
+      new WindowFingerprint(
+        CONFLICT_WINDOW,
+        stored.sort((a, b) => a[0] - b[0]).map(([seq, keys, batch]) => [seq, positionDigest(batch, keys.length > 0)]),
+      ),
+    ];
+  }
+
+  /**
+   * A majority of the nodes applied the log otherwise: no more writes (the queued ones fail),
+   * nothing more applied, the store is marked diverged (a restart rebuilds it too), the others
+   * are told (also which streams' subscribers may hold the other history: `#markUnsure`), and a
+   * rebuild is scheduled.
+   */
+  #stopSelf(reason: string): void {
+    const first = !this.#diverged && !this.#rebuilding;
+    this.#diverged = reason;
+    this.#rebuilding ??= reason;
+    log.error(reason);
+    const err = new StorageUnavailableError(reason);
+    for (const t of this.#queue.splice(0)) t.reject(err);
+    // From here on nothing more is applied (or published) from the log until the store is
+    // replaced: what subscribers were sent of the other history is what `#markUnsure` names.
+    clearTimeout(this.#repairTimer);
+    this.#repairTimer = undefined;
+    this.#buffer.clear();
+    // Stopped again while rebuilding (the log was compacted meanwhile): the store already
+    // holds the majority's history, and what the old one published is being told.
+    const from = first ? this.#peers.confirmedUpTo() + 1 : undefined;
+    if (from !== undefined) this.#markUnsure(from);
+    const state = this.#rawDb<string | number>(POSITION_DB);
+    void state.transaction(() => {
+      state.put(DIVERGED_KEY, reason);
+      if (from !== undefined) state.put(UNSURE_FROM_KEY, from);
+    }).catch(() => {});
+    this.#reportApplied();
+    this.#scheduleRebuild();
+  }
+
+  /**
+   * This node applied positions `from` on (up to the one applied) on another history than the
+   * majority, and published their entries to its subscribers: every node is told which streams
+   * (the streams those positions wrote, with the first position written in each; every stream
+   * when the positions kept in the store do not reach back to `from`), at once and again every
+   * `UNSURE_REPEAT_MS` for `UNSURE_MS`, and resets a join resuming them at or past it.
+   */
+  #markUnsure(from: number): void {
+    let streams: Map<string, Map<string, number>> | "all";
+    if (from <= this.#applied - CONFLICT_WINDOW) streams = "all";
+    else {
+      const keys: [string, Key][] = [];
+      for (const { value } of this.#recentDb.getRange({ start: Math.max(1, from), end: this.#applied + 1 })) {
+        keys.push(...(Array.isArray(value) ? value : value.w));
+      }
+      streams = streamsWritten(keys);
+    }
+    const until = Date.now() + UNSURE_MS;
+    const known = this.#unsure;
+    if (known && known.until > Date.now() && streams !== "all") {
+      if (known.streams === "all") streams = "all";
+      else {
+        for (const [name, list] of known.streams) {
+          const mine = streams.get(name) ?? new Map<string, number>();
+          for (const [stream, at] of list) mine.set(stream, Math.min(at, mine.get(stream) ?? at));
+          streams.set(name, mine);
+        }
+      }
+    }
+    this.#unsure = { streams, until };
+    log.warn("cluster streams whose subscribers may hold another history", {
+      from,
+      streams: streams === "all" ? "all" : [...streams.values()].reduce((n, m) => n + m.size, 0),
     });
+    this.#changes.unsure(streams, until);
+    const tell = () => {
+      try {
+        this.#tellUnsure();
+      } catch (err) {
+        log.warn("cluster could not tell the streams that may hold another history", { error: String(err) });
+      }
+    };
+    tell();
+    clearInterval(this.#unsureTimer);
+    this.#unsureTimer = setInterval(tell, UNSURE_REPEAT_MS);
+  }
+
+  /** Tells the other nodes `#unsure` (in messages within the payload limit), until it ends. */
+  #tellUnsure(): void {
+    const unsure = this.#unsure;
+    const ttl = unsure ? unsure.until - Date.now() : 0;
+    if (!unsure || ttl <= 0 || this.#closed) {
+      clearInterval(this.#unsureTimer);
+      this.#unsureTimer = undefined;
+      return;
+    }
+    const n = this.#link.nodeId;
+    if (unsure.streams === "all") return this.#link.publish(UNSURE_SUBJECT, codec.pack({ n, ttl, all: 1 }));
+    const limit = Math.max(1024, this.#link.maxPayload / 2);
+    let part: [string, string, number][] = [];
+    let bytes = 0;
+    const send = () => {
+      if (part.length > 0) this.#link.publish(UNSURE_SUBJECT, codec.pack({ n, ttl, s: part }));
+      part = [];
+      bytes = 0;
+    };
+    for (const [name, streams] of unsure.streams) {
+      for (const [stream, at] of streams) {
+        part.push([name, stream, at]);
+        bytes += name.length + stream.length * 3 + 16;
+        if (bytes >= limit) send();
+      }
+    }
+    send();
+  }
+
+  /** Another node's `#tellUnsure`: its streams are told to this node's ordered logs. */
+  #heardUnsure(data: Uint8Array): void {
+    try {
+      const { n, ttl, all, s } = codec.unpack(data) as { n: string; ttl: number; all?: 1; s?: [string, string, number][] };
+      if (n === this.#link.nodeId || !(ttl > 0)) return;
+      const until = Date.now() + Math.min(ttl, UNSURE_MS);
+      if (all === 1) return this.#changes.unsure("all", until);
+      const streams = new Map<string, Map<string, number>>();
+      for (const [name, stream, at] of s ?? []) {
+        if (typeof name !== "string" || typeof stream !== "string" || typeof at !== "number") continue;
+        let list = streams.get(name);
+        if (!list) streams.set(name, (list = new Map()));
+        list.set(stream, Math.min(at, list.get(stream) ?? at));
+      }
+      this.#changes.unsure(streams, until);
+    } catch { /* not such a message */ }
+  }
+
+  /** Whether this node stopped itself and has not yet rebuilt its store and been confirmed
+   * (no writes, no snapshots, no read-your-writes answers meanwhile). */
+  get stopped(): boolean {
+    return this.#diverged !== undefined || this.#rebuilding !== undefined;
+  }
+
+  /** Resolves true once a majority of the nodes confirmed this node's history up to `seq`,
+   * false after `ms` or when this node stopped itself. */
+  async confirmed(seq: number, ms: number): Promise<boolean> {
+    return !this.stopped && (await this.#peers.wait(seq, Date.now() + ms)) && !this.stopped;
+  }
+
+  /** Registers `fn`, called each time this node replaced its store (`#replace`), before
+   * anything of the new store is applied: whatever it told clients from the old one is void
+   * (the server closes its sockets, so clients rejoin and resume from the rebuilt store). */
+  onRebuilt(fn: () => void): void {
+    this.#onRebuilt.push(fn);
+  }
+
+  #scheduleRebuild(): void {
+    if (this.#rebuildTimer || this.#closed) return;
+    const pause = Math.min(MAX_REBUILD_PAUSE_MS, (this.#opts.rebuildPauseMs ?? 1000) * 2 ** Math.min(this.#rebuildAttempts, 10));
+    this.#rebuildAttempts++;
+    this.#rebuildTimer = setTimeout(() => {
+      void this.#rebuild().finally(() => {
+        this.#rebuildTimer = undefined;
+        // Failed, or diverged again meanwhile: later.
+        if (this.#diverged && !this.#closed) this.#scheduleRebuild();
+      });
+    }, pause);
+  }
+
+  /**
+   * Replaces this node's store with one the majority agrees with (`rebuild.ts`), follows the
+   * log from there, and once caught up with the log's tail and confirmed by a majority of the
+   * nodes takes writes again.
+   */
+  async #rebuild(): Promise<void> {
+    const reason = this.#diverged;
+    if (!reason || this.#closed) return;
+    log.warn("cluster node rebuilding its store", { applied: this.#applied, attempt: this.#rebuildAttempts });
+    try {
+      if (!(await this.#replace())) return;
+    } catch (err) {
+      log.warn("cluster rebuild failed; trying again later", { error: String(err) });
+      return;
+    }
+    // Caught up with the tail as it is now, then confirmed by a majority.
+    for (;;) {
+      if (this.#closed || this.#diverged) return;
+      if (this.#failing === BEHIND) {
+        // Compacted past the position rebuilt from meanwhile: again, from the newer snapshot.
+        this.#failing = undefined;
+        return this.#stopSelf("cluster unavailable: the log was compacted while this node rebuilt its store; it rebuilds again");
+      }
+      const tail = await this.#tail().catch(() => undefined);
+      if (tail === undefined) {
+        await new Promise((r) => setTimeout(r, 500));
+        continue;
+      }
+      if (!(await this.#waitApplied(tail, Date.now() + 5000))) continue;
+      this.#rebuilding = `cluster unavailable: this node rebuilt its store and waits for a majority of the nodes to confirm its history (position ${tail})`;
+      if (await this.#peers.wait(tail, Date.now() + 5000)) break;
+    }
+    if (this.#diverged || this.#closed) return;
+    this.#rebuilding = undefined;
+    this.#rebuildAttempts = 0;
+    this.#lastAppend = Date.now();
+    log.info("cluster node rebuilt its store and takes writes again", { position: this.#applied });
+  }
+
+  /**
+   * Swaps the store for the rebuild source in one local commit, with nothing applied
+   * meanwhile, and resets what this node remembers of the old history; false when it was
+   * closed on the way.
+   */
+  async #replace(): Promise<boolean> {
+    const { first } = await this.#link.bounds();
+    const source = await rebuildSource(this.#link, first);
+    try {
+      this.#replacing = true;
+      this.#consumer?.stop();
+      this.#consumer = undefined;
+      clearTimeout(this.#repairTimer);
+      this.#repairTimer = undefined;
+      while (this.#applying) await this.#applying;
+      if (this.#closed) return false;
+      this.#rebuilding = `cluster unavailable: this node is rebuilding its store from the log (it applied the log differently from a majority of the nodes)`;
+      await replaceStore({
+        root: this.root,
+        db: (name) => this.#rawDb(name),
+        keep: this.#localDbs,
+        replaced: [POSITION_DB, "cluster:recent"],
+      }, source);
+      const was = this.#applied;
+      this.#applied = source.position;
+      [this.#recent, this.#print] = this.#loadHistory();
+      this.#buffer.clear();
+      // What the ordered logs derived from the old store (positions published, joins waiting
+      // for one) is void: they start again from the new one, before anything is applied to it.
+      this.#changes.replaced();
+      // And whatever clients were told from it: before anything of the new store is published.
+      for (const fn of this.#onRebuilt) {
+        try {
+          fn();
+        } catch (err) {
+          log.warn("cluster rebuild hook failed", { error: String(err) });
+        }
+      }
+      this.#peers.reset(this.#applied);
+      // The fault hook plays one diverged replica once; the rebuild reads the leader again.
+      this.#opts.forkAt = 0;
+      this.#diverged = undefined;
+      log.info("cluster store replaced", { position: this.#applied, was });
+    } finally {
+      this.#replacing = false;
+      await source.dispose();
+    }
+    if (this.#closed) return false;
+    this.#lastApply = Date.now();
+    this.#follow();
+    this.#reportApplied();
+    this.#scheduleRepair(this.#knownTail);
+    return true;
   }
 
   /** Log position applied here. */
@@ -281,9 +585,17 @@ export class ReplicatedEnv implements Storage {
     return this.#opts.writeDeadlineMs;
   }
 
-  /** Resolves true once log position `seq` is applied here, false after `ms`. */
-  caughtUp(seq: number, ms: number): Promise<boolean> {
-    return this.#waitApplied(seq, Date.now() + ms);
+  /** Resolves true once log position `seq` is applied here, false after `ms`; never true while
+   * this node stopped itself or rebuilds (its store may hold another history). */
+  async caughtUp(seq: number, ms: number): Promise<boolean> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      if (!this.stopped && this.#applied >= seq) return true;
+      const left = deadline - Date.now();
+      if (left <= 0) return false;
+      if (this.stopped) await new Promise((r) => setTimeout(r, Math.min(left, 100)));
+      else await this.#waitApplied(seq, Math.min(deadline, Date.now() + 250));
+    }
   }
 
   /**
@@ -291,6 +603,16 @@ export class ReplicatedEnv implements Storage {
    * when it was called (or rejects after `waitMs`).
    */
   async start(waitMs = 60_000): Promise<void> {
+    // Stopped as diverged before a restart (or a crash during a rebuild): rebuilt first.
+    const marked = this.#rawDb<string>(POSITION_DB).get(DIVERGED_KEY);
+    if (marked) {
+      this.#diverged = this.#rebuilding = String(marked);
+      log.warn("cluster store marked diverged; rebuilding it before serving", { reason: String(marked) });
+      // Its subscribers may have moved to other nodes meanwhile: they are told again.
+      this.#markUnsure(this.#rawDb<number>(POSITION_DB).get(UNSURE_FROM_KEY) ?? 1);
+      if (!(await this.#replace())) throw new Error("closed while rebuilding the store");
+      this.#rebuilding = undefined;
+    }
     this.#follow();
     // A dropped or delayed last message shows no gap: writers announce each position they
     // found their batch at (read from the stream after a short grace), and the log's tail is
@@ -301,6 +623,7 @@ export class ReplicatedEnv implements Storage {
       this.#knownTail = Math.max(this.#knownTail, seq);
       if (seq > this.#applied) this.#scheduleRepair(seq);
     });
+    this.#unsubscribeUnsure = this.#link.subscribe(UNSURE_SUBJECT, (data) => this.#heardUnsure(data));
     this.#unsubscribeApplied = this.#link.subscribe(APPLIED_SUBJECT, (data) => {
       try {
         const { n, q, h, d } = codec.unpack(data) as { n: string; q: number; h: string; d?: 1 };
@@ -346,6 +669,8 @@ export class ReplicatedEnv implements Storage {
   nodeLocal<V = unknown>(name: string): Database<V, Key> {
     if (!this.#localDbs.has(name)) {
       this.#localDbs.add(name);
+      // Restored from a snapshot without the list: the rows there are another node's.
+      if (this.#state.get(UNLISTED_NODE_LOCAL)) this.#rawDb(name).clearSync();
       this.#rawDb<true>(NODE_LOCAL_DB).putSync(name, true);
     }
     return this.db<V>(name);
@@ -372,6 +697,7 @@ export class ReplicatedEnv implements Storage {
   unavailable(): string | undefined {
     if (this.#closed) return "storage unavailable: server shutting down";
     if (this.#diverged) return this.#diverged;
+    if (this.#rebuilding) return this.#rebuilding;
     if (!this.#link.connected()) return "cluster unavailable: not connected to NATS";
     if (this.#failing) return this.#failing;
     const { appendAgeMs, applyAgeMs, lag } = this.status();
@@ -389,7 +715,8 @@ export class ReplicatedEnv implements Storage {
    * (and notes their position for the HTTP request being answered, `read_your_writes.ts`). */
   transaction<T>(fn: () => T): Promise<T> {
     if (this.#closed) return Promise.reject(new StorageUnavailableError("server shutting down"));
-    if (this.#diverged) return Promise.reject(new StorageUnavailableError(this.#diverged));
+    const stopped = this.#diverged ?? this.#rebuilding;
+    if (stopped) return Promise.reject(new StorageUnavailableError(stopped));
     const deadline = Date.now() + this.#opts.writeDeadlineMs;
     const request = requestPositions.getStore();
     const position = request && ((seq: number) => void (request.position = Math.max(request.position, seq)));
@@ -418,11 +745,14 @@ export class ReplicatedEnv implements Storage {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#pumpTimer);
+    clearTimeout(this.#rebuildTimer);
     this.#expireQueued(Infinity);
-    while (this.#inflight.size > 0 || this.#applying) await new Promise((r) => setTimeout(r, 5));
+    while (this.#inflight.size > 0 || this.#applying || this.#replacing) await new Promise((r) => setTimeout(r, 5));
     this.#consumer?.stop();
     this.#unsubscribeTail?.();
     this.#unsubscribeApplied?.();
+    this.#unsubscribeUnsure?.();
+    clearInterval(this.#unsureTimer);
     clearInterval(this.#tailTimer);
     clearTimeout(this.#repairTimer);
     await this.#local.close();
@@ -579,6 +909,11 @@ export class ReplicatedEnv implements Storage {
       // Speculate only with no apply pending: one may start between the end of the awaited one
       // and this continuation.
       while (this.#applying) await this.#applying;
+      const stopped = this.#diverged ?? this.#rebuilding;
+      if (stopped) {
+        for (const t of tasks) t.reject(new StorageUnavailableError(stopped));
+        return;
+      }
       let spec: { base: number; tasks: Task[]; reads: ReadSet };
       try {
         spec = this.#speculate(tasks);
@@ -665,7 +1000,7 @@ export class ReplicatedEnv implements Storage {
     const batch = message.b;
     let data = codec.pack(message);
     let lastError: string | undefined;
-    while (outcome.done === null && !this.#closed) {
+    while (outcome.done === null && !this.#closed && !this.#diverged) {
       const left = deadline - Date.now();
       if (left <= 0) break;
       const r = await this.#link.append(data, message.b, Math.min(PUBLISH_TRY_MS, left));
@@ -737,17 +1072,18 @@ export class ReplicatedEnv implements Storage {
   }
 
   #feed(seq: number, data: Uint8Array): void {
+    if (this.#replacing || this.#diverged) return;
     if (seq <= this.#applied || this.#buffer.has(seq)) return;
     this.#buffer.set(seq, data);
     void this.#drain();
   }
 
   async #drain(): Promise<void> {
-    if (this.#applying) return;
+    if (this.#applying || this.#replacing) return;
     let done!: () => void;
     this.#applying = new Promise((r) => (done = r));
     try {
-      while (this.#buffer.has(this.#applied + 1)) {
+      while (this.#buffer.has(this.#applied + 1) && !this.#diverged) {
         const run: { seq: number; msg: LogMessage }[] = [];
         let bytes = 0;
         for (let s = this.#applied + 1; this.#buffer.has(s) && run.length < MAX_APPLY && bytes < MAX_APPLY_BYTES; s++) {
@@ -791,7 +1127,7 @@ export class ReplicatedEnv implements Storage {
     const written: [number, [string, Key][], string][] = [];
     const before = this.#applied;
     for (const item of run) {
-      if (item.seq === this.#opts.forkAt) item.msg = { o: "", b: `fork-${item.seq}`, base: item.seq - 1, r: emptyReads(), w: [] };
+      if (item.seq === this.#opts.forkAt) item.msg = { ...item.msg, o: "", b: `fork-${item.seq}`, a: undefined, w: forkedWrites(item.msg.w) };
       const { seq, msg } = item;
       // A batch id seen again (a retried publish stored twice) is skipped: its first
       // occurrence decided it.
@@ -887,7 +1223,7 @@ export class ReplicatedEnv implements Storage {
    * waiter's, a buffered one's), from the stream's leader, `READ_AHEAD` at a time. */
   #scheduleRepair(upTo = 0): void {
     this.#repairTarget = Math.max(this.#repairTarget, upTo);
-    if (this.#repairTimer || this.#closed) return;
+    if (this.#repairTimer || this.#closed || this.#replacing || this.#diverged) return;
     const pause = Date.now() - this.#repairFailedAt < 1000 ? 250 : this.#repairEmpty ? 20 : 0;
     this.#repairTimer = setTimeout(async () => {
       let want = this.#repairTarget;

@@ -22,10 +22,12 @@ import { log } from "../log/mod.ts";
 import { StoreEnv } from "../store/env.ts";
 import type { ClusterLink } from "./link.ts";
 import type { NodeWatch } from "./nodes.ts";
-import { NODE_LOCAL_DB, POSITION_DB, type ReplicatedEnv } from "./replicated_env.ts";
+import { NODE_LOCAL_DB, POSITION_DB, type ReplicatedEnv, UNLISTED_NODE_LOCAL } from "./replicated_env.ts";
+import { SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "./rebuild.ts";
 
-const BUCKET = "sb-snapshots";
-const OBJECT = "lmdb";
+// Where the newest snapshot is (a node rebuilding its store reads it too).
+const BUCKET = SNAPSHOT_BUCKET;
+const OBJECT = SNAPSHOT_OBJECT;
 /** The topic whose owner node takes the snapshots. */
 const SNAPSHOT_TOPIC = "cluster:snapshot";
 
@@ -39,6 +41,28 @@ async function positionOf(path: string, clearNodeOnly = false): Promise<number> 
       for (const name of [...store.db(NODE_LOCAL_DB).getKeys()]) store.db(name as string).clearSync();
     }
     return store.db<number>(POSITION_DB).get("applied") ?? 0;
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * Readies a downloaded snapshot at `path` to be this node's store; returns its position. The
+ * node-local databases it lists are emptied (another node's rows: its queued webhooks). A
+ * snapshot written by a node of an earlier version lists none although it holds such rows: it
+ * is marked (`UNLISTED_NODE_LOCAL`), and the store then empties each database this node
+ * declares node-local the first time it declares it (`ReplicatedEnv.nodeLocal`), so a restored
+ * node never sends another node's queued webhooks.
+ */
+export async function readyRestored(path: string): Promise<number> {
+  const store = new StoreEnv(path, false);
+  try {
+    const listed = [...store.db(NODE_LOCAL_DB).getKeys()] as string[];
+    for (const name of listed) store.db(name).clearSync();
+    const state = store.db<number>(POSITION_DB);
+    if (listed.length === 0) state.putSync(UNLISTED_NODE_LOCAL, 1);
+    else state.removeSync(UNLISTED_NODE_LOCAL);
+    return state.get("applied") ?? 0;
   } finally {
     await store.close();
   }
@@ -79,7 +103,7 @@ async function download(link: ClusterLink, path: string, first: number): Promise
     await got.data.pipeTo(Writable.toWeb(createWriteStream(partial)));
     const error = await got.error;
     if (error) throw error;
-    const stored = await positionOf(partial);
+    const stored = await readyRestored(partial);
     if (stored !== position) throw new Error(`snapshot holds position ${stored}, not ${position}`);
     rmSync(`${path}-lock`, { force: true });
     renameSync(partial, path);
@@ -104,7 +128,8 @@ export function startSnapshots(link: ClusterLink, env: ReplicatedEnv, nodes: Nod
   let newest = 0;
   let busy = false;
   const timer = setInterval(() => {
-    if (busy || env.applied - newest < opts.every || !nodes.owns(SNAPSHOT_TOPIC)) return;
+    // A node that stopped itself (or is rebuilding) holds no history the others agree with.
+    if (busy || env.stopped || env.applied - newest < opts.every || !nodes.owns(SNAPSHOT_TOPIC)) return;
     busy = true;
     snapshot(link, env, nodes, opts.every)
       .then((position) => (newest = position))
@@ -125,6 +150,8 @@ async function snapshot(link: ClusterLink, env: ReplicatedEnv, nodes: NodeWatch,
     const file = join(dir, "snapshot.mdb");
     await env.backup(file);
     const position = await positionOf(file, true);
+    // Only a history a majority of the nodes confirmed is stored (nodes rebuild from it).
+    if (!(await env.confirmed(position, 10_000))) throw new Error(`position ${position} not confirmed by a majority of the nodes`);
     const body = Readable.toWeb(createReadStream(file)) as unknown as ReadableStream<Uint8Array>;
     await store.put({ name: OBJECT, description: String(position) }, body);
     const below = Math.min(previous, nodes.lowestApplied()) + 1;

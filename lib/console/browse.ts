@@ -13,7 +13,7 @@ import type { ChatStore } from "../chat/store.ts";
 import { RunTable } from "../chat/live/runs.ts";
 import type { Storage } from "../store/storage.ts";
 import type { Database, Key } from "lmdb";
-import { Topic } from "../wire/topic.ts";
+import { objectOfStream, objectStreamPrefix, Topic } from "../streams/mod.ts";
 
 /** A request the console refuses (bad name, unknown object): status and message. */
 export class BrowseError extends Error {
@@ -52,8 +52,8 @@ export class Browse {
   /** The app's occupied channels (this node's view of the cluster-wide occupancy). */
   channels(app: App): { name: string; subscribers: number; members: number | null; serial: number | null }[] {
     const svc = this.#s.channels;
-    return svc.occupancy.topics(Topic.prefixOf("pubsub", app.key)).sort().slice(0, 1000).map((topic) => {
-      const name = Topic.parse(topic)?.name ?? "";
+    return svc.occupancy.topics(app.key).sort(Topic.order).slice(0, 1000).map((topic) => {
+      const name = topic.name;
       const kind = channelKind(name);
       return {
         name,
@@ -90,18 +90,13 @@ export class Browse {
    * `{appId}/{type}/{key}` with `/` and `%` in the type escaped).
    */
   objectList(app: App, typePrefix = ""): { type: string; key: string; log_id: number }[] {
-    const base = `${app.id}/`;
-    const start = base + escapeType(typePrefix);
+    const start = objectStreamPrefix(app, typePrefix);
     const out: { type: string; key: string; log_id: number }[] = [];
     for (const k of this.#objectIndex.getKeys({ start, limit: LIST })) {
       const stream = k as string;
       if (typeof stream !== "string" || !stream.startsWith(start)) break;
-      const rest = stream.slice(base.length);
-      const slash = rest.indexOf("/");
-      if (slash < 0) continue;
-      const type = rest.slice(0, slash).replaceAll("%2F", "/").replaceAll("%25", "%");
-      const key = rest.slice(slash + 1);
-      out.push({ type, key, log_id: this.#s.objects.streams.log.head(stream) });
+      const object = objectOfStream(app, stream);
+      if (object) out.push({ ...object, log_id: this.#s.objects.streams.log.head(stream) });
     }
     return out;
   }
@@ -156,7 +151,7 @@ export class Browse {
     const { messages } = this.#s.chat.messages.recent(app, id, TAIL);
     return {
       thread,
-      topic: Topic.format({ product: "chat", appKey: app.key, name: id }),
+      topic: Topic.of("chat", app.key, id).key,
       messages: messages.map((m) => ({
         id: m.id,
         role: m.role,
@@ -168,11 +163,6 @@ export class Browse {
       runs: this.#runs.all(app.id, id).slice(-TAIL),
     };
   }
-}
-
-/** An object type as stream names spell it (lib/streams/names.ts). */
-function escapeType(type: string): string {
-  return type.replaceAll("%", "%25").replaceAll("/", "%2F");
 }
 
 /** A value as short JSON text for display. */

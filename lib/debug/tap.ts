@@ -5,7 +5,6 @@
  * call site while no console is open and no counting sink is registered; entries are built
  * only for apps someone is watching.
  */
-import { Topic } from "../wire/topic.ts";
 
 /** One thing that happened in an app. */
 export interface TapEntry {
@@ -57,9 +56,4 @@ export function tap(appKey: string, kind: TapKind, fields: Record<string, unknow
   if (!set) return;
   const entry: TapEntry = { time: Date.now(), kind, ...fields };
   for (const listener of set) listener(entry);
-}
-
-/** The app key segment of a topic (`{product}:{appKey}:{name}`), or undefined. */
-export function appKeyOfTopic(topic: string): string | undefined {
-  return Topic.parse(topic)?.appKey;
 }

@@ -1,9 +1,12 @@
 // The hub: topic -> subscribers, with encode-once fan-out per wire format (natively under
 // Bun), `exclude` by socket id, one publish path (`publish`, its `reach` saying whether other
 // nodes of a cluster get the event too), and the hooks a cluster uses to relay and observe them.
+// Topics are `Topic` values parsed once where they enter (a frame, a cluster message); the hub
+// keys its table by their `key` and never parses nor formats a topic.
 import { encodeFrame, type Frame } from "../wire/codec.ts";
+import type { Topic } from "../wire/topic.ts";
 import { record } from "../metrics/mod.ts";
-import { appKeyOfTopic, tap, tapActive } from "../debug/tap.ts";
+import { tap, tapActive } from "../debug/tap.ts";
 
 /** One receiver of broadcasts: in practice a socket connection. */
 export interface Subscriber {
@@ -21,20 +24,29 @@ export interface Subscriber {
 }
 
 /**
- * Turns one broadcast into the bytes of one wire format; `null` when subscribers of that
- * format do not get this event at all.
+ * Turns one broadcast (on `topic`, the frame's topic parsed) into the bytes of one wire format;
+ * `null` when subscribers of that format do not get this event at all.
  */
-export type FrameEncoder = (frame: Frame) => string | Uint8Array | null;
+export type FrameEncoder = (frame: Frame, topic: Topic) => string | Uint8Array | null;
 
 /** The runtime's own pub/sub (Bun's `server.publish`), which fans out in native code. */
 export interface NativeTopics {
   publish(name: string, data: string | Uint8Array): void;
 }
 
+/** The members of one topic that use one wire format. */
+interface FormatMembers {
+  count: number;
+  /** The runtime-native topic name of this topic and format (made once). */
+  native: string;
+}
+
 interface TopicMembers {
+  /** The address, as the first subscriber gave it. */
+  topic: Topic;
   subs: Set<Subscriber>;
   /** Members per wire format, so a native publish is skipped for formats nobody uses. */
-  formats: Map<string, number>;
+  formats: Map<string, FormatMembers>;
 }
 
 /**
@@ -44,8 +56,14 @@ interface TopicMembers {
  */
 export type Reach = "node" | "cluster";
 
+/** Told of a published event: its topic and payload. */
+export type PublishObserver = (topic: Topic, payload: unknown) => void;
+
+/** Carries a `"cluster"` publish to the other nodes. */
+export type Relay = (topic: Topic, event: string, payload: unknown, excludeSocketId?: string) => void;
+
 /** Native topic name for one Phoenix topic and one wire format. */
-const nativeName = (topic: string, format: string) => `${format}|${topic}`;
+const nativeName = (topic: Topic, format: string) => `${format}|${topic.key}`;
 
 /**
  * Topic -> subscribers, with encode-once fan-out. A broadcast frame has a null join_ref, so
@@ -65,11 +83,12 @@ export class Hub {
     ["msgpack", (frame) => encodeFrame(frame, "msgpack")],
   ]);
   #sockets = new Map<string, Subscriber>();
-  #subscriptions: ((topic: string, count: number, delta: 1 | -1) => void)[] = [];
-  #owns: (topic: string) => boolean = () => true;
-  #ownerGone: ((wasOwner: (topic: string) => boolean) => void)[] = [];
-  #relay?: (topic: string, event: string, payload: unknown, excludeSocketId?: string) => void;
-  #relayedObservers: ((topic: string, event: string, payload: unknown) => void)[] = [];
+  #subscriptions: ((topic: Topic, count: number, delta: 1 | -1) => void)[] = [];
+  #owns: (topic: Topic) => boolean = () => true;
+  #ownerGone: ((wasOwner: (topic: Topic) => boolean) => void)[] = [];
+  #relay?: Relay;
+  /** Event name -> observers of its publishes (see `observe`). */
+  #observers = new Map<string, PublishObserver[]>();
 
   /** Switches fan-out to the runtime's native topics (set by the Bun adapter). */
   useNative(native: NativeTopics): void {
@@ -77,20 +96,22 @@ export class Hub {
   }
 
   /** Carries `"cluster"` publishes to the other nodes (set by the cluster's bus). */
-  useRelay(fn: (topic: string, event: string, payload: unknown, excludeSocketId?: string) => void): void {
+  useRelay(fn: Relay): void {
     this.#relay = fn;
   }
 
-  /** An event another node published with reach `"cluster"`: observers see it, then local
-   * subscribers get it. */
-  relayed(topic: string, event: string, payload: unknown, excludeSocketId?: string): void {
-    for (const fn of this.#relayedObservers) fn(topic, event, payload);
+  /** An event another node published with reach `"cluster"` (its topic parsed by the bus):
+   * published here like one of this node's, observers included. */
+  relayed(topic: Topic, event: string, payload: unknown, excludeSocketId?: string): void {
     this.publish(topic, event, payload, excludeSocketId);
   }
 
-  /** Calls `fn` for every event relayed from another node (see `relayed`). */
-  onRelayed(fn: (topic: string, event: string, payload: unknown) => void): void {
-    this.#relayedObservers.push(fn);
+  /** Calls `fn` for every publish of `event`, made on this node or relayed from another one
+   * alike, before its subscribers get it. */
+  observe(event: string, fn: PublishObserver): void {
+    const fns = this.#observers.get(event);
+    if (fns) fns.push(fn);
+    else this.#observers.set(event, [fn]);
   }
 
   /** Registers the encoder of another wire format. */
@@ -100,30 +121,30 @@ export class Hub {
 
   /** Calls `fn` with a topic's new subscriber count whenever a subscriber joins (`delta` 1)
    * or leaves (-1). */
-  onSubscriptions(fn: (topic: string, count: number, delta: 1 | -1) => void): void {
+  onSubscriptions(fn: (topic: Topic, count: number, delta: 1 | -1) => void): void {
     this.#subscriptions.push(fn);
   }
 
   /** Sets who reports a topic's cluster-wide changes (set by the cluster: one node each). */
-  useOwner(fn: (topic: string) => boolean): void {
+  useOwner(fn: (topic: Topic) => boolean): void {
     this.#owns = fn;
   }
 
   /** Whether this node is the one that reports cluster-wide changes of `topic` (webhooks);
    * alone, always. */
-  owns(topic: string): boolean {
+  owns(topic: Topic): boolean {
     return this.#owns(topic);
   }
 
   /** Calls `fn` when an owner node left the cluster, after the cluster dropped what it held;
    * `wasOwner(topic)` tells whether the topic was that node's (webhooks: the new owners
    * report what it may not have reported). */
-  onOwnerGone(fn: (wasOwner: (topic: string) => boolean) => void): void {
+  onOwnerGone(fn: (wasOwner: (topic: Topic) => boolean) => void): void {
     this.#ownerGone.push(fn);
   }
 
   /** A node left the cluster: `wasOwner(topic)` tells which topics it owned (set by the cluster). */
-  ownerGone(wasOwner: (topic: string) => boolean): void {
+  ownerGone(wasOwner: (topic: Topic) => boolean): void {
     for (const fn of this.#ownerGone) fn(wasOwner);
   }
 
@@ -138,67 +159,74 @@ export class Hub {
   }
 
   /** Adds `sub` to `topic`. */
-  subscribe(topic: string, sub: Subscriber): void {
-    let members = this.#topics.get(topic);
+  subscribe(topic: Topic, sub: Subscriber): void {
+    let members = this.#topics.get(topic.key);
     if (!members) {
-      members = { subs: new Set(), formats: new Map() };
-      this.#topics.set(topic, members);
+      members = { topic, subs: new Set(), formats: new Map() };
+      this.#topics.set(topic.key, members);
     }
     if (members.subs.has(sub)) return;
     members.subs.add(sub);
-    members.formats.set(sub.format, (members.formats.get(sub.format) ?? 0) + 1);
-    sub.nativeSubscribe?.(nativeName(topic, sub.format));
-    for (const fn of this.#subscriptions) fn(topic, members.subs.size, 1);
+    let format = members.formats.get(sub.format);
+    if (!format) members.formats.set(sub.format, format = { count: 0, native: nativeName(topic, sub.format) });
+    format.count++;
+    sub.nativeSubscribe?.(format.native);
+    for (const fn of this.#subscriptions) fn(members.topic, members.subs.size, 1);
   }
 
   /** Removes `sub` from `topic`. */
-  unsubscribe(topic: string, sub: Subscriber): void {
-    const members = this.#topics.get(topic);
+  unsubscribe(topic: Topic, sub: Subscriber): void {
+    const members = this.#topics.get(topic.key);
     if (!members || !members.subs.delete(sub)) return;
-    members.formats.set(sub.format, members.formats.get(sub.format)! - 1);
-    sub.nativeUnsubscribe?.(nativeName(topic, sub.format));
-    if (members.subs.size === 0) this.#topics.delete(topic);
-    for (const fn of this.#subscriptions) fn(topic, members.subs.size, -1);
+    const format = members.formats.get(sub.format)!;
+    format.count--;
+    sub.nativeUnsubscribe?.(format.native);
+    if (members.subs.size === 0) this.#topics.delete(topic.key);
+    for (const fn of this.#subscriptions) fn(members.topic, members.subs.size, -1);
   }
 
   /** Number of subscribers on `topic`. */
-  count(topic: string): number {
-    return this.#topics.get(topic)?.subs.size ?? 0;
+  count(topic: Topic): number {
+    return this.#topics.get(topic.key)?.subs.size ?? 0;
   }
 
-  /** Topics with at least one subscriber, optionally filtered by prefix. */
-  topics(prefix = ""): string[] {
-    return [...this.#topics.keys()].filter((t) => t.startsWith(prefix));
+  /** Topics of `product` with at least one subscriber, only those of `appKey` when given. */
+  topics(product: string, appKey?: string): Topic[] {
+    const out: Topic[] = [];
+    for (const { topic } of this.#topics.values()) {
+      if (topic.product === product && (appKey === undefined || topic.appKey === appKey)) out.push(topic);
+    }
+    return out;
   }
 
   /**
    * Broadcasts `[null, null, topic, event, payload]` to every subscriber of `topic`, except
    * the socket whose id is `excludeSocketId`; with reach `"cluster"` (see `Reach`) it is also
-   * relayed to the other nodes, which publish it there. Returns how many subscribers on this
-   * node it was sent to.
+   * relayed to the other nodes, which publish it there. Observers of `event` (see `observe`)
+   * see it first. Returns how many subscribers on this node it was sent to.
    */
-  publish(topic: string, event: string, payload: unknown, excludeSocketId?: string, reach: Reach = "node"): number {
+  publish(topic: Topic, event: string, payload: unknown, excludeSocketId?: string, reach: Reach = "node"): number {
     if (reach === "cluster") this.#relay?.(topic, event, payload, excludeSocketId);
-    if (tapActive) {
-      const app = appKeyOfTopic(topic);
-      if (app) tap(app, "event", { topic, event, payload, subscribers: this.count(topic) });
+    if (this.#observers.size !== 0) {
+      const fns = this.#observers.get(event);
+      if (fns) for (const fn of fns) fn(topic, payload);
     }
-    const members = this.#topics.get(topic);
+    if (tapActive) tap(topic.appKey, "event", { topic: topic.key, event, payload, subscribers: this.count(topic) });
+    const members = this.#topics.get(topic.key);
     if (!members) return 0;
-    const frame: Frame = [null, null, topic, event, payload];
+    const frame: Frame = [null, null, topic.key, event, payload];
     const exclude = excludeSocketId === undefined ? undefined : this.#sockets.get(excludeSocketId);
     const excluded = exclude && members.subs.has(exclude) ? 1 : 0;
     if (this.#native) {
-      for (const [format, count] of members.formats) {
-        if (count === 0) continue;
-        const bytes = this.#encoders.get(format)!(frame);
+      for (const [name, format] of members.formats) {
+        if (format.count === 0) continue;
+        const bytes = this.#encoders.get(name)!(frame, topic);
         if (bytes === null) continue;
-        const name = nativeName(topic, format);
-        if (excluded && exclude!.format === format && exclude!.nativePublish) {
-          exclude!.nativePublish(name, bytes);
-        } else this.#native.publish(name, bytes);
+        if (excluded && exclude!.format === name && exclude!.nativePublish) {
+          exclude!.nativePublish(format.native, bytes);
+        } else this.#native.publish(format.native, bytes);
       }
-      record.publish(topic, members.subs.size - excluded);
+      record.publish(topic.product, members.subs.size - excluded);
       return members.subs.size - excluded;
     }
     const encoded = new Map<string, string | Uint8Array | null>();
@@ -206,10 +234,10 @@ export class Hub {
     for (const sub of [...members.subs]) {
       if (sub === exclude) continue;
       let bytes = encoded.get(sub.format);
-      if (bytes === undefined) encoded.set(sub.format, bytes = this.#encoders.get(sub.format)!(frame));
+      if (bytes === undefined) encoded.set(sub.format, bytes = this.#encoders.get(sub.format)!(frame, topic));
       if (bytes !== null) sub.sendEncoded(bytes);
     }
-    record.publish(topic, members.subs.size - excluded);
+    record.publish(topic.product, members.subs.size - excluded);
     return members.subs.size - excluded;
   }
 }

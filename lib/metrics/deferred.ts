@@ -85,8 +85,13 @@ export function deferredHistogram(
     children.push(child);
     return {
       observe: (value) => {
-        const i = buckets.findIndex((le) => value <= le);
-        if (i >= 0) child.counts[i]++;
+        // A loop, not `findIndex` with a closure: every request observes one.
+        for (let i = 0; i < buckets.length; i++) {
+          if (value <= buckets[i]) {
+            child.counts[i]++;
+            break;
+          }
+        }
         child.sum += value;
         child.count++;
       },

@@ -6,7 +6,6 @@
  */
 import client from "prom-client";
 import { deferredCounter, deferredHistogram } from "./deferred.ts";
-import { Topic } from "../wire/topic.ts";
 
 /** The process's registry, served at `GET /metrics`. */
 export const registry = new client.Registry();
@@ -120,35 +119,35 @@ const httpMeters = new Map<string, Map<string, { duration: { observe(s: number):
 /** The products' topic prefixes, as constant strings (cheap map keys). */
 const PRODUCTS = ["durable", "pubsub", "chat", "spaces"];
 
-/** The product of a topic (`durable`, `pubsub`, `chat`, `spaces`): the text before its first `:`. */
-function productOf(topic: string): string {
-  // Every write and broadcast asks: the known products are matched without a slice.
-  for (const p of PRODUCTS) if (topic.startsWith(p) && topic.charCodeAt(p.length) === 58 /* : */) return p;
-  const product = Topic.productOf(topic);
-  if (product === null || product.length >= 16) return "other";
-  return PRODUCTS.find((p) => p === product) ?? product;
+/** The metric label of a topic's product (`durable`, `pubsub`, `chat`, `spaces`; another
+ * short one as it is; a missing or long one `other`, so labels stay few). */
+function productLabel(product: string | null): string {
+  // Every write and broadcast asks: the known products are matched by equality.
+  for (const p of PRODUCTS) if (product === p) return p;
+  return product === null || product.length >= 16 ? "other" : product;
 }
 
 /** Record functions used by the layers. */
 export const record = {
-  /** A broadcast on `topic` that reached `subscribers` sockets. */
-  publish(topic: string, subscribers: number): void {
-    const product = productOf(topic);
-    publishedBy(product).inc();
-    if (subscribers > 0) deliveredBy(product).inc(subscribers);
+  /** A broadcast on a topic of `product` that reached `subscribers` sockets. */
+  publish(product: string, subscribers: number): void {
+    const label = productLabel(product);
+    publishedBy(label).inc();
+    if (subscribers > 0) deliveredBy(label).inc(subscribers);
   },
-  /** `count` entries appended to the stream behind `topic`. */
-  append(topic: string, count: number): void {
-    appendsBy(productOf(topic)).inc(count);
+  /** `count` entries appended to a stream of `product`. */
+  append(product: string, count: number): void {
+    appendsBy(productLabel(product)).inc(count);
   },
   /** A socket of `protocol` (`phoenix`, `pusher`) opened (+1) or closed (-1). */
   connection(delta: 1 | -1, protocol: "phoenix" | "pusher" = "phoenix"): void {
     connections.inc({ protocol }, delta);
   },
-  /** A join's outcome: `ok`, or the refusal reason (reduced to its kind: the text before `:`). */
-  join(topic: string, reason?: string): void {
+  /** A join of a topic of `product` (null: the topic did not parse) and its outcome: `ok`, or
+   * the refusal reason (reduced to its kind: the text before `:`). */
+  join(product: string | null, reason?: string): void {
     const outcome = reason === undefined ? "ok" : reason.split(":")[0].slice(0, 64);
-    joins.inc({ product: productOf(topic), outcome });
+    joins.inc({ product: productLabel(product), outcome });
   },
   /** A slow subscriber closed with 4008. */
   slowConsumer(): void {

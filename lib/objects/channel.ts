@@ -27,7 +27,7 @@ async function authorize(ctx: JoinContext, type: string, key: string): Promise<s
 export function objectChannel(store: ObjectStore): ChannelHandler {
   return {
     async join(ctx) {
-      const { type, key } = objectName(ctx.name) ?? { type: "", key: "" };
+      const { type, key } = objectName(ctx.topic.name) ?? { type: "", key: "" };
       if (
         type === "" || key === "" || objectTypeProblem(type) ||
         byteLength(type) > MAX_NAME_BYTES || byteLength(key) > MAX_NAME_BYTES

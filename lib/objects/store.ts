@@ -142,7 +142,10 @@ export class ObjectStore {
         apply: (at) => {
           const saved = current ? current.saved : 0;
           const checkpoint = saved === undefined || at - saved >= CHECKPOINT_EVERY;
-          const held: Held = { ...record, at, saved: checkpoint ? at : saved };
+          // `record` is applyOps' own copy: it becomes the held state as it is (no third copy).
+          const held = record as Held;
+          held.at = at;
+          held.saved = checkpoint ? at : saved;
           const weight = record.total + 256;
           if (checkpoint) this.#commits.write(this.#records, addr.stream, held, weight);
           else this.#commits.keep(this.#records, addr.stream, held, weight);

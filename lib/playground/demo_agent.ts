@@ -44,7 +44,7 @@ export class DemoAgents {
     }
     let agent = this.#threads.get(threadId);
     if (!agent) {
-      const topic = Topic.format({ product: "chat", appKey: conn.appKey, name: threadId });
+      const topic = Topic.of("chat", conn.appKey, threadId).key;
       agent = ThreadAgent.join(this.#socket!.channel(topic, { agent_secret: conn.appSecret, agent_id: this.agentId }));
       this.#threads.set(threadId, agent);
       agent.catch(() => this.#threads.delete(threadId));

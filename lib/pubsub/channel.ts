@@ -17,7 +17,7 @@ import {
 } from "./names.ts";
 import { memberOf, type PresenceMember } from "./presence.ts";
 import { type ChannelService, deliveryPayload, type StoredEvent } from "./service.ts";
-import { isRefusal, type StreamPosition } from "../streams/mod.ts";
+import { isRefusal, type StreamPosition, type Topic } from "../streams/mod.ts";
 
 type JoinOutcome = ChannelInstance | { error: string };
 
@@ -27,7 +27,7 @@ export function pubsubChannel(svc: ChannelService): ChannelHandler {
 }
 
 async function join(svc: ChannelService, ctx: JoinContext): Promise<JoinOutcome> {
-  const name = ctx.name;
+  const name = ctx.topic.name;
   if (!validChannelName(name)) return { error: "invalid topic format" };
   const kind = channelKind(name);
   const cred = await verifyJoin(ctx);
@@ -102,10 +102,10 @@ export async function enterChannel(
  * hit after all: the report stands, as the miss was real when the client subscribed.)
  */
 async function reportCacheMiss(svc: ChannelService, ctx: JoinContext, from: StreamPosition | undefined): Promise<boolean> {
-  if (from !== undefined || !svc.isCache(ctx.name)) return false;
-  const { stream } = svc.address(ctx.app, ctx.name);
+  if (from !== undefined || !svc.isCache(ctx.topic.name)) return false;
+  const { stream } = svc.address(ctx.app, ctx.topic.name);
   if (svc.cached(stream, svc.log.head(stream))) return false;
-  await svc.cacheMiss(ctx.app, ctx.name);
+  await svc.cacheMiss(ctx.app, ctx.topic.name);
   return true;
 }
 
@@ -116,12 +116,12 @@ async function joinChannel(
   opts: { member?: PresenceMember; from?: StreamPosition; missReported: boolean },
 ): Promise<boolean> {
   const { member, from, missReported } = opts;
-  if (channelKind(ctx.name) === "ephemeral") {
+  if (channelKind(ctx.topic.name) === "ephemeral") {
     ctx.accept({ serial: null, replay: "none" });
     ctx.subscribe();
     return true;
   }
-  const addr = svc.address(ctx.app, ctx.name);
+  const addr = svc.address(ctx.app, ctx.topic.name);
   return await svc.streams.join(ctx, addr, {
     from,
     // Replay honours the retention window (count and age), even before a lazy trim ran.
@@ -133,32 +133,30 @@ async function joinChannel(
     reply: (snap) => {
       const response: Record<string, unknown> = { ...snap };
       if (member) {
-        // Announce before subscribing, so the joiner itself does not get its own join event.
-        if (svc.presence.add(ctx.topic, member.user_id, member.user_info, ctx.socketId)) {
-          svc.hub.publish(ctx.topic, "presence:join", member);
-        }
+        // Added before subscribing, so the joiner itself does not get its own join event (the
+        // registry's observer tells the others: `ChannelService`).
+        svc.presence.add(ctx.topic, member.user_id, member.user_info, svc.presence.node, ctx.socketId);
         const members = svc.presence.members(ctx.topic);
         response.presence = { members, count: members.length };
       }
-      if (svc.isCache(ctx.name)) {
+      if (svc.isCache(ctx.topic.name)) {
         // The cache at the snapshot: live delivery starts right after it, so nothing is lost
         // or repeated between the cached event and the next one.
         const hit = svc.cached(addr.stream, snap.serial);
         response.cache = hit ? { event: hit.event, payload: deliveryPayload(hit.serial, hit) } : null;
         // Missed only now (the cached event expired since): reported without holding the join.
-        if (!hit && from === undefined && !missReported) void svc.cacheMiss(ctx.app, ctx.name).catch(() => {});
+        if (!hit && from === undefined && !missReported) void svc.cacheMiss(ctx.app, ctx.topic.name).catch(() => {});
       }
       return response;
     },
   });
 }
 
-/** Ends a presence member's socket on `topic`; the others hear `presence:leave` if it was its last. */
-export function leavePresence(svc: ChannelService, topic: string, member: PresenceMember, socketId: string): void {
+/** Ends a presence member's socket on `topic`; the others hear `presence:leave` if it was its
+ * last presence anywhere. */
+export function leavePresence(svc: ChannelService, topic: Topic, member: PresenceMember, socketId: string): void {
   // The member is already unsubscribed here, so the leave goes to the others only.
-  if (svc.presence.remove(topic, member.user_id, socketId)) {
-    svc.hub.publish(topic, "presence:leave", member);
-  }
+  svc.presence.remove(topic, member.user_id, svc.presence.node, socketId);
 }
 
 function channelInstance(
@@ -185,7 +183,7 @@ async function clientPublish(
   payload: unknown,
 ): Promise<PushReply> {
   if (!app.enable_client_messages) return errorReply("Client messages are disabled");
-  if (!principal?.can(`channel:publish:${ctx.name}`)) {
+  if (!principal?.can(`channel:publish:${ctx.topic.name}`)) {
     return errorReply("Channel mode does not permit publishing");
   }
   const problem = eventNameProblem(event);
@@ -198,7 +196,7 @@ async function clientPublish(
   }
   const stored: StoredEvent = { event, data: payload ?? null, socket_id: ctx.socketId };
   if (principal.clientId !== undefined) stored.client_id = principal.clientId;
-  const serial = await svc.publishClient(app, ctx.name, stored);
+  const serial = await svc.publishClient(app, ctx.topic.name, stored);
   return { status: "ok", response: { serial } };
 }
 

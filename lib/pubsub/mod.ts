@@ -4,7 +4,6 @@ import type { ProductDeps, ProductModule } from "../product.ts";
 import { pubsubChannel } from "./channel.ts";
 import { pubsubRoutes } from "./routes.ts";
 import { ChannelService } from "./service.ts";
-import { memberOf } from "./presence.ts";
 
 export { ChannelService } from "./service.ts";
 export type { HistoryItem, StoredEvent } from "./service.ts";
@@ -19,12 +18,7 @@ export function createPubsub(deps: ProductDeps): ProductModule & { service: Chan
   return {
     routes: pubsubRoutes(deps.apps, svc),
     channels: { pubsub: pubsubChannel(svc) },
-    presence: {
-      name: "pubsub",
-      registry: svc.presence,
-      joined: (userId, info) => ["presence:join", memberOf(userId, info)],
-      left: (userId, info) => ["presence:leave", memberOf(userId, info)],
-    },
+    presence: { name: "pubsub", registry: svc.presence },
     occupancy: svc.occupancy,
     service: svc,
   };

@@ -1,10 +1,12 @@
 /**
  * In-memory presence registry (per process): per channel topic, the members keyed by user id,
- * each with the sockets it is present on. A user with several sockets is one member: it
- * "joins" with its first socket and "leaves" after its last. In clustered mode a member may
- * also be present through other nodes (`addRemote`); it is still one member.
+ * each with where it is present: sockets of this node, and, in clustered mode, other nodes
+ * (which report users, not sockets). A user present several times is one member: it "joins"
+ * with its first presence anywhere and "leaves" after its last. A presence through this node
+ * and one through another are added and removed the same way (`add` / `remove` name the node);
+ * the cluster module only translates its messages into those calls.
  */
-import { Topic } from "../wire/topic.ts";
+import type { Topic } from "../wire/topic.ts";
 
 /** One presence member as shown in join replies, events and the users route. */
 export interface PresenceMember {
@@ -14,122 +16,97 @@ export interface PresenceMember {
 
 interface Entry {
   info: unknown;
-  sockets: Set<string>;
-  /** Other nodes the user is present on (clustered mode). */
-  nodes: Set<string>;
+  /** node -> the presences through it: socket ids on this node; `""` for another node's
+   * report of the user. */
+  via: Map<string, Set<string>>;
 }
 
-/** Told when a user becomes a member of a topic anywhere (`joined`) or stops being one (with
- * the topic parsed). */
-export type PresenceObserver = (topic: Topic, userId: string, joined: boolean) => void;
+/** Told when a user becomes a member of a topic anywhere (`joined`) or stops being one, with
+ * the info it joined with. */
+export type PresenceObserver = (topic: Topic, userId: string, joined: boolean, info: unknown) => void;
 
-/** Told when a user's presence on this node starts (`true`) or ends. */
-export type LocalPresenceObserver = (topic: string, userId: string, info: unknown, present: boolean) => void;
+/** Told when a user's presence through this node starts (`true`) or ends. */
+export type LocalPresenceObserver = (topic: Topic, userId: string, info: unknown, present: boolean) => void;
 
 /** Presence state of every presence channel in this process. */
 export class PresenceRegistry {
-  #topics = new Map<string, Map<string, Entry>>();
+  /** This node's id: the node of the presences its sockets hold. */
+  readonly node: string;
+  /** topic key -> the topic and its members. */
+  #topics = new Map<string, { topic: Topic; members: Map<string, Entry> }>();
   #observers: PresenceObserver[] = [];
   #local: LocalPresenceObserver[] = [];
+
+  /** A registry on the node `node` (this node's id; any name on one node). */
+  constructor(node: string) {
+    this.node = node;
+  }
 
   /** Calls `fn` whenever a user becomes a member of a topic (`true`) or stops being one. */
   observe(fn: PresenceObserver): void {
     this.#observers.push(fn);
   }
 
-  /** Calls `fn` when a user's first socket on this node joins a topic or its last leaves. */
+  /** Calls `fn` when a user's first presence through this node starts or its last ends. */
   observeLocal(fn: LocalPresenceObserver): void {
     this.#local.push(fn);
   }
 
-  /** Adds `socketId` for `userId`; true when this made the user a new member. */
-  add(topic: string, userId: string, info: unknown, socketId: string): boolean {
-    const { entry, created } = this.#entry(topic, userId, info);
-    const first = entry.sockets.size === 0;
-    entry.sockets.add(socketId);
-    if (first) for (const fn of this.#local) fn(topic, userId, info, true);
+  /**
+   * `userId` is present on `topic` through `node`: through the socket `socketId` of this node,
+   * or (no socket) as another node reports it. True when this made the user a new member.
+   */
+  add(topic: Topic, userId: string, info: unknown, node: string, socketId = ""): boolean {
+    let t = this.#topics.get(topic.key);
+    if (!t) this.#topics.set(topic.key, (t = { topic, members: new Map() }));
+    let entry = t.members.get(userId);
+    const created = !entry;
+    if (!entry) t.members.set(userId, (entry = { info, via: new Map() }));
+    let held = entry.via.get(node);
+    if (!held) entry.via.set(node, (held = new Set()));
+    const first = held.size === 0;
+    held.add(socketId);
+    if (created) for (const fn of this.#observers) fn(t.topic, userId, true, info);
+    if (first && node === this.node) for (const fn of this.#local) fn(t.topic, userId, entry.info, true);
     return created;
   }
 
-  /** Removes `socketId` for `userId`; true when the user has no socket left (it left). */
-  remove(topic: string, userId: string, socketId: string): boolean {
-    const entry = this.#topics.get(topic)?.get(userId);
-    if (!entry || !entry.sockets.delete(socketId) || entry.sockets.size > 0) return false;
-    for (const fn of this.#local) fn(topic, userId, entry.info, false);
-    return this.#dropIfGone(topic, userId, entry);
-  }
-
-  /** The user is present on `node` (another node); true when this made it a new member. */
-  addRemote(topic: string, userId: string, info: unknown, node: string): boolean {
-    const { entry, created } = this.#entry(topic, userId, info);
-    entry.nodes.add(node);
-    return created;
-  }
-
-  /** The user is no longer present on `node`; true when it left altogether. */
-  removeRemote(topic: string, userId: string, node: string): boolean {
-    const entry = this.#topics.get(topic)?.get(userId);
-    if (!entry || !entry.nodes.delete(node)) return false;
-    return this.#dropIfGone(topic, userId, entry);
-  }
-
-  /** Every membership through a socket of this node: `[topic, userId, info]`. */
-  localMembers(): [string, string, unknown][] {
-    const out: [string, string, unknown][] = [];
-    for (const [topic, members] of this.#topics) {
-      for (const [userId, e] of members) if (e.sockets.size > 0) out.push([topic, userId, e.info]);
-    }
-    return out;
-  }
-
-  /** Every membership through `node`: `[topic, userId]`. */
-  remoteMembers(node: string): [string, string][] {
-    const out: [string, string][] = [];
-    for (const [topic, members] of this.#topics) {
-      for (const [userId, e] of members) if (e.nodes.has(node)) out.push([topic, userId]);
-    }
-    return out;
-  }
-
-  /** The member's info, if present. */
-  info(topic: string, userId: string): unknown {
-    return this.#topics.get(topic)?.get(userId)?.info;
-  }
-
-  #entry(topic: string, userId: string, info: unknown): { entry: Entry; created: boolean } {
-    let members = this.#topics.get(topic);
-    if (!members) this.#topics.set(topic, (members = new Map()));
-    let entry = members.get(userId);
-    if (entry) return { entry, created: false };
-    members.set(userId, (entry = { info, sockets: new Set(), nodes: new Set() }));
-    this.#tell(topic, userId, true);
-    return { entry, created: true };
-  }
-
-  #dropIfGone(topic: string, userId: string, entry: Entry): boolean {
-    if (entry.sockets.size > 0 || entry.nodes.size > 0) return false;
-    const members = this.#topics.get(topic)!;
-    members.delete(userId);
-    if (members.size === 0) this.#topics.delete(topic);
-    this.#tell(topic, userId, false);
+  /** Ends the presence `add` started (the same node and socket); true when the user has no
+   * presence left anywhere (it left). */
+  remove(topic: Topic, userId: string, node: string, socketId = ""): boolean {
+    const t = this.#topics.get(topic.key);
+    const entry = t?.members.get(userId);
+    const held = entry?.via.get(node);
+    if (!t || !entry || !held || !held.delete(socketId)) return false;
+    if (held.size > 0) return false;
+    entry.via.delete(node);
+    if (node === this.node) for (const fn of this.#local) fn(t.topic, userId, entry.info, false);
+    if (entry.via.size > 0) return false;
+    t.members.delete(userId);
+    if (t.members.size === 0) this.#topics.delete(topic.key);
+    for (const fn of this.#observers) fn(t.topic, userId, false, entry.info);
     return true;
   }
 
-  #tell(topic: string, userId: string, joined: boolean): void {
-    const parsed = this.#observers.length > 0 ? Topic.parse(topic) : null;
-    if (parsed) for (const fn of this.#observers) fn(parsed, userId, joined);
+  /** Every membership through `node` (this one or another): `[topic, userId, info]`. */
+  membersVia(node: string): [Topic, string, unknown][] {
+    const out: [Topic, string, unknown][] = [];
+    for (const { topic, members } of this.#topics.values()) {
+      for (const [userId, e] of members) if (e.via.has(node)) out.push([topic, userId, e.info]);
+    }
+    return out;
   }
 
   /** Current members of `topic`, in join order. */
-  members(topic: string): PresenceMember[] {
-    const members = this.#topics.get(topic);
-    if (!members) return [];
-    return [...members].map(([user_id, e]) => memberOf(user_id, e.info));
+  members(topic: Topic): PresenceMember[] {
+    const t = this.#topics.get(topic.key);
+    if (!t) return [];
+    return [...t.members].map(([user_id, e]) => memberOf(user_id, e.info));
   }
 
   /** Number of distinct users on `topic`. */
-  count(topic: string): number {
-    return this.#topics.get(topic)?.size ?? 0;
+  count(topic: Topic): number {
+    return this.#topics.get(topic.key)?.members.size ?? 0;
   }
 }
 

@@ -72,8 +72,8 @@ export function pubsubRoutes(apps: AppRegistry, svc: ChannelService): Hono {
     const prefix = c.req.query("filter_by_prefix") ?? "";
     const info = new Set((c.req.query("info") ?? "").split(",").filter(Boolean));
     const channels: Record<string, Record<string, number>> = {};
-    for (const topic of svc.occupancy.topics(Topic.prefixOf("pubsub", app.key) + prefix).sort()) {
-      const name = Topic.parse(topic)?.name ?? "";
+    for (const topic of svc.occupancy.topics(app.key, prefix).sort(Topic.order)) {
+      const name = topic.name;
       const entry: Record<string, number> = {};
       if (info.has("subscription_count")) entry.subscription_count = svc.occupancy.count(topic);
       if (info.has("user_count") && channelKind(name) === "presence") {

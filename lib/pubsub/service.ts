@@ -6,7 +6,7 @@ import type { App } from "../config/apps.ts";
 import type { Config } from "../config/config.ts";
 import type { Hub } from "../hub/hub.ts";
 import { Occupancy } from "../hub/occupancy.ts";
-import { Topic } from "../wire/topic.ts";
+import type { Topic } from "../wire/topic.ts";
 import {
   channelAddress,
   type LogRecord,
@@ -16,7 +16,7 @@ import {
   type StreamLog,
 } from "../streams/mod.ts";
 import { CACHE_TTL_MS, channelKind, isCacheChannel } from "./names.ts";
-import { PresenceRegistry } from "./presence.ts";
+import { memberOf, PresenceRegistry } from "./presence.ts";
 import { RateLimiter } from "./rate_limit.ts";
 import { errorFields, log } from "../log/mod.ts";
 
@@ -33,7 +33,7 @@ export interface StoredEvent {
 }
 
 /** See `ChannelService.onEnter`: undefined when the join need not wait. */
-export type EnterHook = (app: App, topic: string, userId: string | undefined) => Promise<(() => void) | void> | undefined;
+export type EnterHook = (app: App, topic: Topic, userId: string | undefined) => Promise<(() => void) | void> | undefined;
 
 /** One event of the history route. */
 export interface HistoryItem extends StoredEvent {
@@ -64,7 +64,7 @@ export class ChannelService {
   readonly log: StreamLog;
   readonly streams: ProductStream<StoredEvent>;
   readonly hub: Hub;
-  readonly presence = new PresenceRegistry();
+  readonly presence: PresenceRegistry;
   /** Subscriptions per channel topic, across the nodes of a cluster. */
   readonly occupancy: Occupancy;
   readonly backendLimiter = new RateLimiter();
@@ -78,7 +78,7 @@ export class ChannelService {
   /** `{appId}\n{channel}` -> when its last cache_miss was reported. */
   #lastMiss = new Map<string, number>();
 
-  constructor(log: StreamLog, hub: Hub, config: Pick<Config, "historyMaxCount" | "historyMaxAgeSeconds">) {
+  constructor(log: StreamLog, hub: Hub, config: Pick<Config, "historyMaxCount" | "historyMaxAgeSeconds" | "nodeId">) {
     this.log = log;
     this.streams = new ProductStream<StoredEvent>(
       log,
@@ -88,7 +88,12 @@ export class ChannelService {
       (e) => e.exclude,
     );
     this.hub = hub;
-    this.occupancy = new Occupancy(hub, Topic.prefixOf("pubsub"));
+    this.presence = new PresenceRegistry(config.nodeId);
+    // A member joining or leaving, through this node or another, is told the same way.
+    this.presence.observe((topic, userId, joined, info) => {
+      hub.publish(topic, joined ? "presence:join" : "presence:leave", memberOf(userId, info));
+    });
+    this.occupancy = new Occupancy(hub, "pubsub");
     this.#maxCount = config.historyMaxCount;
     this.#maxAgeMs = config.historyMaxAgeSeconds * 1000;
   }
@@ -99,7 +104,7 @@ export class ChannelService {
   }
 
   /** The Phoenix topic of a channel. */
-  topic(app: App, channel: string): string {
+  topic(app: App, channel: string): Topic {
     return channelAddress(app, channel).topic;
   }
 
@@ -121,12 +126,11 @@ export class ChannelService {
     events: StoredEvent[],
     excludeSocketId?: string,
   ): Promise<(number | null)[]> {
-    const topic = this.topic(app, channel);
+    const addr = this.address(app, channel);
     if (channelKind(channel) === "ephemeral") {
-      for (const e of events) this.hub.publish(topic, e.event, deliveryPayload(null, e), excludeSocketId, "cluster");
+      for (const e of events) this.hub.publish(addr.topic, e.event, deliveryPayload(null, e), excludeSocketId, "cluster");
       return events.map(() => null);
     }
-    const addr = this.address(app, channel);
     const entries = excludeSocketId ? events.map((e) => ({ ...e, exclude: excludeSocketId })) : events;
     const { position } = await this.streams.append(addr, () => ({ entries, result: null }));
     this.#maybeTrim(addr.stream, events.length);
@@ -160,7 +164,7 @@ export class ChannelService {
 
   /** Runs the enter hooks of a join of `topic` (by `userId` on a presence channel); resolves
    * with what to run once the join has ended. Rejects (the join fails) when a hook does. */
-  async beforeEnter(app: App, topic: string, userId?: string): Promise<() => void> {
+  async beforeEnter(app: App, topic: Topic, userId?: string): Promise<() => void> {
     const pending = this.#enterHooks.map((fn) => fn(app, topic, userId)).filter((p) => p !== undefined);
     if (pending.length === 0) return () => {};
     const afters = await Promise.all(pending);

@@ -21,7 +21,7 @@ import { SubscriberSocket } from "../socket/subscriber_socket.ts";
 import { newSocketId } from "../socket/connection.ts";
 import { ChurnLimit, JOIN_RATE } from "../socket/churn.ts";
 import { StorageUnavailableError } from "../store/errors.ts";
-import { isRefusal } from "../streams/mod.ts";
+import { isRefusal, type Topic } from "../streams/mod.ts";
 import { idProblem } from "../limits.ts";
 import { jsonProblem, MAX_FRAME_BYTES } from "../wire/codec.ts";
 import { validChannelAuth, validUserAuth } from "./signature.ts";
@@ -48,7 +48,7 @@ export interface PusherDeps {
 
 /** One subscription of this socket. */
 interface Subscription {
-  topic: string;
+  topic: Topic;
   member?: PresenceMember;
   /** False once unsubscribed or replaced; a late join result is then discarded. */
   live: boolean;
@@ -77,7 +77,7 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
   #churn = new ChurnLimit();
   #user?: string;
   /** The hub topic of the signed-in user's `#server-to-user-{id}` deliveries. */
-  #userTopic?: string;
+  #userTopic?: Topic;
   #pingSentAt?: number;
   /** Closes the socket with 4009 at the app's `user_authentication_timeout` unless authorized. */
   #authTimer?: ReturnType<typeof setTimeout>;
@@ -226,14 +226,14 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     const topic = svc.topic(app, name);
     const sub: Subscription = { topic, member, live: true };
     this.#subs.set(name, sub);
-    const ctx = this.#joinContext(name, topic, sub, from !== undefined);
+    const ctx = this.#joinContext(topic, sub, from !== undefined);
     let joined: boolean;
     try {
       joined = await enterChannel(svc, ctx, { member, from });
     } catch (err) {
       if (this.#subs.get(name) === sub) this.#unsubscribe(name);
       if (!(err instanceof StorageUnavailableError)) log.error("pusher subscribe crashed", { ...errorFields(err) });
-      record.join(topic, "join crashed");
+      record.join(topic.product, "join crashed");
       return this.#subscriptionError(name, "InternalError", 503, "subscription failed; retry");
     }
     if (!joined || !sub.live) {
@@ -241,8 +241,8 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
       return;
     }
     if (kind === "private" || kind === "presence") this.#authorize();
-    record.join(topic);
-    if (tapActive) tap(app.key, "join", { topic, socket_id: this.socketId, outcome: "ok" });
+    record.join(topic.product);
+    if (tapActive) tap(app.key, "join", { topic: topic.key, socket_id: this.socketId, outcome: "ok" });
   }
 
   /**
@@ -250,18 +250,17 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
    * channel the reply is followed, in the same turn, by the cached event or
    * `pusher:cache_miss` (not on a resume with `after_serial`: the replay is the catch-up).
    */
-  #joinContext(name: string, topic: string, sub: Subscription, resuming: boolean): JoinContext {
+  #joinContext(topic: Topic, sub: Subscription, resuming: boolean): JoinContext {
     let replied = false;
     return {
       app: this.#app,
       topic,
-      name,
       params: {},
       socketId: this.socketId,
       verify: () => Promise.resolve(null),
       push: (event, payload) => {
         if (!sub.live) return;
-        const bytes = encodeForPusher([null, null, topic, event, payload]);
+        const bytes = encodeForPusher([null, null, topic.key, event, payload], topic);
         if (bytes !== null) this.#send(bytes);
       },
       accept: (response = {}) => {
@@ -274,7 +273,7 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
         this.#send(message("pusher_internal:subscription_succeeded", data, name, extra));
         if (!("cache" in r) || resuming) return;
         const cache = r.cache as { event: string; payload: unknown } | null;
-        const cached = cache && encodeForPusher([null, null, topic, cache.event, cache.payload]);
+        const cached = cache && encodeForPusher([null, null, topic.key, cache.event, cache.payload], topic);
         this.#send(cached || message("pusher:cache_miss", {}, name));
       },
       subscribe: (t = topic) => {
@@ -373,8 +372,8 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
 
   #subscriptionError(channel: string, type: string, status: number, error: string) {
     const topic = this.#deps.svc.topic(this.#app, channel);
-    record.join(topic, error);
-    if (tapActive) tap(this.#app.key, "join", { topic, socket_id: this.socketId, outcome: error });
+    record.join(topic.product, error);
+    if (tapActive) tap(this.#app.key, "join", { topic: topic.key, socket_id: this.socketId, outcome: error });
     this.#send(message("pusher:subscription_error", { type, error, status }, channel));
   }
 

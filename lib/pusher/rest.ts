@@ -102,8 +102,8 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
       throw new ApiError(400, "info=user_count needs filter_by_prefix=presence-");
     }
     const channels: Record<string, Record<string, number>> = {};
-    for (const topic of svc.occupancy.topics(Topic.prefixOf("pubsub", app.key) + prefix).sort()) {
-      const name = Topic.parse(topic)?.name ?? "";
+    for (const topic of svc.occupancy.topics(app.key, prefix).sort(Topic.order)) {
+      const name = topic.name;
       channels[name] = info.has("user_count") ? { user_count: svc.presence.count(topic) } : {};
     }
     return c.json({ channels });

@@ -100,12 +100,12 @@ export class PusherWebhooks {
         topic,
         "",
         occupied ? "channel_occupied" : "channel_vacated",
-        hub.owns(Topic.format(topic)),
+        hub.owns(topic),
         {},
       );
     });
     svc.presence.observe((topic, userId, joined) => {
-      this.#change(topic, userId, joined ? "member_added" : "member_removed", hub.owns(Topic.format(topic)), {
+      this.#change(topic, userId, joined ? "member_added" : "member_removed", hub.owns(topic), {
         user_id: userId,
       });
     });
@@ -171,12 +171,11 @@ export class PusherWebhooks {
     svc: ChannelService,
     hub: Hub,
     app: App,
-    topic: string,
+    topic: Topic,
     userId?: string,
   ): Promise<() => void> | undefined {
-    const parsed = Topic.parseOf(topic, "pubsub");
-    if (this.#closed || !app.webhooks?.length || !parsed || !hub.owns(topic)) return;
-    const channel = parsed.name;
+    if (this.#closed || !app.webhooks?.length || topic.product !== "pubsub" || !hub.owns(topic)) return;
+    const channel = topic.name;
     const mine: [string, string][] = [];
     const waits: Promise<void>[] = [];
     const announce = (
@@ -185,7 +184,7 @@ export class PusherWebhooks {
       closing: WebhookEventType,
       fields: Record<string, unknown>,
     ) => {
-      const id = recordId(topic, user);
+      const id = recordId(topic.key, user);
       const known = this.#announced.get(id);
       if (known) return void waits.push(known);
       const present = user === ""
@@ -198,7 +197,7 @@ export class PusherWebhooks {
       }
       if (wants(app, closing)) {
         this.#records.add(id);
-        batch.records.set(id, { key: ["l", topic, user], put: true });
+        batch.records.set(id, { key: ["l", topic.key, user], put: true });
       }
       this.#stale.delete(id);
       this.#announced.set(id, batch.promise);
@@ -215,7 +214,7 @@ export class PusherWebhooks {
       for (const [id, user] of mine.reverse()) {
         if (!this.#announced.delete(id)) continue; // the change itself was seen
         const closing = user === "" ? "channel_vacated" : "member_removed";
-        this.#change(parsed, user, closing, true, user === "" ? {} : { user_id: user });
+        this.#change(topic, user, closing, true, user === "" ? {} : { user_id: user });
       }
     };
     return Promise.all(waits).then(() => settle, (err) => {
@@ -236,7 +235,7 @@ export class PusherWebhooks {
     fields: Record<string, unknown>,
   ) {
     if (this.#closed || parsed.product !== "pubsub") return;
-    const topic = Topic.format(parsed);
+    const topic = parsed.key;
     const app = this.#apps.byKey(parsed.appKey);
     if (!app) return;
     const id = recordId(topic, user);
@@ -268,15 +267,14 @@ export class PusherWebhooks {
    * no record of gets its `channel_occupied` / `member_added` now, with its record (the end
    * follows). At least once: what the gone node did report comes again.
    */
-  #takeOver(svc: ChannelService, hub: Hub, wasOwner: (topic: string) => boolean): void {
+  #takeOver(svc: ChannelService, hub: Hub, wasOwner: (topic: Topic) => boolean): void {
     if (this.#closed) return;
-    for (const topic of svc.occupancy.topics(svc.occupancy.prefix)) {
+    for (const topic of svc.occupancy.topics()) {
       if (!wasOwner(topic) || !hub.owns(topic)) continue;
-      const parsed = Topic.parseOf(topic, "pubsub");
-      if (!parsed || !this.#apps.byKey(parsed.appKey)?.webhooks?.length) continue;
+      if (!this.#apps.byKey(topic.appKey)?.webhooks?.length) continue;
       const claim = (user: string, name: WebhookEventType, fields: Record<string, unknown>) => {
-        const id = recordId(topic, user);
-        if (!this.#records.has(id) && !this.#announced.has(id)) this.#change(parsed, user, name, true, fields);
+        const id = recordId(topic.key, user);
+        if (!this.#records.has(id) && !this.#announced.has(id)) this.#change(topic, user, name, true, fields);
       };
       claim("", "channel_occupied", {});
       for (const m of svc.presence.members(topic)) {
@@ -297,18 +295,19 @@ export class PusherWebhooks {
     const batch = this.#batch();
     let events = 0;
     for (const [id, key] of stale) {
-      const [, topic, user] = key as [string, string, string];
+      const [, stored, user] = key as [string, string, string];
       this.#records.delete(id);
       batch.records.set(id, { key, put: false });
+      // Records keep the topic string: parsed here, where it is read back.
+      const parsed = Topic.parseOf(stored, "pubsub");
       if (
-        svc &&
+        svc && parsed &&
         (user === ""
-          ? svc.occupancy.count(topic) > 0
-          : svc.presence.members(topic).some((m) => m.user_id === user))
+          ? svc.occupancy.count(parsed) > 0
+          : svc.presence.members(parsed).some((m) => m.user_id === user))
       ) {
         continue; // still there: its owner reports its end
       }
-      const parsed = Topic.parseOf(topic, "pubsub");
       const app = parsed && this.#apps.byKey(parsed.appKey);
       const name: WebhookEventType = user === "" ? "channel_vacated" : "member_removed";
       if (!parsed || !app || !wants(app, name)) continue;

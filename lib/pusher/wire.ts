@@ -1,8 +1,8 @@
 /**
  * Pusher protocol 7 messages: `{ event, channel?, data }` JSON text frames whose `data` is
  * itself a JSON string on the way out. Hub broadcasts of the channels product (Phoenix frames
- * `[null, null, "pubsub:KEY:NAME", event, { serial, data, client_id? }]`) are re-encoded here
- * once per broadcast for every Pusher subscriber; the serial rides along as an extra
+ * `[null, null, "pubsub:KEY:NAME", event, { serial, data, client_id? }]`, with the topic parsed)
+ * are re-encoded here once per broadcast for every Pusher subscriber; the serial rides along as an extra
  * top-level `serial` field, which Pusher clients ignore.
  */
 import type { Frame } from "../wire/codec.ts";
@@ -17,8 +17,8 @@ const USER_TOPIC = "pusher-user";
 export const SERVER_TO_USER = "#server-to-user-";
 
 /** Hub topic of the server-to-user channel of `userId` in the app with key `appKey`. */
-export function userTopic(appKey: string, userId: string): string {
-  return Topic.format({ product: USER_TOPIC, appKey, name: userId });
+export function userTopic(appKey: string, userId: string): Topic {
+  return Topic.of(USER_TOPIC, appKey, userId);
 }
 
 /** `data` as Pusher carries it: strings as they are, anything else as JSON. */
@@ -42,11 +42,9 @@ export function errorMessage(code: number | null, text: string): string {
 }
 
 /** The Pusher channel name of a hub topic, or null for topics Pusher clients never join. */
-function channelOf(topic: string): string | null {
-  const channel = Topic.parseOf(topic, "pubsub");
-  if (channel) return channel.name;
-  const user = Topic.parseOf(topic, USER_TOPIC);
-  return user ? SERVER_TO_USER + user.name : null;
+function channelOf(topic: Topic): string | null {
+  if (topic.product === "pubsub") return topic.name;
+  return topic.product === USER_TOPIC ? SERVER_TO_USER + topic.name : null;
 }
 
 /**
@@ -54,8 +52,8 @@ function channelOf(topic: string): string | null {
  * `pusher_internal:member_added` / `member_removed`, published events keep their name and get
  * their `serial` (and, for client events, `user_id`) beside `data`.
  */
-export function encodeForPusher(frame: Frame): string | null {
-  const [, , topic, event, payload] = frame;
+export function encodeForPusher(frame: Frame, topic: Topic): string | null {
+  const [, , , event, payload] = frame;
   const channel = channelOf(topic);
   if (channel === null) return null;
   const p = payload as { user_id?: string; user_info?: unknown; serial?: number | null; data?: unknown; client_id?: string };

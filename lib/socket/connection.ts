@@ -13,6 +13,7 @@ import {
 } from "./handler.ts";
 import { SubscriberSocket } from "./subscriber_socket.ts";
 import { parseTopic } from "./topics.ts";
+import { Topic } from "../wire/topic.ts";
 import { ChurnLimit, JOIN_RATE_REASON } from "./churn.ts";
 import type { LiveSocket } from "./endpoint.ts";
 import { record } from "../metrics/mod.ts";
@@ -40,7 +41,7 @@ export interface SocketDeps {
 interface Membership {
   joinRef: string;
   instance?: ChannelInstance;
-  hubTopics: Set<string>;
+  hubTopics: Map<string, Topic>;
   /** False once the member left or was replaced; a late join result is then discarded. */
   live: boolean;
 }
@@ -156,7 +157,7 @@ export class Connection extends SubscriberSocket implements LiveSocket {
     if (behind) return this.#reply(jr, ref, topic, { status: "error", response: { reason: behind } });
     if (this.#members.has(topic)) this.#leave(topic, "rejoin", true);
     if (this.app.enabled === false) {
-      record.join(topic, "app disabled");
+      record.join(Topic.productOf(topic), "app disabled");
       return this.#reply(jr, ref, topic, { status: "error", response: { reason: "app disabled" } });
     }
     const handlers = this.#deps.handlers;
@@ -164,15 +165,14 @@ export class Connection extends SubscriberSocket implements LiveSocket {
     if (typeof parsed === "string") {
       return this.#reply(jr, ref, topic, { status: "error", response: { reason: parsed } });
     }
-    const handler = handlers[parsed.prefix];
-    const member: Membership = { joinRef: jr, hubTopics: new Set(), live: true };
+    const handler = handlers[parsed.product];
+    const member: Membership = { joinRef: jr, hubTopics: new Map(), live: true };
     this.#members.set(topic, member);
     let replied = false;
     const heads = new Map<string, string>();
     const ctx: JoinContext = {
       app: this.app,
-      topic,
-      name: parsed.name,
+      topic: parsed,
       params,
       socketId: this.socketId,
       verify: (token) => this.#deps.verify(this.app, token, this.socketId),
@@ -189,13 +189,13 @@ export class Connection extends SubscriberSocket implements LiveSocket {
         replied = true;
         this.#reply(jr, ref, topic, { status: "ok", response });
       },
-      subscribe: (t = topic) => {
+      subscribe: (t = parsed) => {
         if (!member.live || this.isClosed) return;
-        member.hubTopics.add(t);
+        member.hubTopics.set(t.key, t);
         this.#deps.hub.subscribe(t, this);
       },
-      unsubscribe: (t = topic) => {
-        member.hubTopics.delete(t);
+      unsubscribe: (t = parsed) => {
+        member.hubTopics.delete(t.key);
         this.#deps.hub.unsubscribe(t, this);
       },
       close: (reason) => {
@@ -215,14 +215,14 @@ export class Connection extends SubscriberSocket implements LiveSocket {
       member.live = false;
       this.#unsubscribeAll(member);
       log.error("join crashed", { topic: brief(topic), ...errorFields(err) });
-      record.join(topic, "join crashed");
+      record.join(parsed.product, "join crashed");
       return this.#reply(jr, ref, topic, { status: "error", response: { reason: "join crashed" } });
     }
     if ("error" in outcome) {
       if (this.#members.get(topic) === member) this.#members.delete(topic);
       member.live = false;
       this.#unsubscribeAll(member);
-      record.join(topic, outcome.error);
+      record.join(parsed.product, outcome.error);
       if (tapActive) tap(this.app.key, "join", { topic, socket_id: this.socketId, outcome: outcome.error });
       log.info("join refused", { app: this.app.id, topic: brief(topic), reason: outcome.error });
       return this.#reply(jr, ref, topic, { status: "error", response: { reason: outcome.error } });
@@ -232,7 +232,7 @@ export class Connection extends SubscriberSocket implements LiveSocket {
       return;
     }
     member.instance = outcome;
-    record.join(topic);
+    record.join(parsed.product);
     if (tapActive) tap(this.app.key, "join", { topic, socket_id: this.socketId, outcome: "ok" });
     ctx.accept({});
   }
@@ -292,7 +292,7 @@ export class Connection extends SubscriberSocket implements LiveSocket {
   }
 
   #unsubscribeAll(member: Membership) {
-    for (const t of member.hubTopics) this.#deps.hub.unsubscribe(t, this);
+    for (const t of member.hubTopics.values()) this.#deps.hub.unsubscribe(t, this);
     member.hubTopics.clear();
   }
 

@@ -2,6 +2,7 @@
 // `ChannelHandler`, `ChannelInstance`, push replies and push refusals.
 import type { App } from "../config/apps.ts";
 import type { Principal } from "../auth/principal.ts";
+import type { Topic } from "../wire/topic.ts";
 
 /**
  * What a product's channel handler sees of one join. The socket layer owns frames, refs and
@@ -13,10 +14,8 @@ import type { Principal } from "../auth/principal.ts";
  */
 export interface JoinContext {
   app: App;
-  /** The full Phoenix topic, e.g. `pubsub:KEY:news`. */
-  topic: string;
-  /** The part after `{product}:{appKey}:`. */
-  name: string;
+  /** The joined topic, parsed once by the socket layer (`key` is e.g. `pubsub:KEY:news`). */
+  topic: Topic;
   params: Record<string, unknown>;
   socketId: string;
   /** Checks a capability token against this app and socket; null when it is invalid. */
@@ -29,9 +28,9 @@ export interface JoinContext {
   /** Sends the ok join reply now (once). */
   accept(response?: unknown): void;
   /** Starts live delivery of hub broadcasts on `topic` (default: this join's topic). */
-  subscribe(topic?: string): void;
+  subscribe(topic?: Topic): void;
   /** Stops live delivery of hub broadcasts on `topic`. */
-  unsubscribe(topic?: string): void;
+  unsubscribe(topic?: Topic): void;
   /** Server-side kick: sends `phx_close` and ends this join. */
   close(reason?: string): void;
   /** Bytes this socket has queued but not yet written to the network. */

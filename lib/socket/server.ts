@@ -122,6 +122,17 @@ export class SocketServer {
   }
 
   /**
+   * Closes every socket as at shutdown (1001, Pusher 4200: clients reconnect at once) without
+   * stopping the server: a clustered node that rebuilt its store does it, so clients rejoin
+   * and resume from the rebuilt store (or another node). Returns how many were open.
+   */
+  reconnectAll(): number {
+    const open = [...this.#sockets];
+    for (const socket of open) socket.goingAway();
+    return open.length;
+  }
+
+  /**
    * Closes every socket (shutdown) and stops the sweepers. Resolves once the runtime reported
    * every socket closed, or after `maxWaitMs`, so close frames (and their codes) leave before
    * the listener goes down.

@@ -40,12 +40,12 @@ export function spacesChannel(hub: Hub, members: PresenceRegistry): ChannelHandl
       let clientId: string | undefined;
       if (cred.kind === "token") {
         const principal = cred.principal;
-        if (ctx.app.enable_user_authentication === 1 && !principal.can(`channel:subscribe:${ctx.name}`)) {
-          return { error: `forbidden: missing channel:subscribe:${ctx.name}` };
+        if (ctx.app.enable_user_authentication === 1 && !principal.can(`channel:subscribe:${ctx.topic.name}`)) {
+          return { error: `forbidden: missing channel:subscribe:${ctx.topic.name}` };
         }
         clientId = principal.clientId;
       } else if (ctx.app.enable_user_authentication === 1) {
-        return { error: `forbidden: missing channel:subscribe:${ctx.name}` };
+        return { error: `forbidden: missing channel:subscribe:${ctx.topic.name}` };
       }
       if (clientId === undefined && typeof ctx.params.client_id === "string") {
         clientId = ctx.params.client_id;
@@ -54,10 +54,9 @@ export function spacesChannel(hub: Hub, members: PresenceRegistry): ChannelHandl
         return { error: `Validation failed: data larger than ${MAX_MEMBER_INFO_BYTES} bytes` };
       }
       const info: MemberInfo = { client_id: clientId ?? null, data: ctx.params.data ?? null };
-      // Announced here before subscribing (the joiner does not get its own enter); other
-      // nodes hear it through the shared registry.
-      members.add(ctx.topic, ctx.socketId, info, ctx.socketId);
-      hub.publish(ctx.topic, "member:enter", spaceMember(ctx.socketId, info));
+      // Entered before subscribing, so the joiner does not get its own `member:enter` (the
+      // registry's observer tells the members, here and, through the cluster, on other nodes).
+      members.add(ctx.topic, ctx.socketId, info, members.node, ctx.socketId);
       ctx.accept({ members: members.members(ctx.topic).map((m) => spaceMember(m.user_id, m.user_info)) });
       ctx.subscribe();
       return {
@@ -74,9 +73,7 @@ export function spacesChannel(hub: Hub, members: PresenceRegistry): ChannelHandl
         },
         terminate() {
           ctx.unsubscribe();
-          if (members.remove(ctx.topic, ctx.socketId, ctx.socketId)) {
-            hub.publish(ctx.topic, "member:leave", spaceMember(ctx.socketId, info));
-          }
+          members.remove(ctx.topic, ctx.socketId, members.node, ctx.socketId);
         },
       };
     },

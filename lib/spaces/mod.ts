@@ -9,14 +9,13 @@ export type { SpaceMember } from "./channel.ts";
 /** Builds the spaces product: the `spaces` relay channel handler (no routes, no storage) and
  * its members, shared between nodes in a cluster. */
 export function createSpaces(deps: ProductDeps): ProductModule {
-  const members = new PresenceRegistry();
+  const members = new PresenceRegistry(deps.config.nodeId);
+  // A member entering or leaving, through this node or another, is told the same way.
+  members.observe((topic, socketId, entered, info) => {
+    deps.hub.publish(topic, entered ? "member:enter" : "member:leave", spaceMember(socketId, info));
+  });
   return {
     channels: { spaces: spacesChannel(deps.hub, members) },
-    presence: {
-      name: "spaces",
-      registry: members,
-      joined: (socketId, info) => ["member:enter", spaceMember(socketId, info)],
-      left: (socketId, info) => ["member:leave", spaceMember(socketId, info)],
-    },
+    presence: { name: "spaces", registry: members },
   };
 }

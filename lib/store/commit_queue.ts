@@ -24,11 +24,20 @@ interface Row {
   put: boolean;
 }
 
+/** A row's place in the queue: one object per database and key while the key is interned (see
+ * `#slot`), so the queue's maps are keyed by identity and the committed row kept for it is a
+ * field, not one more lookup in a map of every cached row. */
+interface Slot {
+  /** The committed row kept for it (see `#remember`). */
+  cached: Row | undefined;
+}
+
 
 /** Bytes of cached rows kept across commits, at most (oldest dropped first). */
 const CACHE_BYTES = 64 * 1024 * 1024;
 
-/** Slots of string keys kept interned per database, at most. */
+/** Keys kept interned (with their slots), at most; past it they are all dropped with the cache,
+ * between batches. */
 const MAX_INTERNED = 100_000;
 
 /** Rough bytes a cached row costs when its writer does not say. */
@@ -72,23 +81,32 @@ export class CommitQueue implements Commits {
   /** A batch is committing: the next one waits for it (see `#flush`). */
   #committing = false;
   /** The rows of the batch being committed, by slot (null between batches). */
-  #settling: Map<string, Row> | null = null;
+  #settling: Map<Slot, Row> | null = null;
   /** Rows staged by the running batch (its running job's included); keyed by `#slot`. */
-  #batch: Map<string, Row> | null = null;
+  #batch: Map<Slot, Row> | null = null;
   /** A job is running (inside the batch's body). */
   #inJob = false;
   /** The running job is staged: its `put`s are held in `#batchPuts`. */
   #stagedJob = false;
   /** What the running job replaced in `#batch`, oldest first (a slot and its earlier row), so
    * that a job that throws leaves the batch as it found it; reused from job to job. */
-  #undo: [string, Row | undefined][] = [];
+  #undo: [Slot, Row | undefined][] = [];
   /** Puts (`put`) staged by the running batch's staged jobs, in order. */
   #batchPuts: [Database, Key, unknown][] = [];
-  /** Committed rows, oldest first. */
-  #cache = new Map<string, Row>();
+  /** The slots with a cached row (`Slot.cached`), first cached first. */
+  #cached = new Set<Slot>();
   #cachedBytes = 0;
-  /** Per database: its id, its interned slots, and the last key asked for with its slot. */
-  #slots = new Map<Database, { id: number; interned: Map<string, string>; key: string | undefined; slot: string }>();
+  /** Each database's index into a key's slots. */
+  #dbIds = new Map<Database, number>();
+  /** Per string key, its slot in each database (by `#dbIds`); other keys by their JSON. */
+  #interned = new Map<string, (Slot | undefined)[]>();
+  #internedJson = new Map<string, (Slot | undefined)[]>();
+  /** The last string key asked for and its slots: a write asks for the same key several times
+   * in a row, in one database and the next (a stream's head, then its object's state). */
+  #lastKey: string | undefined;
+  #lastSlots: (Slot | undefined)[] = [];
+  /** More than `MAX_INTERNED` keys are interned: dropped once no batch holds slots. */
+  #overfull = false;
 
   /** A queue committing into `env`. */
   constructor(env: CommitTarget) {
@@ -127,7 +145,7 @@ export class CommitQueue implements Commits {
       const value = settling.value as V | undefined;
       return value !== undefined && fresh?.(value) ? value : load();
     }
-    const cached = this.#cache.get(slot);
+    const cached = slot.cached;
     return cached ? cached.value as V | undefined : load();
   }
 
@@ -191,6 +209,7 @@ export class CommitQueue implements Commits {
   async #flush(): Promise<void> {
     this.#scheduled = false;
     this.#committing = true;
+    if (this.#overfull) this.#trim();
     try {
       await this.#commit(this.#queue.splice(0));
     } finally {
@@ -201,7 +220,7 @@ export class CommitQueue implements Commits {
 
   /** Runs `jobs` in one commit, then settles each job and caches the rows they wrote. */
   async #commit(jobs: Job[]): Promise<void> {
-    const batch = new Map<string, Row>();
+    const batch = new Map<Slot, Row>();
     this.#settling = batch;
     const outcomes: { ok: boolean; value: unknown }[] = [];
     const root = this.#env.root;
@@ -250,8 +269,7 @@ export class CommitQueue implements Commits {
       await (jobs.every((job) => job.staged) ? this.#env.batch(body) : this.#env.transaction(body));
     } catch (err) {
       this.#settling = null;
-      this.#cache.clear();
-      this.#cachedBytes = 0;
+      this.#dropCache();
       for (const job of jobs) job.reject(err);
       return;
     }
@@ -269,45 +287,88 @@ export class CommitQueue implements Commits {
   /** Drops a row from the cache (it was written outside a job). */
   #forget(db: Database, key: Key): void {
     const slot = this.#slot(db, key);
-    const old = this.#cache.get(slot);
+    const old = slot.cached;
     if (!old) return;
-    this.#cache.delete(slot);
+    slot.cached = undefined;
+    this.#cached.delete(slot);
     this.#cachedBytes -= old.weight;
   }
 
+  /** Empties the cache. */
+  #dropCache(): void {
+    for (const slot of this.#cached) slot.cached = undefined;
+    this.#cached.clear();
+    this.#cachedBytes = 0;
+  }
+
+  /** Forgets every interned key and slot, and the cache with them (between batches: no batch
+   * holds a slot). */
+  #trim(): void {
+    this.#dropCache();
+    this.#interned.clear();
+    this.#internedJson.clear();
+    this.#lastKey = undefined;
+    this.#lastSlots = [];
+    this.#overfull = false;
+  }
+
   /** Caches a committed row, dropping the rows cached first past `CACHE_BYTES`. A row already
-   * cached is replaced where it stands (a `Map.set` of a present key keeps its place): moving
-   * it to the end (a delete and an insert, which leave the map's table to rehash) was a tenth
-   * of a write's JS time with 10k objects. So the order is first cached, not last used: a hot
-   * row dropped past the bound is read from the store once and cached again as the newest. */
-  #remember(slot: string, row: Row): void {
-    const old = this.#cache.get(slot);
-    if (old) this.#cachedBytes -= old.weight;
-    this.#cache.set(slot, row);
-    this.#cachedBytes += row.weight;
+   * cached takes the new value where it stands, so the order is first cached, not last used: a
+   * hot row dropped past the bound is read from the store once and cached again as the newest.
+   * Nothing but the slot is written for a row already cached (no map of every cached row is
+   * written, or looked up, per write: with 10k objects such a map's lookups, cache misses on
+   * this machine, and its rescans by the garbage collector's young pass, were a fifth of a
+   * write's JavaScript time). */
+  #remember(slot: Slot, row: Row): void {
+    const old = slot.cached;
+    if (old) {
+      this.#cachedBytes += row.weight - old.weight;
+      old.value = row.value;
+      old.weight = row.weight;
+    } else {
+      slot.cached = row;
+      this.#cached.add(slot);
+      this.#cachedBytes += row.weight;
+    }
     if (this.#cachedBytes <= CACHE_BYTES) return;
-    for (const [oldest, r] of this.#cache) {
-      this.#cache.delete(oldest);
-      this.#cachedBytes -= r.weight;
+    for (const oldest of this.#cached) {
+      this.#cached.delete(oldest);
+      this.#cachedBytes -= oldest.cached!.weight;
+      oldest.cached = undefined;
       if (this.#cachedBytes <= CACHE_BYTES) break;
     }
   }
 
-  /** The key of a row across databases. String keys' slots are interned per database (a
-   * flat string whose hash is computed once), until a database has `MAX_INTERNED` of them. */
-  #slot(db: Database, key: Key): string {
-    let slots = this.#slots.get(db);
-    if (slots === undefined) this.#slots.set(db, (slots = { id: this.#slots.size, interned: new Map(), key: undefined, slot: "" }));
-    if (typeof key !== "string") return `${slots.id}\u0001${JSON.stringify(key)}`;
-    // A write asks for the same key of a database several times in a row (read, then stage).
-    if (key === slots.key) return slots.slot;
-    let slot = slots.interned.get(key);
-    if (slot === undefined) {
-      if (slots.interned.size >= MAX_INTERNED) slots.interned.clear();
-      slots.interned.set(key, (slot = `${slots.id}\u0000${key}`));
+  /** The slot of a row: one object per database and key, found by one lookup of the key
+   * (string keys; others by their JSON) shared by every database, and none when the key is the
+   * one asked for last. Past `MAX_INTERNED` keys everything interned is dropped, at once when no
+   * batch holds a slot, else before the next batch. */
+  #slot(db: Database, key: Key): Slot {
+    let id = this.#dbIds.get(db);
+    if (id === undefined) this.#dbIds.set(db, (id = this.#dbIds.size));
+    let slots: (Slot | undefined)[];
+    if (typeof key === "string") {
+      if (key === this.#lastKey) slots = this.#lastSlots;
+      else {
+        slots = this.#interned.get(key) ?? this.#intern(this.#interned, key);
+        this.#lastKey = key;
+        this.#lastSlots = slots;
+      }
+    } else {
+      const json = JSON.stringify(key);
+      slots = this.#internedJson.get(json) ?? this.#intern(this.#internedJson, json);
     }
-    slots.key = key;
-    slots.slot = slot;
-    return slot;
+    return (slots[id] ??= { cached: undefined });
+  }
+
+  /** Interns `name` in `map` with no slots yet (see `#slot` for the bound). */
+  #intern(map: Map<string, (Slot | undefined)[]>, name: string): (Slot | undefined)[] {
+    if (this.#interned.size + this.#internedJson.size >= MAX_INTERNED) {
+      if (this.#batch === null && this.#settling === null) this.#trim();
+      else this.#overfull = true;
+    }
+    const slots: (Slot | undefined)[] = [];
+    map.set(name, slots);
+    return slots;
   }
 }

@@ -19,7 +19,7 @@ interface Tracker {
   published: number;
   inflight: number;
   ready: Map<number, () => number>;
-  waiters: { position: number; fn: () => void }[];
+  waiters: { position: number; fn: () => void; dropped?: () => void }[];
   purging?: Promise<void>;
 }
 
@@ -56,6 +56,11 @@ export class OrderedLog implements StreamLog {
   #trackers = new Map<string, Tracker>();
   #followers: LogFollower[] = [];
   #staged: boolean;
+  /** Streams whose clients may hold entries of another history (see `unsureFrom`): the
+   * lowest such position and until when; `#unsureAll`: every stream, until then. */
+  #unsure = new Map<string, { from: number; until: number }>();
+  #unsureAll = 0;
+  #unsureSwept = 0;
 
   /**
    * The log named `name` in `env`. `staged`: every `prepare` and `apply` of this log's
@@ -72,6 +77,8 @@ export class OrderedLog implements StreamLog {
     env.remote?.follow(name, {
       applying: (changes) => this.#remoteApplying(changes),
       applied: (changes, ok) => this.#remoteApplied(changes, ok),
+      replaced: () => this.#replaced(),
+      unsure: (streams, until) => this.#markUnsure(streams, until),
     });
   }
 
@@ -215,10 +222,55 @@ export class OrderedLog implements StreamLog {
    * when that is already so). Used by joins: read a snapshot at N, then subscribe in the same
    * turn that N is published, so live delivery starts exactly at N + 1.
    */
-  whenPublished(stream: string, position: number, fn: () => void): void {
+  whenPublished(stream: string, position: number, fn: () => void, dropped?: () => void): void {
     const tracker = this.#trackers.get(stream);
     if (!tracker || tracker.published >= position) return fn();
-    tracker.waiters.push({ position, fn });
+    tracker.waiters.push({ position, fn, dropped });
+  }
+
+  /** See `StreamLog.unsureFrom` (told by the store: `LogChangeListener.unsure`). */
+  unsureFrom(stream: string): number | undefined {
+    if (this.#unsure.size === 0 && this.#unsureAll === 0) return undefined;
+    const now = Date.now();
+    if (this.#unsureAll > now) return 1;
+    this.#unsureAll = 0;
+    const mark = this.#unsure.get(stream);
+    if (mark && mark.until > now) return mark.from;
+    if (now - this.#unsureSwept >= 1000) {
+      this.#unsureSwept = now;
+      for (const [s, m] of this.#unsure) if (m.until <= now) this.#unsure.delete(s);
+    }
+    return undefined;
+  }
+
+  /** Notes streams whose clients may hold entries of another history (see `unsureFrom`). */
+  #markUnsure(streams: Map<string, number> | "all", until: number): void {
+    if (streams === "all") {
+      this.#unsureAll = Math.max(this.#unsureAll, until);
+      return;
+    }
+    for (const [stream, from] of streams) {
+      const mark = this.#unsure.get(stream);
+      this.#unsure.set(stream, { from: Math.min(from, mark?.from ?? from), until: Math.max(until, mark?.until ?? until) });
+    }
+  }
+
+  /**
+   * The store was replaced under this log (a clustered node rebuilt it): what each stream's
+   * tracker knew of the old store is void. Joins waiting for a position of the old store are
+   * dropped (their sockets are being closed), appends of the old store waiting for their turn
+   * are never published, and each stream counts as published up to its head in the new store,
+   * so the entries applied from now on are published in order from there. The trackers stay
+   * the same objects: appends still under way settle on them.
+   */
+  #replaced(): void {
+    for (const [stream, t] of this.#trackers) {
+      const dropped = t.waiters.splice(0);
+      t.ready.clear();
+      t.published = this.head(stream);
+      for (const w of dropped) w.dropped?.();
+      this.#release(stream, t);
+    }
   }
 
   /**
@@ -353,7 +405,7 @@ export class OrderedLog implements StreamLog {
   }
 
   #release(stream: string, t: Tracker): void {
-    if (t.inflight === 0 && t.ready.size === 0 && t.waiters.length === 0 && !t.purging) {
+    if (this.#trackers.get(stream) === t && t.inflight === 0 && t.ready.size === 0 && t.waiters.length === 0 && !t.purging) {
       this.#trackers.delete(stream);
     }
   }

@@ -44,6 +44,14 @@ export interface StreamChange {
 export interface LogChangeListener {
   applying(changes: StreamChange[]): void;
   applied(changes: StreamChange[], committed: boolean): void;
+  /** The store under the log was replaced (a node that stopped itself rebuilt it): whatever
+   * was derived from the old store in memory is void, and joins waiting on it are dropped. */
+  replaced(): void;
+  /** Clients may hold entries of another history (those a node published before it found
+   * itself diverged) in these streams, from the position given on (`"all"`: every stream,
+   * any position), until `until` (ms since the epoch): a join resuming at or past it gets a
+   * reset instead of a replay. */
+  unsure(streams: Map<string, number> | "all", until: number): void;
 }
 
 /** Other nodes' changes to the ordered logs of a replicated store. */

@@ -29,8 +29,9 @@ export interface ReplayOutcome {
   /**
    * `none`: no position given (or nothing to replay); `complete`: every entry after it was
    * pushed; `partial`: some were no longer retained and were skipped; `reset`: the client's
-   * position is unusable here (older than the retained history with `gap: "reset"`, or from
-   * another epoch), nothing was replayed and the snapshot stands alone.
+   * position is unusable here (older than the retained history with `gap: "reset"`, from
+   * another epoch, or one the client may hold entries of another history at: `unsureFrom`),
+   * nothing was replayed and the snapshot stands alone.
    */
   replay: "none" | "complete" | "partial" | "reset";
   /** Oldest retained position at the snapshot. */
@@ -85,7 +86,10 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
 
   let pos = spec.from?.offset;
   let partial = false;
-  let reset = spec.from?.epoch !== undefined && spec.from.epoch !== log.epoch(stream);
+  // A position from another epoch, or one a client may hold entries of another history at
+  // (a clustered node that diverged published them: `unsureFrom`), is not resumed.
+  const unsure = (at: number | undefined) => at !== undefined && at >= (log.unsureFrom?.(stream) ?? Infinity);
+  let reset = (spec.from?.epoch !== undefined && spec.from.epoch !== log.epoch(stream)) || unsure(pos);
   if (reset) pos = undefined;
   // Long backlog: bounded chunks, each after the socket has drained.
   while (pos !== undefined) {
@@ -126,7 +130,7 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
         let first = log.first(stream);
         let replay: ReplayOutcome["replay"] = reset ? "reset" : "none";
         // A position beyond the head belongs to another life of the stream (it was purged).
-        if (pos !== undefined && pos > n) {
+        if (pos !== undefined && (pos > n || unsure(spec.from?.offset))) {
           pos = undefined;
           replay = "reset";
         }
@@ -148,6 +152,6 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
       } catch (err) {
         reject(err); // the join crashes; the log's publishing goes on
       }
-    }));
+    }), () => resolve(false));
   });
 }

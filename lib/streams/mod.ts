@@ -15,4 +15,13 @@ export {
   type StreamPosition,
 } from "./position.ts";
 export { type EventsOf, ProductStream, type ProductJoin } from "./product_stream.ts";
-export { channelAddress, objectAddress, objectName, type StreamAddress, threadAddress, Topic } from "./names.ts";
+export {
+  channelAddress,
+  objectAddress,
+  objectName,
+  objectOfStream,
+  objectStreamPrefix,
+  type StreamAddress,
+  threadAddress,
+  Topic,
+} from "./names.ts";

@@ -11,14 +11,35 @@ export { Topic };
 /** Where a stream lives in storage and on the hub. */
 export interface StreamAddress {
   stream: string;
-  topic: string;
+  topic: Topic;
 }
 
 /** A Durable Object: stream `{appId}/{type}/{key}` (`%` and `/` in the type escaped, so
  * distinct pairs never share a stream), topic `durable:{appKey}:{type}:{key}`. */
 export function objectAddress(app: Pick<App, "id" | "key">, type: string, key: string): StreamAddress {
-  const t = type.includes("%") || type.includes("/") ? type.replaceAll("%", "%25").replaceAll("/", "%2F") : type;
-  return { stream: `${app.id}/${t}/${key}`, topic: Topic.format({ product: "durable", appKey: app.key, name: `${type}:${key}` }) };
+  return { stream: `${app.id}/${escapeType(type)}/${key}`, topic: Topic.of("durable", app.key, `${type}:${key}`) };
+}
+
+/** An object type as its stream ids spell it (`%` and `/` escaped). */
+function escapeType(type: string): string {
+  return type.includes("%") || type.includes("/") ? type.replaceAll("%", "%25").replaceAll("/", "%2F") : type;
+}
+
+/** The common start of the stream ids of the app's objects whose type starts with
+ * `typePrefix` (for listings in stream order). */
+export function objectStreamPrefix(app: Pick<App, "id">, typePrefix = ""): string {
+  return `${app.id}/${escapeType(typePrefix)}`;
+}
+
+/** The `{type, key}` of one of the app's object stream ids (see `objectAddress`), or null
+ * when `stream` is not one. */
+export function objectOfStream(app: Pick<App, "id">, stream: string): { type: string; key: string } | null {
+  const base = `${app.id}/`;
+  if (!stream.startsWith(base)) return null;
+  const slash = stream.indexOf("/", base.length);
+  if (slash < 0) return null;
+  const type = stream.slice(base.length, slash).replaceAll("%2F", "/").replaceAll("%25", "%");
+  return { type, key: stream.slice(slash + 1) };
 }
 
 /** The `{type, key}` of a Durable Object topic's name `type:key` (the type holds no `:`, the
@@ -30,10 +51,10 @@ export function objectName(name: string): { type: string; key: string } | null {
 
 /** A channel: stream `{appId}/{channel}`, topic `pubsub:{appKey}:{channel}`. */
 export function channelAddress(app: Pick<App, "id" | "key">, channel: string): StreamAddress {
-  return { stream: `${app.id}/${channel}`, topic: Topic.format({ product: "pubsub", appKey: app.key, name: channel }) };
+  return { stream: `${app.id}/${channel}`, topic: Topic.of("pubsub", app.key, channel) };
 }
 
 /** A chat thread: stream `{appId}/{threadId}`, topic `chat:{appKey}:{threadId}`. */
 export function threadAddress(app: Pick<App, "id" | "key">, threadId: string): StreamAddress {
-  return { stream: `${app.id}/${threadId}`, topic: Topic.format({ product: "chat", appKey: app.key, name: threadId }) };
+  return { stream: `${app.id}/${threadId}`, topic: Topic.of("chat", app.key, threadId) };
 }

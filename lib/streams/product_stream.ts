@@ -10,7 +10,7 @@ import type { LogRecord, Prepared, StreamLog } from "./stream_log.ts";
 import { joinStream, type StreamJoinSpec } from "./join.ts";
 import { record } from "../metrics/mod.ts";
 import { tapActive } from "../debug/tap.ts";
-import { type StreamAddress, Topic } from "./names.ts";
+import type { StreamAddress, Topic } from "./names.ts";
 import { type PositionWire, readPosition, type StreamPosition } from "./position.ts";
 
 /** Maps one stored entry at `position` to the wire events it is delivered (and replayed) as. */
@@ -33,7 +33,7 @@ export class ProductStream<E> {
   #excludedBy: ExcludedBy<E>;
   /** Topics of the streams joined on this node, for other nodes' writes (clustered mode):
    * kept while the topic has subscribers or a join is under way. */
-  #joined = new Map<string, { topic: string; joining: number }>();
+  #joined = new Map<string, { topic: Topic; joining: number }>();
   #purgeNotice: (topic: Topic) => [string, Record<string, unknown>] = () => ["purge", {}];
 
   constructor(
@@ -60,7 +60,7 @@ export class ProductStream<E> {
     });
   }
 
-  /** Declares the event (and payload) subscribers of `topic` (parsed) get when its stream is
+  /** Declares the event (and payload) subscribers of `topic` get when its stream is
    * purged, here or on another node; `{ epoch }` is added to the payload. */
   purgeNotice(notice: (topic: Topic) => [string, Record<string, unknown>]): void {
     this.#purgeNotice = notice;
@@ -68,10 +68,8 @@ export class ProductStream<E> {
 
   /** Tells the subscribers of `topic` that its stream was purged into `epoch` (see
    * `purgeNotice`): the one path for purges made here and on other nodes. */
-  #purged(topic: string, epoch: string): void {
-    const parsed = Topic.parse(topic);
-    if (!parsed) return;
-    const [event, payload] = this.#purgeNotice(parsed);
+  #purged(topic: Topic, epoch: string): void {
+    const [event, payload] = this.#purgeNotice(topic);
     this.#hub.publish(topic, event, { ...payload, epoch });
   }
 
@@ -94,8 +92,8 @@ export class ProductStream<E> {
 
   /** Delivers appended entries to the subscribers of `topic`: the one path for entries
    * appended here and on other nodes. */
-  #broadcast(topic: string, first: number, entries: E[]): void {
-    record.append(topic, entries.length);
+  #broadcast(topic: Topic, first: number, entries: E[]): void {
+    record.append(topic.product, entries.length);
     // No subscriber and no console watching: nothing would receive the events, so they are
     // not built (most durable writes).
     if (!tapActive && this.#hub.count(topic) === 0) return;
@@ -108,7 +106,7 @@ export class ProductStream<E> {
   }
 
   /** The topic of `stream` while it has subscribers here (joins register it). */
-  #liveTopic(stream: string): string | undefined {
+  #liveTopic(stream: string): Topic | undefined {
     const seen = this.#joined.get(stream);
     if (!seen) return undefined;
     if (seen.joining === 0 && this.#hub.count(seen.topic) === 0) {

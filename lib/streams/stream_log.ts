@@ -44,7 +44,8 @@ export interface LogFollower {
  *   no callback sees a write a crash could lose.
  * - Join without gaps: `whenPublished(s, N, fn)` runs `fn` in the turn entry N has been
  *   published (at once if it already was), so reading a snapshot at N and subscribing in
- *   `fn` hands over to live delivery at exactly N + 1.
+ *   `fn` hands over to live delivery at exactly N + 1; if the store is replaced meanwhile
+ *   (a clustered node rebuilding), the wait is dropped instead.
  * - Epochs: `epoch` names the stream's current life. `purge` deletes every entry and starts a
  *   new epoch, so a client position from before the purge is recognisably stale.
  */
@@ -59,7 +60,15 @@ export interface StreamLog {
     prepare: (head: number) => Prepared<E, R>,
     publish?: PublishFn<E, R>,
   ): Promise<{ position: number; count: number; result: R }>;
-  whenPublished(stream: string, position: number, fn: () => void): void;
+  /** `dropped` runs instead of `fn` when the wait became void (clustered mode: the store was
+   * replaced under the log, so position `position` of the old store may never be published). */
+  whenPublished(stream: string, position: number, fn: () => void, dropped?: () => void): void;
+  /**
+   * The lowest position of `stream` from which a client's copy may hold entries of another
+   * history (clustered mode: for a while after a node that diverged rebuilt its store), or
+   * undefined: a client resuming at or past it gets a reset (a full snapshot), never a replay.
+   */
+  unsureFrom?(stream: string): number | undefined;
   purge(stream: string, apply?: () => void, publish?: (epoch: string) => void): Promise<string>;
   trim(stream: string, opts: { maxCount?: number; maxAgeMs?: number }): Promise<number>;
   /** Registers a follower of other nodes' writes (never called on one node alone). */

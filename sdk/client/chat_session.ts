@@ -7,6 +7,7 @@ import type { ChatAuthOptions } from "./chat_auth.ts";
 import { hasTokenSource, resolveToken } from "./chat_auth.ts";
 import type { ThreadSnapshot } from "./chat_types.ts";
 import { ChatView, type ViewTransport } from "./chat_view.ts";
+import { Topic } from "../shared/topic.ts";
 
 /** The part of ChatClient a session uses. */
 export interface SessionHost {
@@ -153,7 +154,7 @@ export class ChatSession implements ViewTransport {
     if (this.#closed) return;
     const params = await this.#params(first, socketId);
     if (this.#closed) return;
-    const ch = this.#host.socket.channel(`chat:${this.appKey}:${this.threadId}`, params);
+    const ch = this.#host.socket.channel(Topic.of("chat", this.appKey, this.threadId).key, params);
     this.#channel = ch;
     ch.onMessage = (event: string, payload: any, _ref: unknown) => {
       if (this.#channel === ch && !event.startsWith("phx_") && !event.startsWith("chan_reply_")) {

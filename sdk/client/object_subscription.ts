@@ -12,6 +12,7 @@
 
 import type { Channel, Socket } from "phoenix";
 import { StreamCursor } from "./stream_cursor.ts";
+import { Topic } from "../shared/topic.ts";
 
 /** What `on("change")` listeners receive. */
 export type ObjectChange =
@@ -75,7 +76,7 @@ export class ObjectSubscription {
     if (!type || /[/:]/.test(type) || !key) {
       throw new TypeError(`Object type must be non-empty without "/" or ":", and key non-empty; got ${type}/${key}.`);
     }
-    this.topic = `durable:${appKey}:${type}:${key}`;
+    this.topic = Topic.of("durable", appKey, `${type}:${key}`).key;
     this.#socket = socket;
     this.#getAuth = getAuth;
     this.#refs = [

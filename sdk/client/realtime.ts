@@ -8,6 +8,7 @@ import { Socket } from "phoenix";
 import { msgpackSocketOptions } from "./msgpack_serializer.ts";
 import { objectAuthBody, ObjectSubscription } from "./object_subscription.ts";
 import { StreamCursor } from "./stream_cursor.ts";
+import { Topic } from "../shared/topic.ts";
 
 /** What a token source returns: the token, or `{ auth, channel_data? }`. */
 export type AuthResult = string | { auth: string; channel_data?: string | Record<string, unknown> };
@@ -310,7 +311,7 @@ export class ChannelSubscription {
       return this.#fail(String((err as Error)?.message ?? err));
     }
     if (this.#closed || this.#client.socketId !== socketId) return; // a newer connection took over
-    const channel = this.#client.socket.channel(`pubsub:${this.#client.appKey}:${this.name}`, () => {
+    const channel = this.#client.socket.channel(Topic.of("pubsub", this.#client.appKey, this.name).key, () => {
       // Until the first join replied, the app's `afterSerial` (if any) is the position.
       const first = this.#cursor.offset === undefined && this.#opts.afterSerial !== undefined;
       return { ...params, ...(first ? { after_serial: this.#opts.afterSerial } : this.#cursor.params()) };

@@ -8,6 +8,7 @@ import {
   suspendRun,
 } from "../../lib/chat/live/runs.ts";
 import { RollupBuffers } from "../../lib/chat/live/rollup.ts";
+import { Topic } from "../../lib/wire/topic.ts";
 
 const reason = (f: () => unknown) => {
   try {
@@ -56,20 +57,21 @@ Deno.test("run state machine: allowed moves and the reasons of refused ones", ()
 });
 
 Deno.test("RollupBuffers: tokens are rolled up into one delta per interval, with offsets", async () => {
+  const T = Topic.of("chat", "k", "t1");
   const deltas: [string, string, number][] = [];
   const b = new RollupBuffers(
     (_topic, runId, text, offset) => deltas.push([runId, text, offset]),
     20,
   );
-  b.append("k", "topic", "r", "a");
-  b.append("k", "topic", "r", "b");
+  b.append("k", T, "r", "a");
+  b.append("k", T, "r", "b");
   assert.equal(b.flushed("k"), "");
   await new Promise((r) => setTimeout(r, 60));
   assert.deepEqual(deltas, [["r", "ab", 0]]);
-  b.append("k", "topic", "r", "c");
+  b.append("k", T, "r", "c");
   assert.equal(b.close("k", "r"), "abc"); // close flushes at once
   assert.deepEqual(deltas[1], ["r", "c", 2]);
-  assert.equal(b.append("k", "topic", "r", "late"), false);
+  assert.equal(b.append("k", T, "r", "late"), false);
   b.drop("k");
   assert.equal(b.has("k"), false);
   b.clear();

@@ -9,6 +9,7 @@ import { OrderedLog } from "../../lib/store/ordered_log.ts";
 import { createChatServices } from "../../lib/chat/mod.ts";
 import { ApiError } from "../../lib/http/errors.ts";
 import type { ProductDeps } from "../../lib/product.ts";
+import { Topic } from "../../lib/wire/topic.ts";
 
 const app: App = {
   id: "app-1",
@@ -38,7 +39,7 @@ async function withServices(
 Deno.test("ChatStore.createMessage() appends message:created at the next log_id and lists in creation order", async () => {
   await withServices(async ({ store, threadLog }, hub) => {
     const frames: unknown[] = [];
-    hub.subscribe("chat:key1:t1", {
+    hub.subscribe(Topic.of("chat", "key1", "t1"), {
       socketId: "test.1",
       format: "json",
       sendEncoded: (d) => frames.push(JSON.parse(d as string)),

@@ -147,7 +147,7 @@ Deno.test({
         .cookie({ admin: false, appId: "app-1", expires: Date.now() + 3600_000 });
       const forged = [
         `sb_console=${forgedPayload}.${sig}`,
-        `sb_console=${payload}.${sig.slice(0, -2)}AA`,
+        `sb_console=${payload}.${sig.slice(0, -2)}${sig.endsWith("AA") ? "BB" : "AA"}`,
         `sb_console=${payload}`,
         "sb_console=garbage",
         `sb_console=${otherKey}`,

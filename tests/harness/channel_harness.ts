@@ -13,6 +13,7 @@ import { verifyToken } from "../../lib/auth/verify.ts";
 import type { ProductDeps, ProductModule } from "../../lib/product.ts";
 import type { ChannelHandler, ChannelInstance, PushReply } from "../../lib/socket/handler.ts";
 import { parseTopic } from "../../lib/socket/topics.ts";
+import type { Topic } from "../../lib/wire/topic.ts";
 import { StoreEnv } from "../../lib/store/env.ts";
 import { OrderedLog } from "../../lib/store/ordered_log.ts";
 import { createObjects } from "../../lib/objects/mod.ts";
@@ -52,7 +53,7 @@ export class Member implements Subscriber {
   instance?: ChannelInstance;
   live = true;
   #waiters: (() => void)[] = [];
-  #hubTopics = new Set<string>();
+  #hubTopics = new Map<string, Topic>();
   #hub: Hub;
 
   constructor(hub: Hub, topic: string) {
@@ -113,7 +114,7 @@ export class Member implements Subscriber {
   leave(why: "leave" | "close" = "leave"): void {
     if (!this.live) return;
     this.live = false;
-    for (const t of this.#hubTopics) this.#hub.unsubscribe(t, this);
+    for (const t of this.#hubTopics.values()) this.#hub.unsubscribe(t, this);
     this.#hubTopics.clear();
     this.#hub.detach(this);
     this.instance?.terminate?.(why);
@@ -126,14 +127,14 @@ export class Member implements Subscriber {
   }
 
   /** @internal */
-  subscribeTo(topic: string): void {
-    this.#hubTopics.add(topic);
+  subscribeTo(topic: Topic): void {
+    this.#hubTopics.set(topic.key, topic);
     this.#hub.subscribe(topic, this);
   }
 
   /** @internal */
-  unsubscribeFrom(topic: string): void {
-    this.#hubTopics.delete(topic);
+  unsubscribeFrom(topic: Topic): void {
+    this.#hubTopics.delete(topic.key);
     this.#hub.unsubscribe(topic, this);
   }
 
@@ -207,10 +208,9 @@ export class Harness {
       return member;
     }
     let replied = false;
-    const outcome = await this.handlers[parsed.prefix].join({
+    const outcome = await this.handlers[parsed.product].join({
       app,
-      topic,
-      name: parsed.name,
+      topic: parsed,
       params,
       socketId: member.socketId,
       verify: (token) => verifyToken(app, token, member.socketId),
@@ -223,10 +223,10 @@ export class Harness {
         replied = true;
         member.record({ kind: "reply", status: "ok", response: clone(response) });
       },
-      subscribe: (t = topic) => {
+      subscribe: (t = parsed) => {
         if (member.live) member.subscribeTo(t);
       },
-      unsubscribe: (t = topic) => member.unsubscribeFrom(t),
+      unsubscribe: (t = parsed) => member.unsubscribeFrom(t),
       close: (reason) => {
         member.record({ kind: "close", reason });
         member.leave();

@@ -8,37 +8,44 @@ const sub = (socketId: string): Subscriber => ({ socketId, format: "json", sendE
 
 Deno.test("Occupancy: counts, listings and occupied/vacated across this node and others", () => {
   const hub = new Hub();
-  const occ = new Occupancy(hub, "pubsub:");
+  const occ = new Occupancy(hub, "pubsub");
   const seen: [string, boolean][] = [];
   const local: [string, number][] = [];
-  occ.observe((t, o) => seen.push([Topic.format(t), o])); // observers get the topic parsed
-  occ.observeLocal((t, c) => local.push([t, c]));
+  occ.observe((t, o) => seen.push([t.key, o]));
+  occ.observeLocal((t, c) => local.push([t.key, c]));
   const [a, b] = [sub("a"), sub("b")];
+  // Values made apart (a socket's join, another node's report) name the same topic.
+  const one = () => Topic.parse("pubsub:k:one")!;
+  const two = () => Topic.of("pubsub", "k", "two");
 
-  hub.subscribe("chat:k:x", a); // another prefix: not counted
-  hub.subscribe("pubsub:k:one", a);
-  hub.subscribe("pubsub:k:one", b);
+  hub.subscribe(Topic.of("chat", "k", "x"), a); // another product: not counted
+  hub.subscribe(one(), a);
+  hub.subscribe(one(), b);
   assert.deepEqual(local, [["pubsub:k:one", 1], ["pubsub:k:one", 2]]);
-  occ.setRemote("n2", "pubsub:k:one", 3);
-  occ.setRemote("n2", "pubsub:k:two", 1);
-  occ.setRemote("n3", "pubsub:k:two", 2);
-  assert.equal(occ.count("pubsub:k:one"), 5);
-  assert.equal(occ.count("pubsub:k:two"), 3);
-  assert.deepEqual(occ.topics("pubsub:k:").sort(), ["pubsub:k:one", "pubsub:k:two"]);
-  assert.deepEqual(seen, [["pubsub:k:one", true], ["pubsub:k:two", true]]);
+  occ.setRemote("n2", one(), 3);
+  occ.setRemote("n2", two(), 1);
+  occ.setRemote("n3", two(), 2);
+  occ.setRemote("n3", Topic.of("pubsub", "other", "three"), 1);
+  assert.equal(occ.count(one()), 5);
+  assert.equal(occ.count(two()), 3);
+  assert.deepEqual(occ.topics("k").sort(Topic.order).map((t) => t.key), ["pubsub:k:one", "pubsub:k:two"]);
+  assert.deepEqual(occ.topics("k", "tw").map((t) => t.key), ["pubsub:k:two"]);
+  assert.equal(occ.topics().length, 3);
+  assert.deepEqual(seen, [["pubsub:k:one", true], ["pubsub:k:two", true], ["pubsub:other:three", true]]);
 
   // Local leaves while another node still holds the channel: no vacated.
-  hub.unsubscribe("pubsub:k:one", a);
-  hub.unsubscribe("pubsub:k:one", b);
-  assert.deepEqual(seen.length, 2);
-  // A full state from n2 without "one": vacated; n3 gone: "two" vacated.
-  occ.replaceRemote("n2", [["pubsub:k:two", 1]]);
-  assert.deepEqual(seen.slice(2), [["pubsub:k:one", false]]);
+  hub.unsubscribe(one(), a);
+  hub.unsubscribe(one(), b);
+  assert.deepEqual(seen.length, 3);
+  // A full state from n2 without "one": vacated; n3 gone: "two" still held by n2, "three" vacated.
+  occ.replaceRemote("n2", [[two(), 1]]);
+  assert.deepEqual(seen.slice(3), [["pubsub:k:one", false]]);
   occ.forget("n3");
-  assert.equal(occ.count("pubsub:k:two"), 1);
+  assert.equal(occ.count(two()), 1);
+  assert.deepEqual(seen.slice(4), [["pubsub:other:three", false]]);
   occ.forget("n2");
-  assert.deepEqual(seen.slice(3), [["pubsub:k:two", false]]);
-  assert.deepEqual(occ.topics("pubsub:"), []);
+  assert.deepEqual(seen.slice(5), [["pubsub:k:two", false]]);
+  assert.deepEqual(occ.topics(), []);
   assert.deepEqual(occ.localCounts(), []);
 });
 

@@ -22,3 +22,10 @@ Deno.test("jsonBytes is the UTF-8 length of the JSON text, 0 for undefined", () 
   assert.equal(jsonBytes(undefined), 0);
   assert.equal(jsonBytes({ a: "é" }), 10);
 });
+
+Deno.test("jsonBytes of a number is the length of its JSON text, integers of every size included", () => {
+  const edges = [0, -0, 9, 10, -10, 99, 100, 2 ** 53 - 1, -(2 ** 53), 1e20, 999999999999999999999, 1e21, -1e21, 0.5, -1.25e-7, 5e-324, Number.MAX_VALUE];
+  for (const n of edges) assert.equal(jsonBytes(n), JSON.stringify(n).length, String(n));
+  const numbers = fc.oneof(fc.integer(), fc.maxSafeInteger(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.bigInt({ min: -(10n ** 23n), max: 10n ** 23n }).map(Number));
+  fc.assert(fc.property(numbers, (n) => jsonBytes(n) === JSON.stringify(n).length), { seed: 20261126, numRuns: 5000 });
+});

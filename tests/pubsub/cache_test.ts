@@ -26,6 +26,7 @@ Deno.test("ChannelService.cached(): the last event within 30 minutes, else a mis
     const svc = new ChannelService(new OrderedLog(env), new Hub(), {
       historyMaxCount: 1000,
       historyMaxAgeSeconds: 86_400,
+      nodeId: "test",
     });
     const stream = svc.stream(app, "cache-a");
     assert.equal(svc.cached(stream, 0), null);

@@ -13,6 +13,7 @@ import type { JoinContext } from "../../lib/socket/handler.ts";
 import { OrderedLog } from "../../lib/store/ordered_log.ts";
 import { StoreEnv } from "../../lib/store/env.ts";
 import { tempStore } from "../helpers/temp_store.ts";
+import { Topic } from "../../lib/wire/topic.ts";
 
 const APP: App = {
   id: "app-1",
@@ -40,6 +41,7 @@ function open(env: StoreEnv) {
   const svc = new ChannelService(new OrderedLog(env, "pubsub", { staged: true }), hub, {
     historyMaxCount: 100,
     historyMaxAgeSeconds: 3600,
+    nodeId: "test",
   });
   const webhooks = new PusherWebhooks(new AppRegistry([APP]), env, hub, svc);
   return { hub, svc, webhooks };
@@ -67,7 +69,7 @@ Deno.test("Pusher webhooks: a join goes on only once its channel_occupied and me
     const opened = open(env);
     webhooks = opened.webhooks;
     const topic = "pubsub:key1:presence-x";
-    const entered = await opened.svc.beforeEnter(APP, topic, "u1");
+    const entered = await opened.svc.beforeEnter(APP, Topic.parse(topic)!, "u1");
     // Durable now (a write's promise resolves after its commit).
     const names = stored(env).events.map((e) => `${e.name}:${e.user_id ?? ""}`).sort();
     assert.deepEqual(names, ["channel_occupied:", "member_added:u1"]);
@@ -116,7 +118,7 @@ Deno.test("Pusher webhooks: a restart turns the records a crash left into member
   const { env, path } = tempStore();
   const first = open(env);
   const topic = "pubsub:key1:presence-y";
-  await first.svc.beforeEnter(APP, topic, "u2"); // reported; the process then "dies" (no settle)
+  await first.svc.beforeEnter(APP, Topic.parse(topic)!, "u2"); // reported; the process then "dies" (no settle)
   await first.webhooks.close();
   await env.close();
   const again = new StoreEnv(path);
@@ -144,6 +146,7 @@ Deno.test("Pusher webhooks: a cache channel's join replies (with its miss) only 
   const svc = new ChannelService(new OrderedLog(env, "pubsub", { staged: true }), hub, {
     historyMaxCount: 100,
     historyMaxAgeSeconds: 3600,
+    nodeId: "test",
   });
   const app: App = { ...APP, webhooks: [{ url: "http://127.0.0.1:9/hook", event_types: ["cache_miss"] }] };
   const webhooks = new PusherWebhooks(new AppRegistry([app]), env, hub, svc);
@@ -153,8 +156,7 @@ Deno.test("Pusher webhooks: a cache channel's join replies (with its miss) only 
     let reply: Record<string, unknown> | undefined;
     const ctx: JoinContext = {
       app,
-      topic: "pubsub:key1:cache-price",
-      name: "cache-price",
+      topic: Topic.of("pubsub", "key1", "cache-price"),
       params: {},
       socketId: "1.1",
       verify: () => Promise.resolve(null),

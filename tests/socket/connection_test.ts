@@ -5,6 +5,10 @@ import { configureLog } from "../../lib/log/mod.ts";
 import type { ChannelHandler } from "../../lib/socket/handler.ts";
 import type { App } from "../../lib/config/apps.ts";
 import { APP_DEFAULTS } from "../../lib/config/apps.ts";
+import { Topic } from "../../lib/wire/topic.ts";
+
+/** The topic the tests join (the hub is asked about it as a parsed value). */
+const ROOM = Topic.of("spaces", "k", "room");
 
 const app: App = { id: "a", key: "k", secret: "s", ...APP_DEFAULTS };
 
@@ -28,7 +32,7 @@ function echoHandler(log: string[]): ChannelHandler {
   return {
     join(ctx) {
       if (ctx.params.refuse) return Promise.resolve({ error: "nope" });
-      log.push(`join ${ctx.name}`);
+      log.push(`join ${ctx.topic.name}`);
       ctx.subscribe();
       return Promise.resolve({
         handleIn: (event, payload) => ({ status: "ok", response: { event, payload } }),
@@ -63,13 +67,13 @@ Deno.test("Connection joins, answers pushes with the join ref, and leaves", asyn
   conn.receive(JSON.stringify(["1", "1", "spaces:k:room", "phx_join", {}]));
   await tick();
   assert.deepEqual(t.sent.at(-1), ["1", "1", "spaces:k:room", "phx_reply", { status: "ok", response: {} }]);
-  assert.equal(hub.count("spaces:k:room"), 1);
+  assert.equal(hub.count(ROOM), 1);
   conn.receive(JSON.stringify(["1", "2", "spaces:k:room", "hello", { a: 1 }]));
   await tick();
   assert.deepEqual(t.sent.at(-1), ["1", "2", "spaces:k:room", "phx_reply", { status: "ok", response: { event: "hello", payload: { a: 1 } } }]);
   conn.receive(JSON.stringify(["1", "3", "spaces:k:room", "phx_leave", {}]));
   assert.deepEqual(t.sent.at(-1), ["1", "3", "spaces:k:room", "phx_reply", { status: "ok", response: {} }]);
-  assert.equal(hub.count("spaces:k:room"), 0);
+  assert.equal(hub.count(ROOM), 0);
   assert.deepEqual(log, ["join room", "terminate leave"]);
 });
 
@@ -81,7 +85,7 @@ Deno.test("Connection replaces an earlier join of the same topic on rejoin", asy
   await tick();
   assert.deepEqual(log, ["join room", "terminate rejoin", "join room"]);
   assert.ok(t.sent.some((f) => JSON.stringify(f) === JSON.stringify(["1", null, "spaces:k:room", "phx_close", {}])));
-  assert.equal(hub.count("spaces:k:room"), 1);
+  assert.equal(hub.count(ROOM), 1);
   // A push with the old join ref no longer matches.
   conn.receive(JSON.stringify(["1", "6", "spaces:k:room", "x", {}]));
   await tick();
@@ -124,12 +128,12 @@ Deno.test("Connection disconnects a subscriber whose send buffer is over the lim
   const { t, conn, hub } = setup();
   conn.receive(JSON.stringify(["1", "1", "spaces:k:room", "phx_join", {}]));
   await tick();
-  hub.publish("spaces:k:room", "e", { n: 1 });
+  hub.publish(ROOM, "e", { n: 1 });
   assert.deepEqual(t.sent.at(-1), [null, null, "spaces:k:room", "e", { n: 1 }]);
   t.buffered = 5000;
-  hub.publish("spaces:k:room", "e", { n: 2 });
+  hub.publish(ROOM, "e", { n: 2 });
   assert.deepEqual(t.closedWith, [SLOW_CONSUMER.code, SLOW_CONSUMER.reason]);
-  assert.equal(hub.count("spaces:k:room"), 0);
+  assert.equal(hub.count(ROOM), 0);
 });
 
 Deno.test("Connection logs a crashed join with its topic cut short, and replies join crashed", async () => {

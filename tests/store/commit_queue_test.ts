@@ -198,3 +198,31 @@ Deno.test("StoreEnv.batch(): the rows it puts commit together and are durable wh
   assert.deepEqual([reopened.db<number>("rows").get("a"), reopened.db<number>("rows").get("b")], [2, 3]);
   await reopened.close();
 });
+
+Deno.test("CommitQueue: past its bound of interned keys (100k) a batch still reads what it staged, and later reads see the store, kept rows derived again", async () => {
+  const { env } = tempStore();
+  const rows = env.db<number>("rows");
+  const derived = env.db<number>("derived");
+  const q = env.commits;
+  const n = 100_010;
+  // One batch interns more keys than the bound: nothing it staged may be lost mid-batch.
+  const seen = await q.run(() => {
+    q.keep(derived, "kept", 7);
+    for (let i = 0; i < n; i++) q.write(rows, `k${i}`, i, 16);
+    return [q.read(rows, "k0"), q.read(rows, `k${n - 1}`), q.read(derived, "kept")];
+  }, true);
+  assert.deepEqual(seen, [0, n - 1, 7]);
+  assert.equal(rows.get("k0"), 0);
+  assert.equal(rows.get(`k${n - 1}`), n - 1);
+  // The next batch starts on a fresh cache: a kept row (never put) is derived again by `load`.
+  const next = await q.run(() => {
+    q.write(rows, "k5", (q.read(rows, "k5") ?? -1) + 100);
+    return [q.read(rows, "k5"), q.read(derived, "kept", () => 42), q.read(rows, "k99999")];
+  }, true);
+  assert.deepEqual(next, [105, 42, 99_999]);
+  // Reads outside any batch past the bound drop the interned keys at once, and stay right.
+  for (let i = 0; i < n; i++) assert.equal(q.read(rows, `r${i}`), undefined);
+  assert.equal(q.read(rows, "k5"), 105);
+  assert.equal(q.read(rows, `k${n - 1}`), n - 1);
+  await env.close();
+});

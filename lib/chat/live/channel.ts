@@ -30,7 +30,7 @@ export const SNAPSHOT_WINDOW = 50;
 export type { Member } from "./member.ts";
 
 async function authorize(ctx: JoinContext): Promise<Member | { error: string }> {
-  const threadId = ctx.name;
+  const threadId = ctx.topic.name;
   const caps = (verbs: readonly string[]) => verbs.map((v) => `chat:${v}:${threadId}`);
   const p = ctx.params;
   const cred = await verifyJoin(ctx, { agentSecret: true });
@@ -77,13 +77,13 @@ export function threadChannel(
 ): ChannelHandler {
   return {
     async join(ctx: JoinContext): Promise<ChannelInstance | { error: string }> {
-      if (idProblem("thread id", ctx.name)) return { error: "invalid topic format" };
+      if (idProblem("thread id", ctx.topic.name)) return { error: "invalid topic format" };
       const member = await authorize(ctx);
       if ("error" in member) return member;
       const clientProblem = idProblem(member.agent ? "agent_id" : "client_id", member.clientId);
       if (clientProblem) return { error: `invalid ${clientProblem}` };
       const app = ctx.app;
-      const threadId = ctx.name;
+      const threadId = ctx.topic.name;
       const log = svc.threadLog;
       const from = log.streams.position(ctx.params);
       if (isRefusal(from)) return from;
@@ -111,7 +111,7 @@ export function threadChannel(
           const streams: Record<string, string> = {};
           for (const run of runs) {
             if (isTerminal(run)) continue;
-            const text = live.streamText(app, threadId, addr.topic, run.runId);
+            const text = live.streamText(addr.topic, run.runId);
             if (text !== "") streams[run.runId] = text;
           }
           return {

@@ -5,6 +5,7 @@
  * the run ends.
  */
 import { byteLength } from "../../limits.ts";
+import type { Topic } from "../../streams/mod.ts";
 
 /** One run's stream: text already broadcast plus text waiting for the next roll-up. */
 interface RunStream {
@@ -15,11 +16,11 @@ interface RunStream {
   closed: boolean;
   /** UTF-8 bytes of flushed + pending text. */
   bytes: number;
-  topic: string;
+  topic: Topic;
 }
 
 /** Sends one delta: `{ runId, text, offset }` where offset is the delta's start in the text. */
-export type FlushFn = (topic: string, runId: string, text: string, offset: number) => void;
+export type FlushFn = (topic: Topic, runId: string, text: string, offset: number) => void;
 
 /** Per-run token buffers with a fixed roll-up interval. */
 export class RollupBuffers {
@@ -34,7 +35,7 @@ export class RollupBuffers {
   }
 
   /** Adds token text to a run's buffer; false when the run's stream is closed. */
-  append(key: string, topic: string, runId: string, text: string): boolean {
+  append(key: string, topic: Topic, runId: string, text: string): boolean {
     let s = this.#streams.get(key);
     if (!s) {
       this.#streams.set(key, s = { flushed: "", pending: "", timer: null, closed: false, bytes: 0, topic });

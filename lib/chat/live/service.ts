@@ -11,7 +11,7 @@ import type { ThreadEntry } from "../types.ts";
 import { stagePair } from "./messages.ts";
 import { RollupBuffers } from "./rollup.ts";
 import { byteLength, MAX_MESSAGE_CONTENT_BYTES } from "../../limits.ts";
-import { Topic } from "../../streams/mod.ts";
+import type { Topic } from "../../streams/mod.ts";
 import {
   decideTool,
   endRun,
@@ -36,7 +36,7 @@ export interface RunCreated {
 }
 
 /** A `stream` delta as broadcast. */
-interface RemoteDelta {
+interface StreamDelta {
   runId: string;
   text: string;
   offset: number;
@@ -51,8 +51,10 @@ export class LiveService {
   readonly rollups: RollupBuffers;
   #svc: ChatServices;
   #agents = new Map<string, Set<AgentSink>>();
-  /** Stream text of runs whose agent is on another node (clustered mode), from its roll-ups. */
-  #remote = new Map<string, { text: string; at: number }>();
+  /** Text each run has streamed so far, by `{topic}\n{runId}`: followed from the `stream`
+   * deltas published, this node's roll-ups and, in clustered mode, those relayed from the node
+   * of a run's agent alike. */
+  #streamed = new Map<string, { text: string; at: number }>();
   #swept = Date.now();
 
   constructor(svc: ChatServices, runs: RunTable, hub: Hub, rollupMs = 40) {
@@ -61,8 +63,8 @@ export class LiveService {
     this.rollups = new RollupBuffers((topic, runId, text, offset) => {
       hub.publish(topic, "stream", { runId, text, offset }, undefined, "cluster");
     }, rollupMs);
-    hub.onRelayed((topic, event, payload) => {
-      if (event === "stream" && Topic.parseOf(topic, "chat")) this.#mirror(topic, payload as RemoteDelta);
+    hub.observe("stream", (topic, payload) => {
+      if (topic.product === "chat") this.#follow(topic, payload as StreamDelta);
     });
     // A hard-deleted thread takes its runs and streaming buffers with it, so a thread
     // re-created with the same id starts clean.
@@ -73,26 +75,32 @@ export class LiveService {
         return runIds;
       },
       after: (app, threadId, runIds) => {
-        for (const runId of runIds as string[]) this.rollups.drop(this.streamKey(app, threadId, runId));
+        for (const runId of runIds as string[]) this.#dropStream(app, threadId, runId);
       },
     });
   }
 
   /** Text a run has streamed so far, whichever node its agent is on (for join snapshots). */
-  streamText(app: App, threadId: string, topic: string, runId: string): string {
-    const local = this.rollups.flushed(this.streamKey(app, threadId, runId));
-    return local !== "" ? local : this.#remote.get(`${topic}\n${runId}`)?.text ?? "";
+  streamText(topic: Topic, runId: string): string {
+    return this.#streamed.get(`${topic.key}\n${runId}`)?.text ?? "";
   }
 
-  /** Follows another node's roll-up; entries idle for 10 minutes are forgotten. */
-  #mirror(topic: string, d: RemoteDelta): void {
-    const key = `${topic}\n${d.runId}`;
+  /** Follows one published roll-up, made here or relayed; a run's text is dropped with its
+   * buffer when it ends here, and after 10 minutes without a delta otherwise. */
+  #follow(topic: Topic, d: StreamDelta): void {
+    const key = `${topic.key}\n${d.runId}`;
     const now = Date.now();
-    const known = this.#remote.get(key)?.text ?? "";
-    if (d.offset <= known.length) this.#remote.set(key, { text: known.slice(0, d.offset) + d.text, at: now });
+    const known = this.#streamed.get(key)?.text ?? "";
+    if (d.offset <= known.length) this.#streamed.set(key, { text: known.slice(0, d.offset) + d.text, at: now });
     if (now - this.#swept < 60_000) return;
     this.#swept = now;
-    for (const [k, v] of this.#remote) if (now - v.at > 600_000) this.#remote.delete(k);
+    for (const [k, v] of this.#streamed) if (now - v.at > 600_000) this.#streamed.delete(k);
+  }
+
+  /** Drops a run's roll-up buffer and the text followed of it. */
+  #dropStream(app: App, threadId: string, runId: string): void {
+    this.rollups.drop(this.streamKey(app, threadId, runId));
+    this.#streamed.delete(`${this.#svc.threadLog.address(app, threadId).topic.key}\n${runId}`);
   }
 
   /** The roll-up buffer key of a run. */
@@ -365,11 +373,11 @@ export class LiveService {
         };
       });
     } catch (err) {
-      if (err instanceof LiveError && err.reason === "already_ended") this.rollups.drop(key);
+      if (err instanceof LiveError && err.reason === "already_ended") this.#dropStream(app, threadId, runId);
       else this.rollups.reopen(key);
       throw err;
     }
-    this.rollups.drop(key);
+    this.#dropStream(app, threadId, runId);
     record.run(reason);
   }
 

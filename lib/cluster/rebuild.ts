@@ -1,0 +1,134 @@
+/**
+ * How a node that stopped itself (it applied the log differently from a majority of the nodes,
+ * `agreement.ts`) gets back without an operator: its replicated state is thrown away and
+ * replaced, in one local commit, by a state the majority agrees with, from which it follows the
+ * log again (read from the stream's leader, the one truth):
+ *
+ * - the newest snapshot (`snapshots.ts`: taken only by a node whose position a majority
+ *   confirmed), when one exists and the log still holds every position after it;
+ * - else the empty store at position 0, when the log was never compacted (the whole log is
+ *   replayed).
+ *
+ * The node marks itself diverged in its store (`DIVERGED_KEY`) as soon as it stops; the
+ * replacing commit clears the mark together with the old state. So a crash at any point leaves
+ * either the old state with the mark (the restarted node rebuilds again before it serves) or a
+ * state the log reached at some position, never a mix of the two.
+ */
+import { createWriteStream, rmSync } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import type { Database, Key, RootDatabase } from "lmdb";
+import { StoreEnv } from "../store/env.ts";
+import type { ClusterLink } from "./link.ts";
+
+/** The JetStream object store and object holding the newest snapshot (`snapshots.ts`). */
+export const SNAPSHOT_BUCKET = "sb-snapshots";
+export const SNAPSHOT_OBJECT = "lmdb";
+
+/** The key (in the position database) marking a store that applied another history than the
+ * majority; its value is the reason. */
+export const DIVERGED_KEY = "diverged";
+
+/** What a rebuild starts from: the log position it holds, and the store holding it (none for the
+ * empty store at 0). */
+export interface RebuildSource {
+  position: number;
+  store?: StoreEnv;
+  /** Closes and deletes the downloaded snapshot. */
+  dispose(): Promise<void>;
+}
+
+/**
+ * The state to rebuild from (see the module comment), given the log's first position. Throws
+ * when none reaches the log (the log was compacted and no snapshot covers it yet).
+ */
+export async function rebuildSource(link: ClusterLink, first: number): Promise<RebuildSource> {
+  const objects = await link.objectStore(SNAPSHOT_BUCKET);
+  const info = await objects.info(SNAPSHOT_OBJECT);
+  const position = Number(info?.description);
+  if (info && Number.isSafeInteger(position) && position + 1 >= first) {
+    return await downloadSnapshot(link, position);
+  }
+  if (first <= 1) return { position: 0, dispose: async () => {} };
+  throw new Error(`the cluster log starts at ${first} and no snapshot reaches it`);
+}
+
+/** Downloads the newest snapshot into a temporary directory and opens it. */
+async function downloadSnapshot(link: ClusterLink, expected: number): Promise<RebuildSource> {
+  const dir = await mkdtemp(join(tmpdir(), "sb-rebuild-"));
+  const dispose = async () => {
+    await store?.close().catch(() => {});
+    rmSync(dir, { recursive: true, force: true });
+  };
+  let store: StoreEnv | undefined;
+  try {
+    const objects = await link.objectStore(SNAPSHOT_BUCKET);
+    const got = await objects.get(SNAPSHOT_OBJECT);
+    if (!got) throw new Error("the snapshot disappeared");
+    const file = join(dir, "snapshot.mdb");
+    await got.data.pipeTo(Writable.toWeb(createWriteStream(file)));
+    const error = await got.error;
+    if (error) throw error;
+    store = new StoreEnv(file, false);
+    const position = store.db<number>(POSITION_DB_NAME).get("applied") ?? 0;
+    const described = Number(got.info.description);
+    if (position !== described) throw new Error(`snapshot holds position ${position}, not ${described}`);
+    if (position < expected) throw new Error(`snapshot at ${position} is older than the one listed (${expected})`);
+    return { position, store, dispose };
+  } catch (err) {
+    await dispose();
+    throw err;
+  }
+}
+
+/** The position database's name (`replicated_env.ts` `POSITION_DB`; repeated here to keep the
+ * import one-way). */
+const POSITION_DB_NAME = "cluster:state";
+
+/** What the replacing commit needs of the live store. */
+export interface LiveStore {
+  root: RootDatabase;
+  /** A raw database of the live store by name. */
+  db(name: string): Database<unknown, Key>;
+  /** Databases whose rows are this node's own: kept as they are (webhook outboxes, the list of
+   * node-local databases). */
+  keep: Set<string>;
+  /** Databases the apply keeps alike on every node although they are in `keep` (the position
+   * and the recent writes): replaced like the rest. */
+  replaced: string[];
+}
+
+/**
+ * Replaces, in one local commit, every replicated database of `live` with `source`'s (empty
+ * for the empty store) and records `source.position` as the position applied, clearing the
+ * diverged mark; node-local databases are kept. Every read of `source` happens inside the
+ * commit's callback, and nothing in it throws on purpose (lmdb-js would commit what was put
+ * before a throw).
+ */
+export async function replaceStore(live: LiveStore, source: RebuildSource): Promise<void> {
+  const names = (root: RootDatabase) => [...root.getKeys()].filter((k): k is string => typeof k === "string");
+  const replaced = new Set(live.replaced);
+  const skip = (name: string) => live.keep.has(name) && !replaced.has(name);
+  const sourceNodeLocal = new Set<string>();
+  if (source.store) {
+    for (const k of source.store.db("cluster:node-local").getKeys()) sourceNodeLocal.add(k as string);
+  }
+  const liveNames = names(live.root).filter((n) => !skip(n));
+  const sourceNames = source.store
+    ? names(source.store.root).filter((n) => !skip(n) && !sourceNodeLocal.has(n) && n !== "cluster:node-local")
+    : [];
+  // Opened before the commit: opening a database is itself a write.
+  const targets = new Map(sourceNames.map((n) => [n, live.db(n)]));
+  const cleared = liveNames.map((n) => live.db(n));
+  await live.root.transaction(() => {
+    for (const db of cleared) db.clearSync();
+    for (const name of sourceNames) {
+      const target = targets.get(name)!;
+      for (const { key, value } of source.store!.db(name).getRange()) target.put(key, value);
+    }
+    live.db(POSITION_DB_NAME).put("applied", source.position);
+    live.db(POSITION_DB_NAME).remove(DIVERGED_KEY);
+  });
+}
