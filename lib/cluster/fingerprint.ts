@@ -36,11 +36,20 @@ export class WindowFingerprint {
   /** The fingerprint at each recent position. */
   #at = new Map<number, string>();
   #last = 0;
+  /** The first position whose fingerprint is known here: rebuilt from a store that kept
+   * positions from `p` on (after a restart), the fingerprints before `p + window - 1` lack the
+   * positions before `p` and are not the ones the other nodes hold. */
+  #known = 0;
 
   /** `stored`: the store's recent positions, oldest first (their digests). */
   constructor(window: number, stored: Iterable<[number, string]> = []) {
     this.window = window;
-    for (const [seq, digest] of stored) this.add(seq, digest);
+    let first = 0;
+    for (const [seq, digest] of stored) {
+      first ||= seq;
+      this.add(seq, digest);
+    }
+    if (first > 1) this.#known = first + window - 1;
   }
 
   /** Adds position `seq` (the next one) and returns the fingerprint there. */
@@ -61,7 +70,7 @@ export class WindowFingerprint {
 
   /** The fingerprint at `seq`, when it is recent enough to be known here. */
   at(seq: number): string | undefined {
-    return this.#at.get(seq);
+    return seq < this.#known ? undefined : this.#at.get(seq);
   }
 
   /** Forgets the positions after `seq` (their commit failed; they will be added again). */

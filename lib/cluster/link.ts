@@ -3,13 +3,16 @@
  * snapshots (an object store), core NATS for the traffic that is not stored
  * (relayed events, presence). Knows nothing about what the bytes mean.
  */
+import { Buffer } from "node:buffer";
 import {
   connect,
+  createInbox,
   DebugEvents,
   DeliverPolicy,
   Events,
   type JetStreamClient,
   type JetStreamManager,
+  type Msg,
   type NatsConnection,
   type ObjectStore,
   type PubAck,
@@ -33,6 +36,12 @@ const SUSPECT_RTT_MS = 2500;
 /** The watchdog's ping interval (`ClusterLink#watchdog`). */
 const WATCH_PING_MS = 250;
 
+/** How long a JetStream API request (a read of the log, its bounds) may wait for its answer,
+ * and, once a server answered "JetStream temporarily unavailable" (10008), for a better answer
+ * from another one (see `#api`). */
+const API_MS = 2000;
+const API_GRACE_MS = 750;
+
 /** The JetStream stream holding every replicated write, and its one subject. */
 export const LOG_STREAM = "SWITCHBOARD";
 const LOG_SUBJECT = "sb.log";
@@ -55,6 +64,11 @@ export class ClusterLink {
   #pings = new Set<{ at: number }>();
   #lastTick = Date.now();
   #watchTimer: ReturnType<typeof setInterval>;
+  /** The reply subjects' prefix of JetStream API requests (`#api`), their count, and the
+   * requests waiting for an answer, by their reply subject's last token. */
+  #apiInbox: string | undefined;
+  #apiSeq = 0;
+  #apiWaiting = new Map<string, (m: Msg) => void>();
   /** Requests in flight, each ended when the connection is lost (their replies cannot come)
    * instead of waiting out its timeout. */
   #inflight = new Set<() => void>();
@@ -214,7 +228,14 @@ export class ClusterLink {
   /** Leaves the current server for the next one from `--nats` (logging `why`). */
   moveOn(why: string, fields: Record<string, unknown> = {}): void {
     log.warn(why, { server: this.nc.getServer(), ...fields });
-    void this.nc.reconnect().catch(() => {});
+    // nats.js's reconnect() first flushes the socket, which on a silent link (a partitioned
+    // server, the send buffer full) waits until the kernel takes the data: a node took 4 s
+    // more to leave. A transport closed with an error skips the flush (nats.js internals, 2.x;
+    // reconnect() where they are not there).
+    const transport = (this.nc as unknown as { protocol?: { transport?: { _closed?: (err: Error, internal: boolean) => Promise<void> } } })
+      .protocol?.transport;
+    if (typeof transport?._closed === "function") void transport._closed(new Error(why), true).catch(() => {});
+    else void this.nc.reconnect().catch(() => {});
   }
 
   /** Moves to another server when a ping has waited `SUSPECT_RTT_MS`; true when it moved. */
@@ -229,15 +250,12 @@ export class ClusterLink {
     return true;
   }
 
-  /** The stored message at `seq`, or null when there is none (yet). */
+  /** The stored message at `seq`, or null when there is none (yet), as the stream's leader
+   * answers. */
   async read(seq: number): Promise<Uint8Array | null> {
     try {
-      const get = this.jsm.streams.getMessage(LOG_STREAM, { seq });
-      get.catch(() => {});
-      const m = await this.#orMoved(get, () => {
-        throw new Error("NATS connection lost");
-      });
-      return m.data;
+      const r = await this.#api(`$JS.API.STREAM.MSG.GET.${LOG_STREAM}`, { seq }) as { message?: { data?: string } };
+      return r.message?.data ? Buffer.from(r.message.data, "base64") : new Uint8Array(0);
     } catch (err) {
       const code = (err as { api_error?: { err_code?: number } }).api_error?.err_code;
       if (code === 10037) return null; // no message found
@@ -248,11 +266,70 @@ export class ClusterLink {
   /** The log's first position still stored (later than 1 once compacted) and its last. */
   async bounds(): Promise<{ first: number; last: number }> {
     try {
-      const { state } = await this.jsm.streams.info(LOG_STREAM);
+      const { state } = await this.#api(`$JS.API.STREAM.INFO.${LOG_STREAM}`, {}) as { state: { first_seq: number; last_seq: number } };
       return { first: state.first_seq, last: state.last_seq };
     } catch (err) {
       throw new Error(describe(err));
     }
+  }
+
+  /**
+   * A JetStream API request answered by the stream's leader. Every server takes the request,
+   * and with nats-server 2.9.10 one that lost sight of JetStream's meta leader answers at once
+   * "JetStream system temporarily unavailable" (10008), while the stream's leader, elsewhere,
+   * answers it correctly a little later: measured after a frozen server resumed, the servers
+   * that lost their meta leader answered every read so for 5 s while a client on the third
+   * server read on. nats.js takes the first answer; this takes the first other one, waiting
+   * `API_GRACE_MS` after a 10008 (then it stands). Ends at once when the connection is lost.
+   */
+  #api(subject: string, body: unknown, timeoutMs = API_MS): Promise<Record<string, unknown>> {
+    return new Promise((resolve, reject) => {
+      const token = String(++this.#apiSeq);
+      let unavailable: ApiError | undefined;
+      let grace: ReturnType<typeof setTimeout> | undefined;
+      const finish = (settle: () => void) => {
+        if (!this.#apiWaiting.delete(token)) return;
+        clearTimeout(timer);
+        clearTimeout(grace);
+        this.#inflight.delete(end);
+        settle();
+      };
+      const fail = (err: unknown) => finish(() => reject(err));
+      this.#apiWaiting.set(token, (m) => {
+        // No server took the request (nats.js's "no responders").
+        if (m.data.length === 0 && m.headers?.code === 503) return fail(Object.assign(new Error("503"), { code: "503" }));
+        let r: Record<string, unknown> & { error?: ApiError };
+        try {
+          r = JSON.parse(new TextDecoder().decode(m.data));
+        } catch (e) {
+          return fail(e);
+        }
+        if (r.error?.err_code === 10008) {
+          unavailable = r.error;
+          grace ??= setTimeout(() => fail(apiError(unavailable!)), API_GRACE_MS);
+          return;
+        }
+        if (r.error) return fail(apiError(r.error));
+        finish(() => resolve(r));
+      });
+      const timer = setTimeout(() => fail(unavailable ? apiError(unavailable) : Object.assign(new Error("TIMEOUT"), { code: "TIMEOUT" })), timeoutMs);
+      const end = () => fail(new Error("NATS connection lost"));
+      this.#inflight.add(end);
+      try {
+        // One subscription for every answer (a subscription per request would cost the
+        // servers an interest change each): the reply subject's last token names the request.
+        if (!this.#apiInbox) {
+          const inbox = createInbox();
+          this.nc.subscribe(`${inbox}.*`, {
+            callback: (_err, m) => this.#apiWaiting.get(m.subject.slice(inbox.length + 1))?.(m),
+          });
+          this.#apiInbox = inbox;
+        }
+        this.nc.publish(subject, new TextEncoder().encode(JSON.stringify(body)), { reply: `${this.#apiInbox}.${token}` });
+      } catch (err) {
+        fail(err);
+      }
+    });
   }
 
   /** The log's last position. */
@@ -330,6 +407,18 @@ export class ClusterLink {
     if (this.nc.isClosed()) return;
     await this.nc.drain().catch(() => this.nc.close());
   }
+}
+
+/** A JetStream API error answer. */
+interface ApiError {
+  code?: number;
+  err_code?: number;
+  description?: string;
+}
+
+/** An error carrying JetStream's answer as nats.js's do (`api_error`). */
+function apiError(e: ApiError): Error {
+  return Object.assign(new Error(`${e.code ?? ""} ${e.description ?? ""}`.trim()), { api_error: e });
 }
 
 /** An error's text, with JetStream's own description when it gave one (nats.js names both

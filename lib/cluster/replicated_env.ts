@@ -158,8 +158,19 @@ const SLOW_BATCH_MS = 250;
 const MAX_INFLIGHT = 8;
 /** Log positions read from the stream at once, at most. */
 const READ_AHEAD = 64;
-/** Reads failing this long on one NATS server make the node move to another. */
+/** Reads failing this long on one NATS server, while the log grows (other nodes' writes get in,
+ * or this node's publishes are stored), make the node move to another server; failing while the
+ * log does not grow (JetStream itself has no leader: every server fails alike), they do so only
+ * after `READS_STUCK_MS`. */
 const READS_FAILING_MS = 6000;
+const READS_STUCK_MS = 24_000;
+/** Reads refused this long with "JetStream temporarily unavailable" (10008) while the log grows
+ * make the node move sooner, and after `READS_REFUSED_STUCK_MS` whether it grows or not (every
+ * node may be on that server): with nats-server 2.9.10 a server that lost sight of JetStream's
+ * meta leader (after another one resumed from a freeze) answers every read so for about 5 s,
+ * while clients of another server read on. */
+const READS_REFUSED_MS = 1500;
+const READS_REFUSED_STUCK_MS = 3000;
 
 /** `seq` as 8 bytes (big-endian float). */
 function encodeSeq(seq: number): Uint8Array {
@@ -249,6 +260,8 @@ export class ReplicatedEnv implements Storage {
    * whether the last read found the position not there yet. */
   #repairFailedAt = 0;
   #readsFailingSince = 0;
+  /** The log's last position known when reads started failing. */
+  #tailWhenFailing = 0;
   #repairEmpty = false;
   /** Highest position known to exist that repair should reach. */
   #repairTarget = 0;
@@ -1147,15 +1160,20 @@ export class ReplicatedEnv implements Storage {
       // loaded machine), and a catch-up, a long series of them, held the event loop for
       // seconds (`/readyz` unanswered). No speculation runs while this is pending (`#commit`).
       const t0 = performance.now();
+      let held = 0;
       await this.root.transaction(() => {
+        const c0 = performance.now();
         for (const { msg } of fresh) this.#write(msg.w, msg.o === me);
         for (const [seq, keys, batch] of written) {
           this.#recentDb.put(seq, { w: keys, b: batch });
           if (seq - CONFLICT_WINDOW > 0) this.#recentDb.remove(seq - CONFLICT_WINDOW);
         }
         this.#state.put("applied", last);
+        held = performance.now() - c0;
       });
       const took = performance.now() - t0;
+      // The callback runs on this thread (requests, `/readyz`, wait meanwhile).
+      if (held >= 50) log.warn("cluster apply held the thread", { ms: Math.round(held), positions: run.length });
       if (took >= 2000) log.warn("cluster apply commit slow", { ms: Math.round(took), positions: run.length });
     } catch (caught) {
       const err = await asStorageError(caught);
@@ -1233,11 +1251,26 @@ export class ReplicatedEnv implements Storage {
         this.#repairFailedAt = now;
         // A server that answers pings but whose JetStream requests keep failing is left for
         // another one (in a nemesis run a node stayed on such a server for minutes, every read
-        // timing out, while the other nodes went on).
-        if (this.#readsFailingSince === 0) this.#readsFailingSince = now;
-        else if (now - this.#readsFailingSince >= READS_FAILING_MS && this.#link.connected()) {
+        // timing out, while the other nodes went on), once the log is seen growing meanwhile
+        // (announcements of other nodes' writes, this node's stored publishes): else JetStream
+        // itself is electing, every server fails alike, and a move would only cost a dial (a
+        // move then dialled the frozen old leader first: 2 s more).
+        if (this.#readsFailingSince === 0) {
           this.#readsFailingSince = now;
-          this.#link.moveOn("cluster reads keep failing on this NATS server; moving to another");
+          this.#tailWhenFailing = this.#knownTail;
+        } else if (this.#link.connected()) {
+          const failing = now - this.#readsFailingSince;
+          const refused = /\(10008\)/.test(String(err));
+          const grows = this.#knownTail > this.#tailWhenFailing;
+          const due = refused ? (grows ? READS_REFUSED_MS : READS_REFUSED_STUCK_MS) : grows ? READS_FAILING_MS : READS_STUCK_MS;
+          if (failing >= due) {
+            this.#readsFailingSince = now;
+            this.#tailWhenFailing = this.#knownTail;
+            this.#link.moveOn(
+              refused ? "cluster reads refused by this NATS server; moving to another" : "cluster reads keep failing on this NATS server; moving to another",
+              { error: String(err), failing_ms: failing, log_grew: grows },
+            );
+          }
         }
       }
       this.#repairTimer = undefined;
