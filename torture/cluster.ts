@@ -26,7 +26,8 @@
 // itself stalled longer (a stall JetStream had is JetStream's). Environment knobs:
 // SWITCHBOARD_NEMESIS_KEEP_LOGS (keep the node logs of a passing run),
 // SWITCHBOARD_NEMESIS_ONLY / SWITCHBOARD_NEMESIS_ROUNDS (only the faults whose name contains
-// it, that many rounds with --short).
+// it, that many rounds with --short), SWITCHBOARD_NEMESIS_STRICT=1 (the short form fails on any
+// miss of a bound; by default, only on a miss by more than 10 s, as a CI regression guard).
 import { connect } from "nats";
 import type { TestServer } from "../tests/helpers/server.ts";
 import { startCluster, type SwitchboardCluster } from "../tests/cluster/cluster.ts";
@@ -44,6 +45,11 @@ export interface NemesisBudget {
 }
 
 const DEADLINE_MS = 10_000;
+/** How far past its bound a fault's stall may go in the short form before the run fails (see
+ * the check): the short form runs in CI on a shared machine. */
+const REGRESSION_SLACK_MS = 10_000;
+/** Judges the short form's stalls against the bound as written. */
+const STRICT = Deno.env.get("SWITCHBOARD_NEMESIS_STRICT") === "1";
 /** Whether `server`'s /readyz answers 200 within `ms`. */
 async function readyWithin(server: TestServer, ms: number): Promise<boolean> {
   for (const deadline = Date.now() + ms; Date.now() < deadline; await sleep(250)) {
@@ -448,7 +454,10 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     // Issue 35's goals, against JetStream's own stall in the same window (a stall JetStream
     // itself had is JetStream's, whatever its length): a leader fault may cost JetStream's own
     // plus 2 s; any other fault under 5 s, or JetStream's own plus 2 s when JetStream stalled.
-    if (!met) {
+    // The short form (CI, on a shared machine) prints a miss but fails only past the bound plus
+    // REGRESSION_SLACK_MS: a guard against a gross regression, not a verdict on the goal, which
+    // the long form (and SWITCHBOARD_NEMESIS_STRICT=1) judges as written.
+    if (r.stallMs > r.boundMs + (budget.short && !STRICT ? REGRESSION_SLACK_MS : 0)) {
       failures.push(`${r.name}: writes stalled ${r.stallMs} ms, over its bound ${r.boundMs} ms (JetStream's own ${r.jsStallMs} ms)`);
     }
   }
