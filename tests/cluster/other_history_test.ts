@@ -110,6 +110,9 @@ for (const where of ["on the rebuilt node", "on another node", "on the node rest
           assert.match(again.output(), /cluster store marked diverged; rebuilding it before serving/);
           assert.match(again.output(), /streams whose subscribers may hold another history/);
           moveTo(again);
+          // The streams it listed when it stopped are still listed: it renews their epochs.
+          await until("the restarted node 3 renews the epochs of the streams it named", () =>
+            Promise.resolve(/cluster renewed the epochs of the streams/.test(again.output())), 30_000);
         } else {
           // Node 3 rebuilds its store, closes its sockets, and the subscriber rejoins there.
           await until("node 3 rebuilds its store", () => Promise.resolve(HEALED.test(n3.output())), 60_000);

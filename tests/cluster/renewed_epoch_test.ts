@@ -6,13 +6,15 @@
 // (SWITCHBOARD_CLUSTER_UNSURE_MS, shortened here), a client resuming on another node with a
 // cursor of the old epoch (Phoenix `after_serial` / `after_log_id` + `epoch`, Pusher's
 // `pusher:subscribe` `after_serial` + `epoch`) still gets `replay: "reset"` with the new epoch
-// and nothing replayed; a cursor of the new epoch replays.
+// and nothing replayed; a cursor of the new epoch replays. The renewal's commit empties node 3's
+// list of streams to renew.
 import assert from "node:assert/strict";
 import { api, doc, makeThread } from "../chat_rest/helpers.ts";
 import { RawSocket } from "../helpers/raw_socket.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { RawPusher } from "../pusher/helpers.ts";
 import { sdkFor } from "../pubsub/helpers.ts";
+import { StoreEnv, storePath } from "../../lib/store/env.ts";
 import { startCluster, until } from "./cluster.ts";
 import { path } from "./writers.ts";
 
@@ -125,6 +127,18 @@ for (const product of ["channel", "chat thread"] as const) {
         assert.equal(resumed.replayed, 1);
         // Every node holds the new epoch.
         for (const node of cluster.nodes) assert.equal((await join(node, {})).response.epoch, epoch);
+
+        // Node 3's list of streams to renew was emptied by the renewal's own commit (a restart
+        // renews nothing again), and its store holds the new epoch.
+        await cluster.kill(2);
+        const store = new StoreEnv(storePath(n3.dataDir), false);
+        try {
+          assert.deepEqual([...store.db("cluster:unsure").getKeys()], []);
+          const log = product === "channel" ? "channels" : "chat";
+          assert.equal(store.db(`${log}:epochs`).get(product === "channel" ? "app-1/news" : "app-1/t1"), epoch);
+        } finally {
+          await store.close();
+        }
       } finally {
         pusher.close();
         await sock.close();
