@@ -11,8 +11,9 @@ import type { LogChangeListener, RemoteChanges, StreamChange } from "../store/st
 export type Write = [0, string, Key, unknown] | [1, string, Key];
 
 /** The changes a write set makes to the ordered log laid out in `names`: one per stream whose
- * head or epoch it writes, with its new epoch if it purged the stream and the entries it
- * appends (after that purge), in position order. */
+ * head or epoch it writes, with its new epoch if it purged the stream (a purge removes the
+ * head row just before it writes the epoch) or renewed it (an epoch written alone: entries
+ * kept), and the entries it appends (after that purge), in position order. */
 export function streamChanges(names: LogDbNames, writes: Write[]): StreamChange[] {
   const changes = new Map<string, StreamChange>();
   const change = (stream: string) => {
@@ -21,14 +22,18 @@ export function streamChanges(names: LogDbNames, writes: Write[]): StreamChange[
     return c;
   };
   const appended = new Map<string, ReturnType<typeof entryRecord>[]>();
+  /** Streams whose head row was removed since their last epoch write (a purge under way). */
+  const headRemoved = new Set<string>();
   for (const w of writes) {
-    if (w[1] === names.meta) change(w[2] as string);
-    else if (w[1] === names.epochs) {
+    if (w[1] === names.meta) {
+      change(w[2] as string);
+      if (w[0] === 1) headRemoved.add(w[2] as string);
+    } else if (w[1] === names.epochs) {
       const c = change(w[2] as string);
-      if (w[0] === 0) {
+      if (w[0] === 0 && headRemoved.delete(c.stream)) {
         c.purged = w[3] as string;
         appended.delete(c.stream);
-      }
+      } else if (w[0] === 0) c.renewed = w[3] as string;
     } else if (w[1] === names.entries && w[0] === 0) {
       const key = w[2] as [string, number];
       let list = appended.get(key[0]);
@@ -89,6 +94,27 @@ export class LogChangeFeed implements RemoteChanges {
       const mine = streams === "all" ? "all" : streams.get(name);
       if (mine) listener.unsure(mine, until);
     }
+  }
+
+  /** Inside a write transaction: gives the streams named, per log name, a new epoch each (see
+   * `LogChangeListener.renewEpochs`). */
+  renewEpochs(streams: Map<string, Iterable<string>>): void {
+    for (const { name, listener } of this.#logs) {
+      const mine = streams.get(name);
+      if (mine) listener.renewEpochs([...mine]);
+    }
+  }
+
+  /** Every stream with a head row in each followed log, from position 1 (what `unsure` names
+   * when a node cannot tell which streams it wrote); `keysOf` lists a database's keys. */
+  everyStream(keysOf: (db: string) => Iterable<Key>): Map<string, Map<string, number>> {
+    const out = new Map<string, Map<string, number>>();
+    for (const { name, names } of this.#logs) {
+      const streams = new Map<string, number>();
+      for (const key of keysOf(names.meta)) if (typeof key === "string") streams.set(key, 1);
+      if (streams.size > 0) out.set(name, streams);
+    }
+    return out;
   }
 
   /** Another node's `writes` are about to be committed here. */

@@ -17,7 +17,7 @@ import { NodeWatch, ownerOf } from "./nodes.ts";
 import { startOccupancy } from "./occupancy.ts";
 import { startPresence } from "./presence.ts";
 import { restoreIfBehind, startSnapshots } from "./snapshots.ts";
-import { ReplicatedEnv } from "./replicated_env.ts";
+import { ReplicatedEnv, UNSURE_MS } from "./replicated_env.ts";
 
 export { ClusterLink } from "./link.ts";
 export { ReplicatedEnv } from "./replicated_env.ts";
@@ -53,6 +53,7 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
     dropRate: tunable("SWITCHBOARD_FAULT_DROP_LOG_DELIVERY", 0),
     forkAt: tunable("SWITCHBOARD_FAULT_FORK_AT", 0),
     rebuildPauseMs: tunable("SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS", 1000),
+    unsureMs: tunable("SWITCHBOARD_CLUSTER_UNSURE_MS", UNSURE_MS),
   });
   const stops: (() => void)[] = [];
   return {

@@ -137,8 +137,18 @@ const APPLIED_SUBJECT = "sb.applied";
 const UNSURE_SUBJECT = "sb.unsure";
 /** How long, after a node found itself diverged, every node answers a join resuming such a
  * stream at or past the first position it may differ at with a reset (a full snapshot) instead
- * of a replay (docs/cluster.md). */
+ * of a replay (docs/cluster.md; `ReplicationOptions.unsureMs`). From the rebuilt node's epoch
+ * renewal on (`#renewUnsure`), every resume of those streams with an earlier cursor is a reset
+ * anyway, for good. */
 export const UNSURE_MS = 10 * 60_000;
+/** The node-local database (declared like the products' ones, so a snapshot never carries it)
+ * listing, keyed `[log, stream]`, the streams this node named unsure and has not yet given a
+ * new epoch: written when it stops itself, kept across the store's replacement, each row
+ * removed in the same commit as its stream's new epoch (`#renewUnsure`). */
+const UNSURE_DB = "cluster:unsure";
+/** Streams given a new epoch per replicated write, at most (the write set stays well within a
+ * NATS message). */
+const RENEW_BATCH = 500;
 /** How often the stopped (then rebuilt) node tells it again meanwhile, for a node that missed
  * it or started since. */
 const UNSURE_REPEAT_MS = 5000;
@@ -197,6 +207,9 @@ export interface ReplicationOptions {
   /** How long a node that stopped itself waits before it rebuilds its store (default 1000 ms;
    * doubled at each further attempt). */
   rebuildPauseMs?: number;
+  /** How long joins of the streams a stopped node names get a reset by that alone (default
+   * `UNSURE_MS`). */
+  unsureMs?: number;
 }
 
 /** See the module comment. */
@@ -234,6 +247,8 @@ export class ReplicatedEnv implements Storage {
   #unsure: { streams: Map<string, Map<string, number>> | "all"; until: number } | undefined;
   #unsureTimer: ReturnType<typeof setInterval> | undefined;
   #unsubscribeUnsure: (() => void) | undefined;
+  /** Set while `#renewUnsure` runs. */
+  #renewing = false;
   #unsubscribeApplied: (() => void) | undefined;
   #recentDb: Database<[string, Key][] | { w: [string, Key][]; b?: string }, Key>;
   #queue: Task[] = [];
@@ -283,6 +298,7 @@ export class ReplicatedEnv implements Storage {
     this.#recentDb = this.#rawDb("cluster:recent");
     for (const name of this.#rawDb(NODE_LOCAL_DB).getKeys()) this.#localDbs.add(name as string);
     [this.#recent, this.#print] = this.#loadHistory();
+    this.nodeLocal(UNSURE_DB);
     this.#peers = new PeerAgreement(link.nodeId, (seq) => this.#print.at(seq), (seq, peers) => {
       if (this.#diverged) return;
       this.#stopSelf(
@@ -331,11 +347,12 @@ export class ReplicatedEnv implements Storage {
     // Stopped again while rebuilding (the log was compacted meanwhile): the store already
     // holds the majority's history, and what the old one published is being told.
     const from = first ? this.#peers.confirmedUpTo() + 1 : undefined;
-    if (from !== undefined) this.#markUnsure(from);
+    const streams = from !== undefined ? this.#markUnsure(from) : undefined;
     const state = this.#rawDb<string | number>(POSITION_DB);
     void state.transaction(() => {
       state.put(DIVERGED_KEY, reason);
       if (from !== undefined) state.put(UNSURE_FROM_KEY, from);
+      if (streams) this.#keepUnsure(streams);
     }).catch(() => {});
     this.#reportApplied();
     this.#scheduleRebuild();
@@ -348,17 +365,21 @@ export class ReplicatedEnv implements Storage {
    * when the positions kept in the store do not reach back to `from`), at once and again every
    * `UNSURE_REPEAT_MS` for `UNSURE_MS`, and resets a join resuming them at or past it.
    */
-  #markUnsure(from: number): void {
+  #markUnsure(from: number): Map<string, Map<string, number>> {
     let streams: Map<string, Map<string, number>> | "all";
-    if (from <= this.#applied - CONFLICT_WINDOW) streams = "all";
-    else {
+    // Which streams, for the epoch renewal (every stream of the old store when it cannot tell).
+    let named: Map<string, Map<string, number>>;
+    if (from <= this.#applied - CONFLICT_WINDOW) {
+      streams = "all";
+      named = this.#changes.everyStream((db) => this.#rawDb(db).getKeys());
+    } else {
       const keys: [string, Key][] = [];
       for (const { value } of this.#recentDb.getRange({ start: Math.max(1, from), end: this.#applied + 1 })) {
         keys.push(...(Array.isArray(value) ? value : value.w));
       }
-      streams = streamsWritten(keys);
+      streams = named = streamsWritten(keys);
     }
-    const until = Date.now() + UNSURE_MS;
+    const until = Date.now() + this.#unsureMs;
     const known = this.#unsure;
     if (known && known.until > Date.now() && streams !== "all") {
       if (known.streams === "all") streams = "all";
@@ -386,6 +407,63 @@ export class ReplicatedEnv implements Storage {
     tell();
     clearInterval(this.#unsureTimer);
     this.#unsureTimer = setInterval(tell, UNSURE_REPEAT_MS);
+    return named;
+  }
+
+  /** The window of `#markUnsure` in ms. */
+  get #unsureMs(): number {
+    return this.#opts.unsureMs ?? UNSURE_MS;
+  }
+
+  /** Lists `streams` in `UNSURE_DB` (inside a transaction), keeping the lowest position of a
+   * stream already listed. */
+  #keepUnsure(streams: Map<string, Map<string, number>>): void {
+    const db = this.#rawDb<number>(UNSURE_DB);
+    for (const [name, list] of streams) {
+      for (const [stream, at] of list) db.put([name, stream], Math.min(at, db.get([name, stream]) ?? at));
+    }
+  }
+
+  /**
+   * Gives every stream listed in `UNSURE_DB` a new epoch, in replicated writes of at most
+   * `RENEW_BATCH` streams, each removing its streams from the list in the same commit (a
+   * crash in between renews the rest on restart; renewing twice only costs a client one more
+   * snapshot). Run once this node takes writes again; retried while it cannot write, until
+   * the list is empty, the node stops itself again (the rebuild runs it again) or it closes.
+   */
+  async #renewUnsure(): Promise<void> {
+    if (this.#renewing) return;
+    this.#renewing = true;
+    try {
+      const listed = this.#rawDb<number>(UNSURE_DB);
+      let renewed = 0;
+      while (!this.#closed && !this.stopped) {
+        const batch = new Map<string, string[]>();
+        const keys: Key[] = [];
+        for (const key of listed.getKeys({ limit: RENEW_BATCH })) {
+          const [name, stream] = key as [string, string];
+          let list = batch.get(name);
+          if (!list) batch.set(name, (list = []));
+          list.push(stream);
+          keys.push(key);
+        }
+        if (keys.length === 0) break;
+        try {
+          await this.transaction(() => {
+            this.#changes.renewEpochs(batch);
+            const db = this.db(UNSURE_DB);
+            for (const key of keys) db.remove(key);
+          });
+          renewed += keys.length;
+        } catch (err) {
+          log.warn("cluster could not renew the epochs of the streams that may hold another history; retrying", { error: String(err) });
+          await new Promise((r) => setTimeout(r, 1000));
+        }
+      }
+      if (renewed > 0) log.info("cluster renewed the epochs of the streams whose subscribers may hold another history", { streams: renewed });
+    } finally {
+      this.#renewing = false;
+    }
   }
 
   /** Tells the other nodes `#unsure` (in messages within the payload limit), until it ends. */
@@ -422,7 +500,7 @@ export class ReplicatedEnv implements Storage {
     try {
       const { n, ttl, all, s } = codec.unpack(data) as { n: string; ttl: number; all?: 1; s?: [string, string, number][] };
       if (n === this.#link.nodeId || !(ttl > 0)) return;
-      const until = Date.now() + Math.min(ttl, UNSURE_MS);
+      const until = Date.now() + Math.min(ttl, this.#unsureMs);
       if (all === 1) return this.#changes.unsure("all", until);
       const streams = new Map<string, Map<string, number>>();
       for (const [name, stream, at] of s ?? []) {
@@ -504,6 +582,7 @@ export class ReplicatedEnv implements Storage {
     this.#rebuildAttempts = 0;
     this.#lastAppend = Date.now();
     log.info("cluster node rebuilt its store and takes writes again", { position: this.#applied });
+    void this.#renewUnsure();
   }
 
   /**
@@ -608,8 +687,10 @@ export class ReplicatedEnv implements Storage {
     if (marked) {
       this.#diverged = this.#rebuilding = String(marked);
       log.warn("cluster store marked diverged; rebuilding it before serving", { reason: String(marked) });
-      // Its subscribers may have moved to other nodes meanwhile: they are told again.
-      this.#markUnsure(this.#rawDb<number>(POSITION_DB).get(UNSURE_FROM_KEY) ?? 1);
+      // Its subscribers may have moved to other nodes meanwhile: they are told again (and the
+      // streams listed for the epoch renewal, for a store marked by an earlier version).
+      const streams = this.#markUnsure(this.#rawDb<number>(POSITION_DB).get(UNSURE_FROM_KEY) ?? 1);
+      await this.#rawDb(UNSURE_DB).transaction(() => this.#keepUnsure(streams));
       if (!(await this.#replace())) throw new Error("closed while rebuilding the store");
       this.#rebuilding = undefined;
     }
@@ -636,6 +717,9 @@ export class ReplicatedEnv implements Storage {
     if (!(await this.#waitApplied(target, Date.now() + waitMs))) {
       throw new Error(`cluster catch-up to log position ${target} did not finish in ${waitMs} ms`);
     }
+    // Streams named unsure and not yet given a new epoch (rebuilt just now, or a crash came
+    // before the renewal landed).
+    void this.#renewUnsure();
   }
 
   /** (Re)starts the log consumer after the position applied. */

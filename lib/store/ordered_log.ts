@@ -79,6 +79,7 @@ export class OrderedLog implements StreamLog {
       applied: (changes, ok) => this.#remoteApplied(changes, ok),
       replaced: () => this.#replaced(),
       unsure: (streams, until) => this.#markUnsure(streams, until),
+      renewEpochs: (streams) => void this.#renewIn(streams),
     });
   }
 
@@ -304,6 +305,27 @@ export class OrderedLog implements StreamLog {
       done();
       this.#release(stream, tracker);
     }
+  }
+
+  /**
+   * Gives each of `streams` a new epoch and keeps its entries, head and positions: a client
+   * position of an earlier epoch then resumes with a reset (a full snapshot), one of the new
+   * epoch with a replay. Nothing is published (live subscribers keep their delivery; their
+   * next resume is a reset). Resolves with the new epochs once durable.
+   */
+  renew(streams: string[]): Promise<Map<string, string>> {
+    return this.#commits.run(() => this.#renewIn(streams));
+  }
+
+  /** `renew`'s writes, inside the running transaction. */
+  #renewIn(streams: string[]): Map<string, string> {
+    const epochs = new Map<string, string>();
+    for (const stream of streams) {
+      const epoch = newEpoch();
+      this.#epochs.put(stream, epoch);
+      epochs.set(stream, epoch);
+    }
+    return epochs;
   }
 
   /**

@@ -34,6 +34,9 @@ export interface StreamChange {
   stream: string;
   /** The stream's new epoch when the change purged it (told first). */
   purged?: string;
+  /** The stream's new epoch when the change renewed it without a purge (entries kept; see
+   * `LogChangeListener.renewEpochs`). */
+  renewed?: string;
   /** Entries appended (after the purge, if any), in position order; none for a trim. */
   appended: LogRecord[];
 }
@@ -52,6 +55,10 @@ export interface LogChangeListener {
    * any position), until `until` (ms since the epoch): a join resuming at or past it gets a
    * reset instead of a replay. */
   unsure(streams: Map<string, number> | "all", until: number): void;
+  /** Runs inside a write transaction of the store: gives each of `streams` a new epoch, its
+   * entries kept, so every client position of an earlier epoch resumes with a reset (a
+   * rebuilt node does this, in one replicated write, for the streams it named `unsure`). */
+  renewEpochs(streams: string[]): void;
 }
 
 /** Other nodes' changes to the ordered logs of a replicated store. */

@@ -110,6 +110,9 @@ for (const where of ["on the rebuilt node", "on another node", "on the node rest
           assert.match(again.output(), /cluster store marked diverged; rebuilding it before serving/);
           assert.match(again.output(), /streams whose subscribers may hold another history/);
           moveTo(again);
+          // The streams it listed when it stopped are still listed: it renews their epochs.
+          await until("the restarted node 3 renews the epochs of the streams it named", () =>
+            Promise.resolve(/cluster renewed the epochs of the streams/.test(again.output())), 30_000);
         } else {
           // Node 3 rebuilds its store, closes its sockets, and the subscriber rejoins there.
           await until("node 3 rebuilds its store", () => Promise.resolve(HEALED.test(n3.output())), 60_000);
@@ -141,3 +144,68 @@ for (const where of ["on the rebuilt node", "on another node", "on the node rest
     },
   });
 }
+
+// Past the window in which every node resets such a resume by itself (SWITCHBOARD_CLUSTER_UNSURE_MS,
+// shortened here): the rebuilt node gave the streams it named a new epoch in one replicated
+// write, so a subscriber that stayed away longer and resumes with its old cursor still gets a
+// reset, in the new epoch, and ends equal to the majority.
+Deno.test({
+  name: "cluster other history: a subscriber away past the unsure window resumes with a reset into a new epoch and ends exact",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const key = "history-late";
+    const UNSURE_MS = 1500;
+    const cluster = await startCluster({
+      env: { ...BASE_ENV, SWITCHBOARD_CLUSTER_UNSURE_MS: String(UNSURE_MS) },
+      nodeEnv: (i): Record<string, string> => (i === 2 ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT) } : {}),
+    });
+    let watch: ReturnType<typeof subscriber> | undefined;
+    try {
+      const [n1, , n3] = cluster.nodes;
+      watch = subscriber(n3, key);
+      await watch.sub.whenSynced();
+      const oldEpoch = watch.sub.epoch;
+      const values = await writePastFork(n1, key);
+      await until("the subscriber on node 3 got the forked entry", () =>
+        Promise.resolve(watch!.changes.some((c) => c.type === "change" && String(c.value).endsWith(FORKED))));
+      // It goes away (its copy holds the forked entry) while node 3 stops itself and rebuilds.
+      watch.socket.disconnect();
+      await until("node 3 stops itself", () => Promise.resolve(STOPPED.test(n3.output())));
+      const stoppedAt = Date.now();
+      const forkedAt = watch.sub.logId;
+      assert.ok((watch.sub.state.l as string[]).some((v) => v.endsWith(FORKED)), "its copy holds the forked entry");
+      await until("node 3 rebuilds its store", () => Promise.resolve(HEALED.test(n3.output())), 60_000);
+      await until("node 3 renews the epochs of the streams it named", () =>
+        Promise.resolve(/cluster renewed the epochs of the streams/.test(n3.output())), 30_000);
+      // Past the window (it ended on every node at most UNSURE_MS after node 3 stopped).
+      await new Promise((r) => setTimeout(r, Math.max(0, stoppedAt + UNSURE_MS + 1000 - Date.now())));
+
+      // It comes back, to node 1, with its old cursor (log_id + epoch).
+      (watch.socket as unknown as { endPoint: string }).endPoint = `ws://127.0.0.1:${n1.port}/socket/websocket`;
+      const seen = watch.changes.length;
+      watch.socket.connect();
+      const truth = await objectOn(n1, key);
+      await until("the subscriber rejoined", () => Promise.resolve(watch!.changes.slice(seen).some((c) => c.type === "snapshot")), 30_000);
+      const rejoin = watch.changes.slice(seen).find((c) => c.type === "snapshot")!;
+      assert.equal(rejoin.type === "snapshot" && rejoin.reset, true, "a reset, not a replay of its old cursor");
+      assert.ok(rejoin.log_id >= forkedAt);
+      assert.deepEqual(watch.changes.slice(seen).filter((c) => c.type === "change"), [], "nothing replayed");
+      assert.notEqual(watch.sub.epoch, oldEpoch, "into a new epoch");
+      await until("the subscriber holds the majority's object", () => Promise.resolve(watch!.sub.logId >= truth.log_id), 30_000);
+      assert.deepEqual(watch.sub.state, truth.state);
+      assert.deepEqual(truth.state.l, values, "the majority holds what was written, unforked");
+
+      // Later entries reach it live, in order, in the new epoch.
+      const from = watch.changes.length;
+      for (let i = 1; i <= 4; i++) await append(n1, key, `later${i}`);
+      const final = await objectOn(n1, key);
+      await until("the subscriber got the later entries", () => Promise.resolve(watch!.sub.logId >= final.log_id), 30_000);
+      assert.deepEqual(watch.changes.slice(from).map((c) => c.type), ["change", "change", "change", "change"]);
+      assert.deepEqual(watch.sub.state, final.state);
+    } finally {
+      watch?.socket.disconnect();
+      await cluster.stop();
+    }
+  },
+});
