@@ -12,7 +12,7 @@ import { sdkFor } from "../pubsub/helpers.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { type ObjectChange, ObjectSubscription } from "../../sdk/client/object_subscription.ts";
 import { startCluster, until } from "./cluster.ts";
-import { path } from "./writers.ts";
+import { appendAt as append, path } from "./writers.ts";
 
 /** The log position node 3 is fed another message at (positions start at 1; every write of
  * this test is one position). */
@@ -21,18 +21,6 @@ const FORKED = " (forked)";
 const STOPPED = /applied the log differently from a majority of the nodes/;
 const HEALED = /cluster node rebuilt its store and takes writes again/;
 const BASE_ENV = { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000" };
-
-/** Appends `value` to the test object through `node`; its log position. */
-async function append(node: TestServer, key: string, value: string): Promise<number> {
-  const r = await fetch(`${node.baseUrl}${path(key)}/append`, {
-    method: "POST",
-    headers: node.headers(node.apps[0]),
-    body: JSON.stringify({ slot: "l", value }),
-  });
-  const body = await r.json();
-  assert.equal(r.status, 200, JSON.stringify(body));
-  return Number(r.headers.get("switchboard-position"));
-}
 
 /** The object as `node` holds it. */
 async function objectOn(node: TestServer, key: string): Promise<{ state: Record<string, unknown>; log_id: number }> {

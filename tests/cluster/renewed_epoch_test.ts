@@ -16,7 +16,7 @@ import { RawPusher } from "../pusher/helpers.ts";
 import { sdkFor } from "../pubsub/helpers.ts";
 import { StoreEnv, storePath } from "../../lib/store/env.ts";
 import { startCluster, until } from "./cluster.ts";
-import { path } from "./writers.ts";
+import { appendAt } from "./writers.ts";
 
 const FORK_AT = 5;
 const UNSURE_MS = 1500;
@@ -24,17 +24,8 @@ const STOPPED = /applied the log differently from a majority of the nodes/;
 const HEALED = /cluster node rebuilt its store and takes writes again/;
 const RENEWED = /cluster renewed the epochs of the streams/;
 
-/** Appends `value` to a filler object through `node`; its log position (one a write). */
-async function filler(node: TestServer, value: string): Promise<number> {
-  const r = await fetch(`${node.baseUrl}${path("filler")}/append`, {
-    method: "POST",
-    headers: node.headers(node.apps[0]),
-    body: JSON.stringify({ slot: "l", value }),
-  });
-  const body = await r.json();
-  assert.equal(r.status, 200, JSON.stringify(body));
-  return Number(r.headers.get("switchboard-position"));
-}
+/** Appends `value` to the filler object through `node`; its log position. */
+const filler = (node: TestServer, value: string) => appendAt(node, "filler", value);
 
 /** Pusher `pusher:subscribe` to `channel` with `data`; the subscription_succeeded message. */
 async function pusherSubscribe(pusher: RawPusher, channel: string, data: Record<string, unknown>) {

@@ -9,6 +9,19 @@ import { call } from "../pubsub/helpers.ts";
 /** The object `key` of the writers' tests. */
 export const path = (key: string) => `/api/v1/objects/app-1/ledger/${key}`;
 
+/** Appends `value` to the list slot of object `key` through `node`, asserting a 200; the
+ * write's log position (`Switchboard-Position`; one position a write). */
+export async function appendAt(node: TestServer, key: string, value: string): Promise<number> {
+  const r = await fetch(`${node.baseUrl}${path(key)}/append`, {
+    method: "POST",
+    headers: node.headers(node.apps[0]),
+    body: JSON.stringify({ slot: "l", value }),
+  });
+  const body = await r.json();
+  assert.equal(r.status, 200, JSON.stringify(body));
+  return Number(r.headers.get("switchboard-position"));
+}
+
 /** Writers appending distinct values to a list slot until stopped; every acknowledged value
  * and log_id is recorded, every failure too (its outcome is unknown). */
 export function writers(nodes: () => TestServer[], key: string, count: number) {
