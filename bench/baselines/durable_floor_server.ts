@@ -14,6 +14,8 @@
 //   POST <any>/<object>/increment {"by":1}   -> {"log_id": n, "value": n} once durable
 //   GET /metrics   -> commits and their seconds, durable writes (Switchboard's metric names)
 // Run: bun bench/baselines/durable_floor_server.ts [port] [counter|log|shape] [data dir]
+// (DURABLE_FLOOR_NOSYNC=1: the environment opened `noSync`, no sync at all: NOT durable, for
+// taking the syncs' cost apart only.)
 import { mkdtempSync } from "node:fs";
 import { setImmediate } from "node:timers";
 import { tmpdir } from "node:os";
@@ -23,11 +25,12 @@ import { CODEC_OPTIONS } from "../../lib/store/codec.ts";
 
 // deno-lint-ignore no-explicit-any
 declare const Bun: any;
-declare const process: { argv: string[] };
+declare const process: { argv: string[]; env: Record<string, string | undefined> };
 
 const variant = process.argv[3] === "log" || process.argv[3] === "shape" ? process.argv[3] : "counter";
 const dir = process.argv[4] ?? mkdtempSync(join(tmpdir(), "sb-durable-floor-"));
-const root = open({ path: join(dir, "floor.mdb"), overlappingSync: false, maxDbs: 64, encoding: "msgpack", sharedStructuresKey: undefined, ...CODEC_OPTIONS });
+const noSync = process.env.DURABLE_FLOOR_NOSYNC === "1";
+const root = open({ path: join(dir, "floor.mdb"), overlappingSync: false, noSync, maxDbs: 64, encoding: "msgpack", sharedStructuresKey: undefined, ...CODEC_OPTIONS });
 const state = root.openDB({ name: "objects:state", encoding: "msgpack", ...CODEC_OPTIONS });
 const entries = root.openDB({ name: "objects:entries", encoding: "msgpack", ...CODEC_OPTIONS });
 
@@ -86,4 +89,4 @@ const server = Bun.serve({
     return Response.json({ log_id: logId, value });
   },
 });
-console.log(`durable floor baseline (${variant}) listening on http://127.0.0.1:${server.port}`);
+console.log(`durable floor baseline (${variant}${noSync ? ", noSync" : ""}) listening on http://127.0.0.1:${server.port}`);
