@@ -9,7 +9,7 @@
 //   AB_ROUNDS=3 AB_SECONDS=5            rounds, and seconds measured per run (after a 1 s warm-up)
 //   AB_OBJECTS=1,10000 AB_WRITERS=64    object counts, and wrk connections
 //   AB_PEERS=0                          skip the HTTP floor, Redis and the durable floor
-//   AB_FLOORS=counter,log,shape         durable floor variants (AB_FLOORS= none)
+//   AB_FLOORS=counter,log,shape         durable floor variants (also: serial; AB_FLOORS= none)
 // Prints one line per run: writes/s, server CPU per write (process, and its JavaScript thread's
 // share), writes per commit, commits/s and mean commit ms (from the server's /metrics), p99.
 //   deno run -A bench/ab_writes.ts
@@ -26,7 +26,7 @@ const seconds = Number(Deno.env.get("AB_SECONDS") ?? 5);
 const shapes = (Deno.env.get("AB_OBJECTS") ?? "1,10000").split(",").map(Number);
 const writers = Number(Deno.env.get("AB_WRITERS") ?? 64);
 const peers = Deno.env.get("AB_PEERS") !== "0";
-const floors = (Deno.env.get("AB_FLOORS") ?? "counter,log,shape").split(",").filter(Boolean) as ("counter" | "log" | "shape")[];
+const floors = (Deno.env.get("AB_FLOORS") ?? "counter,log,shape").split(",").filter(Boolean) as ("counter" | "log" | "shape" | "serial")[];
 const wrk = findProgram("wrk");
 if (!wrk || bins.length === 0) {
   console.error("needs wrk (bash .ci/bench_deps) and AB_BINS=build,build,...");

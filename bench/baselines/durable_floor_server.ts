@@ -10,10 +10,14 @@
 //   log      the counter row and one small log entry keyed [object, log id]
 //   shape    Switchboard's storage shape: the log entry, and the counter row only every 32nd
 //            write of an object (its state checkpoint; in between it is derived from the log)
+//   serial   the store's shape, one commit at a time as Switchboard's commit queue runs them:
+//            writes arriving while a commit is under way wait for it to settle, then go
+//            together (lmdb-js otherwise queues them behind it, and its write thread starts
+//            the next transaction without waiting for the JavaScript thread)
 // then awaits the durable commit and replies JSON.
 //   POST <any>/<object>/increment {"by":1}   -> {"log_id": n, "value": n} once durable
 //   GET /metrics   -> commits and their seconds, durable writes (Switchboard's metric names)
-// Run: bun bench/baselines/durable_floor_server.ts [port] [counter|log|shape] [data dir]
+// Run: bun bench/baselines/durable_floor_server.ts [port] [counter|log|shape|serial] [data dir]
 // (DURABLE_FLOOR_NOSYNC=1: the environment opened `noSync`, no sync at all: NOT durable, for
 // taking the syncs' cost apart only.)
 import { mkdtempSync } from "node:fs";
@@ -27,7 +31,8 @@ import { CODEC_OPTIONS } from "../../lib/store/codec.ts";
 declare const Bun: any;
 declare const process: { argv: string[]; env: Record<string, string | undefined> };
 
-const variant = process.argv[3] === "log" || process.argv[3] === "shape" ? process.argv[3] : "counter";
+const variant = ["log", "shape", "serial"].includes(process.argv[3]) ? process.argv[3] : "counter";
+const serial = variant === "serial";
 const dir = process.argv[4] ?? mkdtempSync(join(tmpdir(), "sb-durable-floor-"));
 const noSync = process.env.DURABLE_FLOOR_NOSYNC === "1";
 const root = open({ path: join(dir, "floor.mdb"), overlappingSync: false, noSync, maxDbs: 64, encoding: "msgpack", sharedStructuresKey: undefined, ...CODEC_OPTIONS });
@@ -47,6 +52,9 @@ let settledThisTurn = false;
 let timed = 0;
 let timedSeconds = 0;
 let writes = 0;
+/** `serial`: the commit under way, and the writes waiting for it to settle. */
+let underway: Promise<unknown> | undefined;
+const waiting: (() => void)[] = [];
 
 const server = Bun.serve({
   port: Number(process.argv[2] ?? 0),
@@ -62,6 +70,7 @@ const server = Bun.serve({
     const end = url.lastIndexOf("/");
     const key = url.slice(url.indexOf("/", 8), end);
     const body = await req.json() as { by?: number };
+    if (serial && underway) await new Promise<void>((resolve) => waiting.push(resolve));
     let row = held.get(key);
     if (!row) {
       const stored = state.get(key) as { value: number; head: number } | undefined;
@@ -72,9 +81,16 @@ const server = Bun.serve({
     const logId = ++row.head;
     const value = row.value;
     const entry = variant === "counter" ? undefined : entries.put([key, logId], [Date.now(), ["increment", "n", body.by ?? 1]]);
-    const committed = variant === "shape" && logId % 32 !== 0 ? entry! : state.put(key, { value, head: logId });
+    const committed = (variant === "shape" || serial) && logId % 32 !== 0 ? entry! : state.put(key, { value, head: logId });
     if (committed !== lastCommit) {
       lastCommit = committed;
+      if (serial) {
+        underway = committed;
+        committed.then(() => {
+          underway = undefined;
+          for (const wake of waiting.splice(0)) wake();
+        });
+      }
       const started = performance.now();
       committed.then(() => {
         if (settledThisTurn) return;
