@@ -1,19 +1,22 @@
 // Before/after pairs of durable increments: two (or more) Switchboard builds run one after the
 // other in each round, each on a fresh server and data dir, with the HTTP floor and Redis
-// (`appendfsync always`, redis-benchmark) in the same round, all driven by wrk. On a shared
+// (`appendfsync always`, redis-benchmark) and the durable floor (Bun.serve + lmdb-js alone,
+// `baselines/durable_floor_server.ts`, without and with a log entry) in the same round, all
+// driven by wrk. On a shared
 // machine writes/s swings with the disk of the moment, so builds are compared within a round.
 // Options are environment variables:
 //   AB_BINS=/tmp/old,dist/switchboard   builds to compare (a binary, or `bun:main.ts` for source under Bun)
 //   AB_ROUNDS=3 AB_SECONDS=5            rounds, and seconds measured per run (after a 1 s warm-up)
 //   AB_OBJECTS=1,10000 AB_WRITERS=64    object counts, and wrk connections
-//   AB_PEERS=0                          skip the HTTP floor and Redis
+//   AB_PEERS=0                          skip the HTTP floor, Redis and the durable floor
+//   AB_FLOORS=counter,log,shape         durable floor variants (also: serial; AB_FLOORS= none)
 // Prints one line per run: writes/s, server CPU per write (process, and its JavaScript thread's
 // share), writes per commit, commits/s and mean commit ms (from the server's /metrics), p99.
 //   deno run -A bench/ab_writes.ts
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { APP, BUN, ROOT, type Served, startHttpFloor, startListening } from "./lib/proc.ts";
+import { APP, BUN, ROOT, type Served, startDurableFloor, startHttpFloor, startListening } from "./lib/proc.ts";
 import { findProgram, startRedis } from "./lib/peers.ts";
 import { redisBenchWrites, wrkWrites } from "./lib/native_gen.ts";
 
@@ -23,6 +26,7 @@ const seconds = Number(Deno.env.get("AB_SECONDS") ?? 5);
 const shapes = (Deno.env.get("AB_OBJECTS") ?? "1,10000").split(",").map(Number);
 const writers = Number(Deno.env.get("AB_WRITERS") ?? 64);
 const peers = Deno.env.get("AB_PEERS") !== "0";
+const floors = (Deno.env.get("AB_FLOORS") ?? "counter,log,shape").split(",").filter(Boolean) as ("counter" | "log" | "shape" | "serial")[];
 const wrk = findProgram("wrk");
 if (!wrk || bins.length === 0) {
   console.error("needs wrk (bash .ci/bench_deps) and AB_BINS=build,build,...");
@@ -66,8 +70,12 @@ for (let r = 1; r <= rounds; r++) {
         if (rr) console.log(`round ${r} objects ${objects} redis ${f(rr.perSecond / 1000)}k/s ${f(rr.serverUsPerWrite)} µs/write`);
       }
     }
-    for (const bin of bins) {
-      const s = await startBuild(bin);
+    const targets: { name: string; start: () => Promise<Served> }[] = [
+      ...(peers ? floors.map((v) => ({ name: `durable-floor-${v}`, start: () => startDurableFloor(v) })) : []),
+      ...bins.map((bin) => ({ name: bin, start: () => startBuild(bin) })),
+    ];
+    for (const { name: bin, start } of targets) {
+      const s = await start();
       try {
         await wrkWrites(wrk, cfg(s.baseUrl, 1), s.pid);
         const a = await counters(s.baseUrl);

@@ -2,12 +2,15 @@
 // concurrent writers, each acknowledged only when durable. Baselines and peers run interleaved
 // with the server, cell by cell (same objects and writers), and the 64-writer cells three times
 // (medians): raw awaited lmdb-js puts, the same-shape floor, the HTTP floor (a bare Bun server
-// answering the same requests, storing nothing), Redis INCR with appendfsync always, and
-// JetStream publishes (not durable on Debian's nats-server 2.9).
+// answering the same requests, storing nothing), the durable floor (Bun.serve + lmdb-js with
+// the store's durability settings and nothing else: a counter, a counter and a log entry, and
+// the store's shape of a log entry and a checkpoint every 32nd write),
+// Redis INCR with appendfsync always, and JetStream publishes (not durable on Debian's
+// nats-server 2.9).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { APP, CpuMeter, matchingRuntime, runGenerator, startHttpFloor, startSwitchboard } from "../lib/proc.ts";
+import { APP, CpuMeter, matchingRuntime, runGenerator, startDurableFloor, startHttpFloor, startSwitchboard } from "../lib/proc.ts";
 import { type BenchContext, type BenchReport, bottleneck, pct, pending } from "../lib/report.ts";
 import { round } from "../lib/stats.ts";
 import { routeExists } from "./probe.ts";
@@ -163,7 +166,7 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
     for (const objects of [1, many]) {
       for (const concurrency of concurrencies) {
         const reps = concurrency === 64 && !ctx.quick ? 3 : 1;
-        const runs: Record<string, WriteResult[]> = { raw: [], floor: [], http: [], redis: [], jetstream: [], set: [], increment: [] };
+        const runs: Record<string, WriteResult[]> = { raw: [], floor: [], http: [], redis: [], jetstream: [], set: [], increment: [], "durable-counter": [], "durable-log": [], "durable-shape": [] };
         // The store alone at the cell's writers and, from 64 writers, at half of them (a commit
         // of the size the server's HTTP writers settle at: two groups that alternate).
         const alone: StoreAlone[][] = [[], []];
@@ -176,6 +179,15 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
           runs.http.push(await measured(http.pid, "gen/writes_gen.ts", { ...peerCfg, base: http.baseUrl, op: "increment", valueBytes }));
           if (redis) runs.redis.push(await measured(redis.pid, "gen/redis_writes_gen.ts", { ...peerCfg, port: redis.port, expectedRate: concurrency === 1 ? 4000 : 60_000 }));
           if (jetstream) runs.jetstream.push(await measured(jetstream.pid, "gen/jetstream_writes_gen.ts", { ...peerCfg, port: jetstream.port }));
+          // The durable floor: a fresh server and data dir per run, as Switchboard's.
+          for (const variant of ["counter", "log", "shape"] as const) {
+            const floorServer = await startDurableFloor(variant);
+            try {
+              runs[`durable-${variant}`].push(await measured(floorServer.pid, "gen/writes_gen.ts", { ...peerCfg, base: floorServer.baseUrl, op: "increment", valueBytes }, floorServer.baseUrl));
+            } finally {
+              await floorServer.stop();
+            }
+          }
           for (const [i, writers] of aloneWriters.entries()) {
             alone[i].push(await runGenerator<StoreAlone>("bun", "baselines/objects_in_process.ts", { objects, writers, seconds, warmup }));
           }
@@ -207,6 +219,13 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
           data.push({ op: "store alone (ObjectStore.write increments in one Bun process, no HTTP)", ...cell, storeWriters: r.writers, writesPerSecond: round(r.perSecond), writesPerCommit: round(r.writesPerCommit, 1), serverMicrosecondsPerWrite: round(r.processUsPerWrite, 1), threadMicrosecondsPerWrite: round(r.threadUsPerWrite, 1), allRunsPerSecond: runsAlone.map((x) => round(x.perSecond)) });
         }
         peerRow("http floor (no storage)", "http floor (bare Bun server, same requests, no storage)", bare, true, { ratioToRedis: peer ? round(bare.perSecond / peer.perSecond, 3) : undefined });
+        for (const variant of ["counter", "log", "shape"] as const) {
+          const r = median(runs[`durable-${variant}`]);
+          const name = `durable floor (Bun.serve + lmdb-js, ${variant === "counter" ? "counter" : variant === "log" ? "counter + log entry" : "log entry + counter every 32nd"})`;
+          const limit = limitOf(r);
+          rows.push([name, objects, concurrency, reps, r.perSecond, r.p50, r.p99, ...Array(4).fill(null), peer ? round(r.perSecond / peer.perSecond, 3) : null, null, null, r.writesPerCommit === undefined ? null : round(r.writesPerCommit, 1), r.commitMs === undefined ? null : round(r.commitMs, 2), pct(r.serverCpu!), pct(r.threadCpu!), pct(r.machineCpu!), limit, usPerWrite(r), r.commitsPerSecond === undefined ? null : Math.round(r.commitsPerSecond), r.generator ?? null, pct(r.genCpu ?? NaN)]);
+          data.push({ op: name, ...cell, generator: r.generator, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, ratioToRedis: peer ? round(r.perSecond / peer.perSecond, 3) : undefined, writesPerCommit: r.writesPerCommit === undefined ? undefined : round(r.writesPerCommit, 1), commitMs: r.commitMs === undefined ? undefined : round(r.commitMs, 3), commitsPerSecond: r.commitsPerSecond === undefined ? undefined : round(r.commitsPerSecond), serverCpu: round(r.serverCpu!, 2), mainThreadCpu: round(r.threadCpu!, 2), serverMicrosecondsPerWrite: usPerWrite(r) ?? undefined, allRunsServerMicrosecondsPerWrite: runs[`durable-${variant}`].map((x) => usPerWrite(x)), allRunsPerSecond: runs[`durable-${variant}`].map((x) => round(x.perSecond)), bottleneck: limit });
+        }
         if (peer) peerRow("redis INCR", "redis INCR (appendfsync always)", peer, true);
         if (js) peerRow("jetstream publish* (not durable)", "jetstream publish (nats-server 2.9: acknowledged before fsync, not durable)", js, false, { durable: false });
         for (const op of ["set", "increment"] as const) {
@@ -230,6 +249,7 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
   notes.push("every Switchboard run starts a fresh server on a fresh data dir, as every raw and floor run gets a fresh dir (until 2026-11-25 one server took every run in turn, so later cells wrote into a store already holding millions of entries).");
   notes.push("writes / commit, commit ms: Switchboard's own counters (/metrics: switchboard_lmdb_commit_seconds, switchboard_log_appends_total) over the closed-loop window; a commit's time runs from handing its batch to lmdb-js until it is durable. main thread: Switchboard's JavaScript thread, Redis's event loop (the process figure also counts JIT, GC and storage threads). limit: the core at 90% or more (a server's main thread), else `commits`: no core is saturated and the writers wait on commits.");
   notes.push("http floor: a bare Bun server (bench/baselines/http_floor_server.ts) that reads each request's body and answers a small JSON reply, storing nothing, driven by the same generator and requests as Switchboard's increments: what one HTTP/1.1 request per write costs here before any storage, auth or routing. vs http floor: the increment's rate over it.");
+  notes.push("durable floor: the minimal durable increment server on the mandated stack (bench/baselines/durable_floor_server.ts): Bun.serve as the binary serves, lmdb-js opened with the store's settings (overlappingSync false, msgpack, the store's codec options) and lmdb-js's own group commit (the puts of one event-loop turn are one batch; batches queued while one syncs commit next); per request it parses the JSON body, reads the counter (held in memory after its first read), puts it (and, `+ log entry`, one small entry keyed [object, log id]), awaits the durable commit, replies JSON; `log entry + counter every 32nd` is Switchboard's storage shape (its state is a checkpoint every 32 entries, derived from the log in between). Same wrk requests as Switchboard's increments. vs redis in its row: its rate over Redis's in the same cell. writes / commit, commit ms, commits/s from its own /metrics (commits counted by lmdb-js's aftercommit event, one per LMDB write transaction).");
   notes.push("store alone: ObjectStore.write (increments) from that many concurrent loops in one Bun process over a fresh LMDB store (bench/baselines/objects_in_process.ts, the working tree's source), with the server's ordered log, commit queue and hub: the durable write path without HTTP. server µs/write there is the process's CPU per write (the JavaScript thread's is in results/latest.json, threadMicrosecondsPerWrite). From 64 writers it also runs at half of them: the commit size HTTP writers settle at.");
   notes.push("runs: cells with 64 writers run 3 times, interleaved (raw, floor, HTTP floor, Redis, JetStream, set, increment; then again), and show the medians; other cells run once, in the same interleaved order.");
   notes.push("open-loop (64-writer rows, first run): after the closed-loop window, requests leave on a fixed schedule at half the measured rate, each on an idle keep-alive connection or a new one, whatever the replies do; p50/p99 count from each request's intended send time (no coordinated omission).");

@@ -250,3 +250,13 @@ export function openFileLimit(): number {
   const m = readFileSync("/proc/self/limits", "utf8").match(/Max open files\s+(\d+)/);
   return m ? Number(m[1]) : 1024;
 }
+
+/** Starts the durable floor baseline (`baselines/durable_floor_server.ts`): Bun.serve and lmdb-js
+ * with the store's durability settings, nothing else; `variant` "log" also puts one log entry a
+ * write, "shape" puts the log entry and the counter row every 32nd write (the store's shape),
+ * "serial" is the store's shape with one commit at a time (as the commit queue runs them). A
+ * fresh data dir, removed on stop. */
+export function startDurableFloor(variant: "counter" | "log" | "shape" | "serial"): Promise<Served> {
+  const dataDir = mkdtempSync(join(tmpdir(), "sb-durable-floor-"));
+  return startListening(BUN, ["run", join(ROOT, "bench/baselines/durable_floor_server.ts"), "0", variant, dataDir], /listening on http:\/\/[^:]+:(\d+)/, dataDir);
+}
