@@ -38,7 +38,7 @@
  * without a sync per commit, which it commits into; to the ordered logs it hands other nodes'
  * changes as typed events (`LogChangeFeed`), and its commit path is `DirectCommits`.
  */
-import type { Database, Key, RootDatabase } from "lmdb";
+import type { Database, Key, RangeOptions, RootDatabase, Transaction } from "lmdb";
 import { Packr } from "msgpackr";
 import { asStorageError, StorageUnavailableError } from "../store/errors.ts";
 import { emptyReads, rangeBounds, type ReadSet, RecentWrites } from "./conflicts.ts";
@@ -53,6 +53,7 @@ import { requestPositions } from "./read_your_writes.ts";
 import { positionDigest, WindowFingerprint } from "./fingerprint.ts";
 import { PeerAgreement } from "./agreement.ts";
 import { DIVERGED_KEY, rebuildSource, replaceStore } from "./rebuild.ts";
+import { OverlayReads, WriteOverlay } from "./overlay.ts";
 
 /** The database recording the log position applied (key `applied`). */
 export const POSITION_DB = "cluster:state";
@@ -123,6 +124,20 @@ interface Waiter {
 }
 
 const ABORT = Symbol("speculation done");
+/** What a put or remove returns during a speculative run on a snapshot (lmdb-js returns a
+ * promise resolved with true inside a synchronous transaction). */
+const DONE = Promise.resolve(true);
+
+/** A speculative run on a read snapshot (`#speculate`): its overlay of writes, the snapshot,
+ * the databases' views of both, whether it is still going, and the first call it could not
+ * serve exactly (it then runs again in a write transaction). */
+interface SnapshotRun {
+  overlay: WriteOverlay;
+  txn: Transaction;
+  views: Map<string, OverlayReads>;
+  live: boolean;
+  unsupported?: string;
+}
 /** Why a node cannot go on (see `snapshots.ts`: a restart restores the newest snapshot). */
 const BEHIND = "cluster unavailable: the log was compacted past this node's position; restart the node";
 /** Core NATS subject on which a writer announces the position at which it found its batch in
@@ -228,6 +243,10 @@ export class ReplicatedEnv implements Storage {
   #state: Database<number, Key>;
   #recording: Write[] | null = null;
   #reading: ReadSet | null = null;
+  /** The speculative run on a snapshot going on, if any. */
+  #spec: SnapshotRun | null = null;
+  /** Calls that sent a speculative run to a write transaction, logged once each. */
+  #unsupportedSeen = new Set<string>();
   #recent: RecentWrites;
   #print: WindowFingerprint;
   #peers: PeerAgreement;
@@ -851,34 +870,69 @@ export class ReplicatedEnv implements Storage {
     return db as Database<V, Key>;
   }
 
-  /** The database as products see it: inside a transaction, reads and writes are recorded. */
+  /** The database as products see it: inside a transaction, reads and writes are recorded;
+   * during a speculative run on a read snapshot (`#spec`) its writes go to the run's overlay
+   * and its reads see them (`overlay.ts`). */
   #recorder(name: string, raw: Database): Database {
     const wholeRead = () => this.#reading?.a.push(name);
     const bound = new Map<PropertyKey, unknown>();
+    /** This database's view of the current run on a snapshot, if one is going. */
+    const view = (): OverlayReads | undefined => {
+      const spec = this.#spec;
+      if (!spec) return undefined;
+      let v = spec.views.get(name);
+      if (!v) spec.views.set(name, (v = new OverlayReads(name, raw, spec.overlay, spec.txn, () => spec.live)));
+      return v;
+    };
+    /** A call the overlay cannot serve exactly: the run goes again in a write transaction. */
+    const unsupported = (what: string) => {
+      this.#spec!.unsupported ??= what;
+      throw new Error(`speculation on a snapshot cannot serve ${what}; it runs again in a write transaction`);
+    };
     const own: Record<string, unknown> = {
-      put: (key: Key, value: unknown) => {
+      put: (key: Key, value: unknown, ...rest: unknown[]) => {
         this.#recording?.push([0, name, key, value]);
-        return raw.put(key, value);
+        const v = view();
+        if (!v) return (raw.put as (...a: unknown[]) => unknown)(key, value, ...rest);
+        if (rest.length > 0) unsupported("put with options");
+        v.put(key, value);
+        return DONE;
       },
-      remove: (key: Key) => {
+      remove: (key: Key, ...rest: unknown[]) => {
         this.#recording?.push([1, name, key]);
-        return raw.remove(key);
+        const v = view();
+        if (!v) return (raw.remove as (...a: unknown[]) => unknown)(key, ...rest);
+        if (rest.length > 0) unsupported("remove with a value or version");
+        v.remove(key);
+        return DONE;
       },
       get: (key: Key, ...rest: unknown[]) => {
         this.#reading?.p.push([name, key]);
-        return (raw.get as (...a: unknown[]) => unknown)(key, ...rest);
+        const v = view();
+        if (!v) return (raw.get as (...a: unknown[]) => unknown)(key, ...rest);
+        if (rest.length > 0) unsupported("get with options");
+        return v.get(key);
       },
       doesExist: (key: Key, ...rest: unknown[]) => {
         this.#reading?.p.push([name, key]);
-        return (raw.doesExist as (...a: unknown[]) => boolean)(key, ...rest);
+        const v = view();
+        if (!v) return (raw.doesExist as (...a: unknown[]) => boolean)(key, ...rest);
+        if (rest.some((r) => r !== undefined)) unsupported("doesExist with a value or version");
+        return v.doesExist(key);
       },
-      getRange: (opts?: { start?: Key; end?: Key; reverse?: boolean }) => {
+      getRange: (opts?: RangeOptions) => {
         this.#reading?.g.push([name, ...rangeBounds(opts)]);
-        return raw.getRange(opts);
+        const v = view();
+        if (!v) return raw.getRange(opts);
+        if (!OverlayReads.supportsRange(opts)) unsupported("getRange with these options");
+        return v.range(opts);
       },
-      getKeys: (opts?: { start?: Key; end?: Key; reverse?: boolean }) => {
+      getKeys: (opts?: RangeOptions) => {
         this.#reading?.g.push([name, ...rangeBounds(opts)]);
-        return raw.getKeys(opts);
+        const v = view();
+        if (!v) return raw.getKeys(opts);
+        if (!OverlayReads.supportsRange(opts)) unsupported("getKeys with these options");
+        return v.range({ ...opts, values: false });
       },
     };
     return new Proxy(raw, {
@@ -889,10 +943,12 @@ export class ReplicatedEnv implements Storage {
         let b = bound.get(prop);
         if (!b) {
           // Any other method may read in ways not described above: count it as reading the
-          // whole database (safe: at worst a needless retry).
+          // whole database (safe: at worst a needless retry). On a snapshot it is not called
+          // at all (it might read past the overlay, or write outside any transaction).
           const fn = v.bind(target);
           bound.set(prop, (b = (...args: unknown[]) => {
             wholeRead();
+            if (view()) unsupported(String(prop));
             return fn(...args);
           }));
         }
@@ -947,38 +1003,73 @@ export class ReplicatedEnv implements Storage {
     this.#queue = this.#queue.filter((t) => t.deadline > now);
   }
 
-  /** Runs `tasks` speculatively; drops a task that throws (see `#fail`) and runs the rest
-   * again. */
+  /**
+   * Runs `tasks` speculatively, one after the other against the state at the position applied
+   * (`base`), each seeing the writes of the ones before it and its own; records what they read
+   * and write; undoes their writes. Drops a task that throws (see `#fail`) and runs the rest
+   * again.
+   *
+   * The run reads an LMDB read snapshot with the writes kept in memory over it (`overlay.ts`),
+   * so it never takes LMDB's write lock: a synchronous write transaction (aborted afterwards)
+   * waited here while lmdb-js's write thread committed, which held the event loop 100-300 ms
+   * at a time on a loaded machine. A run that calls something the overlay cannot serve exactly
+   * goes again in such a write transaction (the way it always ran before).
+   */
   #speculate(tasks: Task[]): { base: number; tasks: Task[]; reads: ReadSet } {
+    let locked = false;
     for (;;) {
       let failed: { task: Task; error: unknown } | undefined;
       let base = 0;
       const reads = emptyReads();
+      const run = (txn?: Transaction) => {
+        base = (txn ? this.#state.get("applied", { transaction: txn }) : this.#state.get("applied")) ?? 0;
+        for (const task of tasks) {
+          this.#recording = [];
+          try {
+            task.result = task.fn();
+          } catch (error) {
+            failed = { task, error };
+            return;
+          }
+          task.writes = this.#recording;
+        }
+      };
+      let spec: SnapshotRun | undefined;
       this.#reading = reads;
       const t0 = performance.now();
       try {
-        this.root.transactionSync(() => {
-          base = this.#state.get("applied") ?? 0;
-          for (const task of tasks) {
-            this.#recording = [];
-            try {
-              task.result = task.fn();
-            } catch (error) {
-              failed = { task, error };
-              throw ABORT;
-            }
-            task.writes = this.#recording;
+        if (locked) {
+          this.root.transactionSync(() => {
+            run();
+            throw ABORT;
+          });
+        } else {
+          const txn = this.root.useReadTransaction();
+          spec = this.#spec = { overlay: new WriteOverlay(), txn, views: new Map(), live: true };
+          try {
+            run(txn);
+          } finally {
+            spec.live = false;
+            txn.done();
           }
-          throw ABORT;
-        });
+        }
       } catch (err) {
         if (err !== ABORT) throw err;
       } finally {
+        this.#spec = null;
         this.#recording = null;
         this.#reading = null;
       }
       const took = performance.now() - t0;
-      if (took >= 50) log.warn("cluster speculation held the thread", { ms: Math.round(took), tasks: tasks.length });
+      if (took >= 50) log.warn("cluster speculation held the thread", { ms: Math.round(took), tasks: tasks.length, locked });
+      if (spec?.unsupported !== undefined) {
+        if (!this.#unsupportedSeen.has(spec.unsupported)) {
+          this.#unsupportedSeen.add(spec.unsupported);
+          log.warn("cluster speculation runs in a write transaction", { call: spec.unsupported });
+        }
+        locked = true;
+        continue;
+      }
       if (!failed) return { base, tasks, reads };
       this.#fail(failed.task, failed.error, base);
       tasks = tasks.filter((t) => t !== failed!.task);
