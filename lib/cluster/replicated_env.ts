@@ -74,11 +74,14 @@ const CONFLICT_WINDOW = 4096;
 
 /** Write sets per log message, at most (more transactions wait for the next message). */
 const MAX_BATCH = 256;
-/** Log messages applied per local commit, at most, and their bytes: a catch-up (a node back
- * from a freeze, a consumer's backlog) is decoded and written in bounded slices, and the event
- * loop turns between slices, so requests (`/readyz`) are answered meanwhile. */
-const MAX_APPLY = 512;
-const MAX_APPLY_BYTES = 1024 * 1024;
+/** Log messages applied per local commit, at most, their bytes, and the time spent decoding
+ * them: a catch-up (a node back from a freeze, a consumer's backlog) is decoded, checked,
+ * written and told to the ordered logs in bounded slices, and the event loop turns between
+ * slices, so requests (`/readyz`) are answered meanwhile. Each message is applied whole, in
+ * log order: only where one slice ends and the next begins depends on these. */
+const MAX_APPLY = 128;
+const MAX_APPLY_BYTES = 256 * 1024;
+const MAX_APPLY_DECODE_MS = 10;
 
 const codec = new Packr({ useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0]);
 
@@ -1261,7 +1264,12 @@ export class ReplicatedEnv implements Storage {
       while (this.#buffer.has(this.#applied + 1) && !this.#diverged) {
         const run: { seq: number; msg: LogMessage }[] = [];
         let bytes = 0;
-        for (let s = this.#applied + 1; this.#buffer.has(s) && run.length < MAX_APPLY && bytes < MAX_APPLY_BYTES; s++) {
+        const t0 = performance.now();
+        for (
+          let s = this.#applied + 1;
+          this.#buffer.has(s) && run.length < MAX_APPLY && bytes < MAX_APPLY_BYTES && performance.now() - t0 < MAX_APPLY_DECODE_MS;
+          s++
+        ) {
           const data = this.#buffer.get(s)!;
           bytes += data.byteLength;
           run.push({ seq: s, msg: codec.unpack(data) as LogMessage });
@@ -1329,14 +1337,17 @@ export class ReplicatedEnv implements Storage {
     this.#changes.applying(remote);
     const last = run[run.length - 1].seq;
     try {
-      // An asynchronous transaction: the callback runs on this thread once LMDB's write thread
-      // holds the write lock, and the commit and its flush happen there, so this thread never
-      // waits for the lock or the disk. A synchronous commit did (50-150 ms per apply on a
-      // loaded machine), and a catch-up, a long series of them, held the event loop for
-      // seconds (`/readyz` unanswered). No speculation runs while this is pending (`#commit`).
+      // One batch of lmdb-js's write thread: this thread only encodes the puts and removes into
+      // its queue; the write thread takes the write lock, writes them all in one transaction
+      // (all or nothing), commits and flushes, so this thread never waits for the lock, the
+      // disk, or LMDB's pages. A synchronous commit waited for all three (50-150 ms per apply
+      // on a loaded machine; a catch-up, a long series of them, held the event loop for
+      // seconds), and an asynchronous transaction's callback still wrote the pages here, on
+      // this thread, while the write thread held the lock (up to 171 ms for one position under
+      // disk load). No speculation runs while this is pending (`#commit`).
       const t0 = performance.now();
       let held = 0;
-      await this.root.transaction(() => {
+      await this.root.batch(() => {
         const c0 = performance.now();
         for (const { msg } of fresh) this.#write(msg.w, msg.o === me);
         for (const [seq, keys, batch] of written) {
@@ -1347,7 +1358,7 @@ export class ReplicatedEnv implements Storage {
         held = performance.now() - c0;
       });
       const took = performance.now() - t0;
-      // The callback runs on this thread (requests, `/readyz`, wait meanwhile).
+      // The encoding runs on this thread (requests, `/readyz`, wait meanwhile).
       if (held >= 50) log.warn("cluster apply held the thread", { ms: Math.round(held), positions: run.length });
       if (took >= 2000) log.warn("cluster apply commit slow", { ms: Math.round(took), positions: run.length });
     } catch (caught) {

@@ -11,49 +11,9 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { Packr } from "msgpackr";
-import type { Key } from "lmdb";
-import type { ClusterLink } from "../../lib/cluster/link.ts";
 import { ReplicatedEnv } from "../../lib/cluster/replicated_env.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-
-const codec = new Packr({ useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0]);
-
-interface Message {
-  o: string;
-  base: number;
-  r: { p: [string, Key][]; g: [string, Key | null, Key | null][]; a: string[] };
-  w: ([0, string, Key, unknown] | [1, string, Key])[];
-}
-
-/** An honest in-memory stream and a link on it (every publish stored and answered). */
-function fakeStream() {
-  const messages: Uint8Array[] = [];
-  const followers = new Set<(seq: number, data: Uint8Array) => void>();
-  const link = {
-    nodeId: "a",
-    maxPayload: 1024 * 1024,
-    append(data: Uint8Array) {
-      messages.push(data);
-      const seq = messages.length;
-      setTimeout(() => followers.forEach((f) => f(seq, data)), 1);
-      return Promise.resolve({ kind: "stored", seq, duplicate: false });
-    },
-    read: (seq: number) => Promise.resolve(messages[seq - 1] ?? null),
-    bounds: () => Promise.resolve({ first: 1, last: messages.length }),
-    lastSeq: () => Promise.resolve(messages.length),
-    follow(start: number, fn: (seq: number, data: Uint8Array) => void) {
-      const f = (seq: number, data: Uint8Array) => seq >= start && fn(seq, data);
-      followers.add(f);
-      return { stop: () => followers.delete(f) };
-    },
-    subscribe: () => () => {},
-    publish: () => {},
-    connected: () => true,
-    suspect: () => {},
-  };
-  return { messages, link: link as unknown as ClusterLink, decoded: () => messages.map((m) => codec.unpack(m) as Message) };
-}
+import { fakeStream } from "./fake_link.ts";
 
 /** One node on a stand-in stream, its store in a temp dir. */
 async function node() {
