@@ -3,9 +3,10 @@
  * write ordered through one replicated JetStream log, so every node's LMDB holds the same
  * data after the same sequence of writes.
  *
- * A write transaction runs speculatively: inside an LMDB write transaction that is aborted
- * afterwards, recording each key it reads and each `put`/`remove` it makes (its write set),
- * against the local state at log position `base`. The write set is appended to the log; every
+ * A write transaction runs speculatively: on an LMDB read snapshot with its puts and removes
+ * kept in memory over it (`overlay.ts`; the main thread never waits for LMDB's write lock),
+ * recording each key it reads and each `put`/`remove` it makes (its write set), against the
+ * local state at log position `base`. The write set is appended to the log; every
  * node, the writer included, applies the log strictly in order, each run of messages in one
  * local commit, and skips a write set that read a key written after its `base`
  * (`conflicts.ts`: optimistic concurrency, decided alike on every node).
