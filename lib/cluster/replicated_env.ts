@@ -894,19 +894,19 @@ export class ReplicatedEnv implements Storage {
       throw new Error(`speculation on a snapshot cannot serve ${what}; it runs again in a write transaction`);
     };
     const own: Record<string, unknown> = {
-      put: (key: Key, value: unknown, ...rest: unknown[]) => {
+      // Plain puts and removes (any further argument was always left out: a version or a
+      // condition would not replicate).
+      put: (key: Key, value: unknown) => {
         this.#recording?.push([0, name, key, value]);
         const v = view();
-        if (!v) return (raw.put as (...a: unknown[]) => unknown)(key, value, ...rest);
-        if (rest.length > 0) unsupported("put with options");
+        if (!v) return raw.put(key, value);
         v.put(key, value);
         return DONE;
       },
-      remove: (key: Key, ...rest: unknown[]) => {
+      remove: (key: Key) => {
         this.#recording?.push([1, name, key]);
         const v = view();
-        if (!v) return (raw.remove as (...a: unknown[]) => unknown)(key, ...rest);
-        if (rest.length > 0) unsupported("remove with a value or version");
+        if (!v) return raw.remove(key);
         v.remove(key);
         return DONE;
       },
