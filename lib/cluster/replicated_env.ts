@@ -3,9 +3,10 @@
  * write ordered through one replicated JetStream log, so every node's LMDB holds the same
  * data after the same sequence of writes.
  *
- * A write transaction runs speculatively: inside an LMDB write transaction that is aborted
- * afterwards, recording each key it reads and each `put`/`remove` it makes (its write set),
- * against the local state at log position `base`. The write set is appended to the log; every
+ * A write transaction runs speculatively: on an LMDB read snapshot with its puts and removes
+ * kept in memory over it (`overlay.ts`; the main thread never waits for LMDB's write lock),
+ * recording each key it reads and each `put`/`remove` it makes (its write set), against the
+ * local state at log position `base`. The write set is appended to the log; every
  * node, the writer included, applies the log strictly in order, each run of messages in one
  * local commit, and skips a write set that read a key written after its `base`
  * (`conflicts.ts`: optimistic concurrency, decided alike on every node).
@@ -38,7 +39,7 @@
  * without a sync per commit, which it commits into; to the ordered logs it hands other nodes'
  * changes as typed events (`LogChangeFeed`), and its commit path is `DirectCommits`.
  */
-import type { Database, Key, RootDatabase } from "lmdb";
+import type { Database, Key, RangeOptions, RootDatabase, Transaction } from "lmdb";
 import { Packr } from "msgpackr";
 import { asStorageError, StorageUnavailableError } from "../store/errors.ts";
 import { emptyReads, rangeBounds, type ReadSet, RecentWrites } from "./conflicts.ts";
@@ -53,6 +54,7 @@ import { requestPositions } from "./read_your_writes.ts";
 import { positionDigest, WindowFingerprint } from "./fingerprint.ts";
 import { PeerAgreement } from "./agreement.ts";
 import { DIVERGED_KEY, rebuildSource, replaceStore } from "./rebuild.ts";
+import { OverlayReads, WriteOverlay } from "./overlay.ts";
 
 /** The database recording the log position applied (key `applied`). */
 export const POSITION_DB = "cluster:state";
@@ -73,11 +75,14 @@ const CONFLICT_WINDOW = 4096;
 
 /** Write sets per log message, at most (more transactions wait for the next message). */
 const MAX_BATCH = 256;
-/** Log messages applied per local commit, at most, and their bytes: a catch-up (a node back
- * from a freeze, a consumer's backlog) is decoded and written in bounded slices, and the event
- * loop turns between slices, so requests (`/readyz`) are answered meanwhile. */
-const MAX_APPLY = 512;
-const MAX_APPLY_BYTES = 1024 * 1024;
+/** Log messages applied per local commit, at most, their bytes, and the time spent decoding
+ * them: a catch-up (a node back from a freeze, a consumer's backlog) is decoded, checked,
+ * written and told to the ordered logs in bounded slices, and the event loop turns between
+ * slices, so requests (`/readyz`) are answered meanwhile. Each message is applied whole, in
+ * log order: only where one slice ends and the next begins depends on these. */
+const MAX_APPLY = 128;
+const MAX_APPLY_BYTES = 256 * 1024;
+const MAX_APPLY_DECODE_MS = 10;
 
 const codec = new Packr({ useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0]);
 
@@ -123,6 +128,20 @@ interface Waiter {
 }
 
 const ABORT = Symbol("speculation done");
+/** What a put or remove returns during a speculative run on a snapshot (lmdb-js returns a
+ * promise resolved with true inside a synchronous transaction). */
+const DONE = Promise.resolve(true);
+
+/** A speculative run on a read snapshot (`#speculate`): its overlay of writes, the snapshot,
+ * the databases' views of both, whether it is still going, and the first call it could not
+ * serve exactly (it then runs again in a write transaction). */
+interface SnapshotRun {
+  overlay: WriteOverlay;
+  txn: Transaction;
+  views: Map<string, OverlayReads>;
+  live: boolean;
+  unsupported?: string;
+}
 /** Why a node cannot go on (see `snapshots.ts`: a restart restores the newest snapshot). */
 const BEHIND = "cluster unavailable: the log was compacted past this node's position; restart the node";
 /** Core NATS subject on which a writer announces the position at which it found its batch in
@@ -228,6 +247,10 @@ export class ReplicatedEnv implements Storage {
   #state: Database<number, Key>;
   #recording: Write[] | null = null;
   #reading: ReadSet | null = null;
+  /** The speculative run on a snapshot going on, if any. */
+  #spec: SnapshotRun | null = null;
+  /** Calls that sent a speculative run to a write transaction, logged once each. */
+  #unsupportedSeen = new Set<string>();
   #recent: RecentWrites;
   #print: WindowFingerprint;
   #peers: PeerAgreement;
@@ -851,34 +874,69 @@ export class ReplicatedEnv implements Storage {
     return db as Database<V, Key>;
   }
 
-  /** The database as products see it: inside a transaction, reads and writes are recorded. */
+  /** The database as products see it: inside a transaction, reads and writes are recorded;
+   * during a speculative run on a read snapshot (`#spec`) its writes go to the run's overlay
+   * and its reads see them (`overlay.ts`). */
   #recorder(name: string, raw: Database): Database {
     const wholeRead = () => this.#reading?.a.push(name);
     const bound = new Map<PropertyKey, unknown>();
+    /** This database's view of the current run on a snapshot, if one is going. */
+    const view = (): OverlayReads | undefined => {
+      const spec = this.#spec;
+      if (!spec) return undefined;
+      let v = spec.views.get(name);
+      if (!v) spec.views.set(name, (v = new OverlayReads(name, raw, spec.overlay, spec.txn, () => spec.live)));
+      return v;
+    };
+    /** A call the overlay cannot serve exactly: the run goes again in a write transaction. */
+    const unsupported = (what: string) => {
+      this.#spec!.unsupported ??= what;
+      throw new Error(`speculation on a snapshot cannot serve ${what}; it runs again in a write transaction`);
+    };
     const own: Record<string, unknown> = {
+      // Plain puts and removes (any further argument was always left out: a version or a
+      // condition would not replicate).
       put: (key: Key, value: unknown) => {
         this.#recording?.push([0, name, key, value]);
-        return raw.put(key, value);
+        const v = view();
+        if (!v) return raw.put(key, value);
+        v.put(key, value);
+        return DONE;
       },
       remove: (key: Key) => {
         this.#recording?.push([1, name, key]);
-        return raw.remove(key);
+        const v = view();
+        if (!v) return raw.remove(key);
+        v.remove(key);
+        return DONE;
       },
       get: (key: Key, ...rest: unknown[]) => {
         this.#reading?.p.push([name, key]);
-        return (raw.get as (...a: unknown[]) => unknown)(key, ...rest);
+        const v = view();
+        if (!v) return (raw.get as (...a: unknown[]) => unknown)(key, ...rest);
+        if (rest.length > 0) unsupported("get with options");
+        return v.get(key);
       },
       doesExist: (key: Key, ...rest: unknown[]) => {
         this.#reading?.p.push([name, key]);
-        return (raw.doesExist as (...a: unknown[]) => boolean)(key, ...rest);
+        const v = view();
+        if (!v) return (raw.doesExist as (...a: unknown[]) => boolean)(key, ...rest);
+        if (rest.some((r) => r !== undefined)) unsupported("doesExist with a value or version");
+        return v.doesExist(key);
       },
-      getRange: (opts?: { start?: Key; end?: Key; reverse?: boolean }) => {
+      getRange: (opts?: RangeOptions) => {
         this.#reading?.g.push([name, ...rangeBounds(opts)]);
-        return raw.getRange(opts);
+        const v = view();
+        if (!v) return raw.getRange(opts);
+        if (!OverlayReads.supportsRange(opts)) unsupported("getRange with these options");
+        return v.range(opts);
       },
-      getKeys: (opts?: { start?: Key; end?: Key; reverse?: boolean }) => {
+      getKeys: (opts?: RangeOptions) => {
         this.#reading?.g.push([name, ...rangeBounds(opts)]);
-        return raw.getKeys(opts);
+        const v = view();
+        if (!v) return raw.getKeys(opts);
+        if (!OverlayReads.supportsRange(opts)) unsupported("getKeys with these options");
+        return v.range({ ...opts, values: false });
       },
     };
     return new Proxy(raw, {
@@ -889,10 +947,12 @@ export class ReplicatedEnv implements Storage {
         let b = bound.get(prop);
         if (!b) {
           // Any other method may read in ways not described above: count it as reading the
-          // whole database (safe: at worst a needless retry).
+          // whole database (safe: at worst a needless retry). On a snapshot it is not called
+          // at all (it might read past the overlay, or write outside any transaction).
           const fn = v.bind(target);
           bound.set(prop, (b = (...args: unknown[]) => {
             wholeRead();
+            if (view()) unsupported(String(prop));
             return fn(...args);
           }));
         }
@@ -947,38 +1007,73 @@ export class ReplicatedEnv implements Storage {
     this.#queue = this.#queue.filter((t) => t.deadline > now);
   }
 
-  /** Runs `tasks` speculatively; drops a task that throws (see `#fail`) and runs the rest
-   * again. */
+  /**
+   * Runs `tasks` speculatively, one after the other against the state at the position applied
+   * (`base`), each seeing the writes of the ones before it and its own; records what they read
+   * and write; undoes their writes. Drops a task that throws (see `#fail`) and runs the rest
+   * again.
+   *
+   * The run reads an LMDB read snapshot with the writes kept in memory over it (`overlay.ts`),
+   * so it never takes LMDB's write lock: a synchronous write transaction (aborted afterwards)
+   * waited here while lmdb-js's write thread committed, which held the event loop 100-300 ms
+   * at a time on a loaded machine. A run that calls something the overlay cannot serve exactly
+   * goes again in such a write transaction (the way it always ran before).
+   */
   #speculate(tasks: Task[]): { base: number; tasks: Task[]; reads: ReadSet } {
+    let locked = false;
     for (;;) {
       let failed: { task: Task; error: unknown } | undefined;
       let base = 0;
       const reads = emptyReads();
+      const run = (txn?: Transaction) => {
+        base = (txn ? this.#state.get("applied", { transaction: txn }) : this.#state.get("applied")) ?? 0;
+        for (const task of tasks) {
+          this.#recording = [];
+          try {
+            task.result = task.fn();
+          } catch (error) {
+            failed = { task, error };
+            return;
+          }
+          task.writes = this.#recording;
+        }
+      };
+      let spec: SnapshotRun | undefined;
       this.#reading = reads;
       const t0 = performance.now();
       try {
-        this.root.transactionSync(() => {
-          base = this.#state.get("applied") ?? 0;
-          for (const task of tasks) {
-            this.#recording = [];
-            try {
-              task.result = task.fn();
-            } catch (error) {
-              failed = { task, error };
-              throw ABORT;
-            }
-            task.writes = this.#recording;
+        if (locked) {
+          this.root.transactionSync(() => {
+            run();
+            throw ABORT;
+          });
+        } else {
+          const txn = this.root.useReadTransaction();
+          spec = this.#spec = { overlay: new WriteOverlay(), txn, views: new Map(), live: true };
+          try {
+            run(txn);
+          } finally {
+            spec.live = false;
+            txn.done();
           }
-          throw ABORT;
-        });
+        }
       } catch (err) {
         if (err !== ABORT) throw err;
       } finally {
+        this.#spec = null;
         this.#recording = null;
         this.#reading = null;
       }
       const took = performance.now() - t0;
-      if (took >= 50) log.warn("cluster speculation held the thread", { ms: Math.round(took), tasks: tasks.length });
+      if (took >= 50) log.warn("cluster speculation held the thread", { ms: Math.round(took), tasks: tasks.length, locked });
+      if (spec?.unsupported !== undefined) {
+        if (!this.#unsupportedSeen.has(spec.unsupported)) {
+          this.#unsupportedSeen.add(spec.unsupported);
+          log.warn("cluster speculation runs in a write transaction", { call: spec.unsupported });
+        }
+        locked = true;
+        continue;
+      }
       if (!failed) return { base, tasks, reads };
       this.#fail(failed.task, failed.error, base);
       tasks = tasks.filter((t) => t !== failed!.task);
@@ -1170,7 +1265,12 @@ export class ReplicatedEnv implements Storage {
       while (this.#buffer.has(this.#applied + 1) && !this.#diverged) {
         const run: { seq: number; msg: LogMessage }[] = [];
         let bytes = 0;
-        for (let s = this.#applied + 1; this.#buffer.has(s) && run.length < MAX_APPLY && bytes < MAX_APPLY_BYTES; s++) {
+        const t0 = performance.now();
+        for (
+          let s = this.#applied + 1;
+          this.#buffer.has(s) && run.length < MAX_APPLY && bytes < MAX_APPLY_BYTES && performance.now() - t0 < MAX_APPLY_DECODE_MS;
+          s++
+        ) {
           const data = this.#buffer.get(s)!;
           bytes += data.byteLength;
           run.push({ seq: s, msg: codec.unpack(data) as LogMessage });
@@ -1238,14 +1338,17 @@ export class ReplicatedEnv implements Storage {
     this.#changes.applying(remote);
     const last = run[run.length - 1].seq;
     try {
-      // An asynchronous transaction: the callback runs on this thread once LMDB's write thread
-      // holds the write lock, and the commit and its flush happen there, so this thread never
-      // waits for the lock or the disk. A synchronous commit did (50-150 ms per apply on a
-      // loaded machine), and a catch-up, a long series of them, held the event loop for
-      // seconds (`/readyz` unanswered). No speculation runs while this is pending (`#commit`).
+      // One batch of lmdb-js's write thread: this thread only encodes the puts and removes into
+      // its queue; the write thread takes the write lock, writes them all in one transaction
+      // (all or nothing), commits and flushes, so this thread never waits for the lock, the
+      // disk, or LMDB's pages. A synchronous commit waited for all three (50-150 ms per apply
+      // on a loaded machine; a catch-up, a long series of them, held the event loop for
+      // seconds), and an asynchronous transaction's callback still wrote the pages here, on
+      // this thread, while the write thread held the lock (up to 171 ms for one position under
+      // disk load). No speculation runs while this is pending (`#commit`).
       const t0 = performance.now();
       let held = 0;
-      await this.root.transaction(() => {
+      await this.root.batch(() => {
         const c0 = performance.now();
         for (const { msg } of fresh) this.#write(msg.w, msg.o === me);
         for (const [seq, keys, batch] of written) {
@@ -1256,7 +1359,7 @@ export class ReplicatedEnv implements Storage {
         held = performance.now() - c0;
       });
       const took = performance.now() - t0;
-      // The callback runs on this thread (requests, `/readyz`, wait meanwhile).
+      // The encoding runs on this thread (requests, `/readyz`, wait meanwhile).
       if (held >= 50) log.warn("cluster apply held the thread", { ms: Math.round(held), positions: run.length });
       if (took >= 2000) log.warn("cluster apply commit slow", { ms: Math.round(took), positions: run.length });
     } catch (caught) {

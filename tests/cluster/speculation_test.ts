@@ -1,0 +1,166 @@
+// A replicated store's speculative runs (`#speculate` in lib/cluster/replicated_env.ts) on a
+// read snapshot with their writes in memory, driven through an in-memory stand-in of the
+// JetStream link:
+// - the writes queued meanwhile go out as one batch, each task seeing the writes of the tasks
+//   before it and its own (point reads, existence, ranges), and the message carries exactly
+//   what each task read and wrote;
+// - a call the overlay cannot serve exactly runs the batch in a write transaction, with the
+//   same answers;
+// - a write is speculated and sent to the log while another process holds LMDB's write lock
+//   (the main thread does not wait for the lock), and acknowledged once applied after it.
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { ReplicatedEnv } from "../../lib/cluster/replicated_env.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
+import { fakeStream } from "./fake_link.ts";
+
+/** One node on a stand-in stream, its store in a temp dir. */
+async function node() {
+  const stream = fakeStream();
+  const path = join(tempDir("sb-spec-"), "store.mdb");
+  const env = new ReplicatedEnv(path, stream.link, { writeDeadlineMs: 10_000, dropRate: 0 });
+  env.db("objects");
+  await env.start(5000);
+  return { stream, env, path };
+}
+
+Deno.test("speculation: the tasks of one batch see the writes of the tasks before them and their own", async () => {
+  const { stream, env } = await node();
+  try {
+    const db = env.db("objects");
+    await env.transaction(() => {
+      db.put(["row", 1], "one");
+      db.put(["row", 3], "three");
+      db.put(["row", 5], "five");
+    });
+    // The first goes out alone; the ones queued meanwhile go together as the next batch.
+    const first = env.transaction(() => db.put("n", ((db.get("n") as number | undefined) ?? 0) + 1));
+    const increments = Array.from({ length: 4 }, () =>
+      env.transaction(() => {
+        const n = ((db.get("n") as number | undefined) ?? 0) + 1;
+        db.put("n", n);
+        return n;
+      }));
+    const own = env.transaction(() => {
+      db.put(["row", 2], "two");
+      db.remove(["row", 3]);
+      db.put(["row", 5], "FIVE");
+      return {
+        get: [db.get(["row", 2]), db.get(["row", 3]), db.get(["row", 5])],
+        exists: [db.doesExist(["row", 2]), db.doesExist(["row", 3])],
+        range: [...db.getRange({ start: ["row", 0], end: ["row", 9] })].map(({ key, value }) => [key, value]),
+        reverse: [...db.getKeys({ start: ["row", 9], end: ["row", 1], reverse: true, limit: 2 })],
+      };
+    });
+    const after = env.transaction(() => [...db.getRange({ start: ["row", 0], end: ["row", 9] })].map(({ value }) => value));
+    await first;
+    assert.deepEqual(await Promise.all(increments), [2, 3, 4, 5], "each increment read the one before it in its batch");
+    assert.deepEqual(await own, {
+      get: ["two", undefined, "FIVE"],
+      exists: [true, false],
+      range: [[["row", 1], "one"], [["row", 2], "two"], [["row", 5], "FIVE"]],
+      reverse: [["row", 5], ["row", 2]],
+    });
+    assert.deepEqual(await after, ["one", "two", "FIVE"], "a later task of the batch read the earlier one's writes");
+    assert.equal(db.get("n"), 5);
+    assert.deepEqual([...db.getRange({ start: ["row", 0], end: ["row", 9] })].map(({ value }) => value), ["one", "two", "FIVE"]);
+
+    // They went out as one message, carrying every task's reads and writes in task order.
+    const batch = stream.decoded().find((m) => m.w.length === 4 + 3);
+    assert.ok(batch, "the queued tasks went out as one batch");
+    assert.deepEqual(batch.w, [
+      [0, "objects", "n", 2],
+      [0, "objects", "n", 3],
+      [0, "objects", "n", 4],
+      [0, "objects", "n", 5],
+      [0, "objects", ["row", 2], "two"],
+      [1, "objects", ["row", 3]],
+      [0, "objects", ["row", 5], "FIVE"],
+    ]);
+    assert.deepEqual(batch.r.p, [
+      ...Array(4).fill(["objects", "n"]),
+      ["objects", ["row", 2]],
+      ["objects", ["row", 3]],
+      ["objects", ["row", 5]],
+      ["objects", ["row", 2]],
+      ["objects", ["row", 3]],
+    ]);
+    assert.deepEqual(batch.r.g.slice(0, 3), [
+      ["objects", ["row", 0], ["row", 9]],
+      ["objects", ["row", 1], ["row", 9]],
+      ["objects", ["row", 0], ["row", 9]],
+    ]);
+    assert.deepEqual(batch.r.a, []);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("speculation: a call the snapshot cannot serve runs the batch in a write transaction, alike", async () => {
+  const { env } = await node();
+  try {
+    const db = env.db("objects");
+    await env.transaction(() => ["a", "b", "c"].forEach((k) => db.put(k, k)));
+    const got = await env.transaction(() => {
+      db.put("bb", "bb");
+      db.remove("c");
+      // `offset` is not one the overlay serves: the whole run goes again, locked.
+      return [...db.getRange({ start: "a", offset: 1 } as Parameters<typeof db.getRange>[0])].map(({ key }) => key);
+    });
+    assert.deepEqual(got, ["b", "bb"]);
+    assert.deepEqual([...db.getKeys()], ["a", "b", "bb"]);
+  } finally {
+    await env.close();
+  }
+});
+
+Deno.test("speculation: a write goes out to the log while another process holds LMDB's write lock", async () => {
+  const { stream, env, path } = await node();
+  const dir = tempDir("sb-spec-lock-");
+  const release = join(dir, "release");
+  const letGo = join(dir, "let-go");
+  const holder = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--no-check", new URL("./hold_write_lock.ts", import.meta.url).pathname, path, release, letGo, "8000"],
+    stdout: "piped",
+    stderr: "inherit",
+  }).spawn();
+  let exited = false;
+  const status = holder.status.then((s) => {
+    exited = true;
+    return s;
+  });
+  const lines = holder.stdout.pipeThrough(new TextDecoderStream()).getReader();
+  let out = "";
+  try {
+    while (!out.includes("held")) {
+      const { value, done } = await lines.read();
+      if (done) throw new Error(`lock holder exited: ${out}`);
+      out += value;
+    }
+    const db = env.db("objects");
+    let answered = false;
+    const write = env.transaction(() => db.put("k", "v")).finally(() => (answered = true));
+    for (let i = 0; i < 500 && stream.messages.length === 0 && !exited; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(stream.messages.length, 1, "the write was speculated and sent to the log");
+    assert.ok(!existsSync(letGo), "while the other process still held the write lock");
+    // Its apply needs the lock: not acknowledged before it is let go, and then it is.
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(answered, false, "not acknowledged while the lock is held");
+    Deno.writeTextFileSync(release, "");
+    await write;
+    assert.equal(db.get("k"), "v");
+  } finally {
+    try {
+      Deno.writeTextFileSync(release, "");
+    } catch { /* gone */ }
+    if (!exited) {
+      try {
+        holder.kill("SIGKILL");
+      } catch { /* exited */ }
+    }
+    await status;
+    await lines.cancel().catch(() => {});
+    await env.close();
+  }
+});
