@@ -52,6 +52,7 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
     writeDeadlineMs: tunable("SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS", 10_000),
     dropRate: tunable("SWITCHBOARD_FAULT_DROP_LOG_DELIVERY", 0),
     forkAt: tunable("SWITCHBOARD_FAULT_FORK_AT", 0),
+    otherAt: tunable("SWITCHBOARD_FAULT_OTHER_AT", 0),
     rebuildPauseMs: tunable("SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS", 1000),
     unsureMs: tunable("SWITCHBOARD_CLUSTER_UNSURE_MS", UNSURE_MS),
   });

@@ -53,7 +53,8 @@ import type { ClusterLink } from "./link.ts";
 import { requestPositions } from "./read_your_writes.ts";
 import { positionDigest, WindowFingerprint } from "./fingerprint.ts";
 import { PeerAgreement } from "./agreement.ts";
-import { DIVERGED_KEY, rebuildSource, replaceStore } from "./rebuild.ts";
+import { DIVERGED_KEY, type RebuildSource, rebuildSource, replaceStore } from "./rebuild.ts";
+import { firstConfirmedMismatch } from "./confirmed_guard.ts";
 import { OverlayReads, WriteOverlay } from "./overlay.ts";
 
 /** The database recording the log position applied (key `applied`). */
@@ -174,6 +175,10 @@ const UNSURE_REPEAT_MS = 5000;
 /** The key (in the position database) of the first position a stopped node applied after the
  * last one a majority confirmed (its clients' copies may differ from there). */
 const UNSURE_FROM_KEY = "diverged_from";
+/** The key (in the position database) of the last position a majority confirmed when this
+ * node stopped itself: its store's history up to there is acknowledged, and a rebuild that
+ * would end on another history there is refused (`confirmed_guard.ts`). */
+const CONFIRMED_KEY = "confirmed";
 
 /** The longest pause before an attempt at rebuilding a node that stopped itself (the pause
  * doubles from `rebuildPauseMs` at each attempt that failed or ended diverged again). */
@@ -223,6 +228,10 @@ export interface ReplicationOptions {
   /** A log position this node applies as if it had read another message there (a fault hook
    * for tests: a NATS replica that diverged); 0 for none. */
   forkAt?: number;
+  /** A log position this node reads another message at once it stopped itself (its rebuild's
+   * check and replay; a fault hook for tests: a stream leader whose replica holds another
+   * history at a position the majority confirmed); 0 for none. */
+  otherAt?: number;
   /** How long a node that stopped itself waits before it rebuilds its store (default 1000 ms;
    * doubled at each further attempt). */
   rebuildPauseMs?: number;
@@ -263,6 +272,13 @@ export class ReplicatedEnv implements Storage {
   #rebuildTimer: ReturnType<typeof setTimeout> | undefined;
   /** Rebuilds tried since the node last stopped itself. */
   #rebuildAttempts = 0;
+  /** The last position a majority confirmed when this node stopped itself (0: none known; see
+   * `CONFIRMED_KEY`). */
+  #confirmed = 0;
+  /** The refusal last logged at error level by this process (`#refused`). */
+  #refusedFor: string | undefined;
+  /** Whether the fault hook `otherAt` plays (from the node's stop on). */
+  #otherActive = false;
   #onRebuilt: (() => void)[] = [];
   /** What this node tells the others after it stopped itself (see `UNSURE_MS`): the streams,
    * per ordered log, with the first position its clients may hold another history at, until
@@ -370,11 +386,16 @@ export class ReplicatedEnv implements Storage {
     // Stopped again while rebuilding (the log was compacted meanwhile): the store already
     // holds the majority's history, and what the old one published is being told.
     const from = first ? this.#peers.confirmedUpTo() + 1 : undefined;
+    if (from !== undefined) this.#confirmed = from - 1;
+    this.#otherActive = (this.#opts.otherAt ?? 0) > 0;
     const streams = from !== undefined ? this.#markUnsure(from) : undefined;
     const state = this.#rawDb<string | number>(POSITION_DB);
     void state.transaction(() => {
       state.put(DIVERGED_KEY, reason);
-      if (from !== undefined) state.put(UNSURE_FROM_KEY, from);
+      if (from !== undefined) {
+        state.put(UNSURE_FROM_KEY, from);
+        state.put(CONFIRMED_KEY, from - 1);
+      }
       if (streams) this.#keepUnsure(streams);
     }).catch(() => {});
     this.#reportApplied();
@@ -578,7 +599,7 @@ export class ReplicatedEnv implements Storage {
     if (!reason || this.#closed) return;
     log.warn("cluster node rebuilding its store", { applied: this.#applied, attempt: this.#rebuildAttempts });
     try {
-      if (!(await this.#replace())) return;
+      if ((await this.#replace()) !== "replaced") return;
     } catch (err) {
       log.warn("cluster rebuild failed; trying again later", { error: String(err) });
       return;
@@ -610,20 +631,23 @@ export class ReplicatedEnv implements Storage {
 
   /**
    * Swaps the store for the rebuild source in one local commit, with nothing applied
-   * meanwhile, and resets what this node remembers of the old history; false when it was
-   * closed on the way.
+   * meanwhile, and resets what this node remembers of the old history; "closed" when it was
+   * closed on the way, "refused" when the source or the log holds another history at a
+   * position a majority confirmed (`#refused`: nothing is replaced).
    */
-  async #replace(): Promise<boolean> {
+  async #replace(): Promise<"replaced" | "refused" | "closed"> {
     const { first } = await this.#link.bounds();
     const source = await rebuildSource(this.#link, first);
     try {
+      if (await this.#refused(source)) return "refused";
+      if (this.#closed) return "closed";
       this.#replacing = true;
       this.#consumer?.stop();
       this.#consumer = undefined;
       clearTimeout(this.#repairTimer);
       this.#repairTimer = undefined;
       while (this.#applying) await this.#applying;
-      if (this.#closed) return false;
+      if (this.#closed) return "closed";
       this.#rebuilding = `cluster unavailable: this node is rebuilding its store from the log (it applied the log differently from a majority of the nodes)`;
       await replaceStore({
         root: this.root,
@@ -650,17 +674,68 @@ export class ReplicatedEnv implements Storage {
       // The fault hook plays one diverged replica once; the rebuild reads the leader again.
       this.#opts.forkAt = 0;
       this.#diverged = undefined;
+      // The new store holds the log's history: nothing of the old one is left to keep.
+      this.#confirmed = 0;
       log.info("cluster store replaced", { position: this.#applied, was });
     } finally {
       this.#replacing = false;
       await source.dispose();
     }
-    if (this.#closed) return false;
+    if (this.#closed) return "closed";
     this.#lastApply = Date.now();
     this.#follow();
     this.#reportApplied();
     this.#scheduleRepair(this.#knownTail);
+    return "replaced";
+  }
+
+  /**
+   * Whether replacing the store by `source` (and the log after it) would discard history a
+   * majority confirmed (`confirmed_guard.ts`): then the node stays stopped with the reason,
+   * logged at error level and kept in the diverged mark, its store untouched for an operator;
+   * the rebuild is tried again after the usual pause (a later stream leader may hold the
+   * confirmed history again).
+   */
+  async #refused(source: RebuildSource): Promise<boolean> {
+    if (this.#confirmed <= 0) return false;
+    const records = (db: Database<unknown, Key>) => {
+      const out = new Map<number, string>();
+      for (const { key, value } of db.getRange({ end: this.#confirmed + 1 })) {
+        // Older stores kept the keys alone, without the batch id: not compared.
+        const batch = Array.isArray(value) ? undefined : (value as { b?: string }).b;
+        if (typeof key === "number" && batch !== undefined) out.set(key, batch);
+      }
+      return out;
+    };
+    const mismatch = await firstConfirmedMismatch({
+      confirmed: this.#confirmed,
+      mine: records(this.#recentDb as Database<unknown, Key>),
+      sourcePosition: source.position,
+      source: source.store ? records(source.store.db("cluster:recent")) : new Map(),
+      read: async (seq) => {
+        const data = await this.#link.read(seq);
+        if (!data) return undefined;
+        const msg = this.#played(seq, codec.unpack(data) as LogMessage);
+        return msg.a ?? msg.b;
+      },
+    });
+    if (!mismatch) return false;
+    const reason = `cluster unavailable: the log no longer holds writes a majority confirmed (position ${mismatch.seq}); ` +
+      `the store is kept for an operator`;
+    if (this.#refusedFor !== reason) {
+      this.#refusedFor = reason;
+      log.error(reason, { confirmed: this.#confirmed, applied: this.#applied, batch: mismatch.mine, log_batch: mismatch.theirs ?? null });
+    } else log.warn("cluster rebuild refused again", { position: mismatch.seq, attempt: this.#rebuildAttempts });
+    this.#diverged = this.#rebuilding = reason;
+    const state = this.#rawDb<string>(POSITION_DB);
+    await state.put(DIVERGED_KEY, reason).catch(() => {});
     return true;
+  }
+
+  /** `msg` as this node reads it at `seq` (the fault hook `otherAt`: another message there). */
+  #played(seq: number, msg: LogMessage): LogMessage {
+    if (!this.#otherActive || seq !== this.#opts.otherAt) return msg;
+    return { ...msg, o: "", b: `other-${seq}`, a: undefined, w: forkedWrites(msg.w) };
   }
 
   /** Log position applied here. */
@@ -707,17 +782,26 @@ export class ReplicatedEnv implements Storage {
   async start(waitMs = 60_000): Promise<void> {
     // Stopped as diverged before a restart (or a crash during a rebuild): rebuilt first.
     const marked = this.#rawDb<string>(POSITION_DB).get(DIVERGED_KEY);
+    let refused = false;
     if (marked) {
       this.#diverged = this.#rebuilding = String(marked);
       log.warn("cluster store marked diverged; rebuilding it before serving", { reason: String(marked) });
+      const position = this.#rawDb<number>(POSITION_DB);
+      const from = position.get(UNSURE_FROM_KEY) ?? 1;
+      // A store marked by an earlier version kept only the first unsure position.
+      this.#confirmed = position.get(CONFIRMED_KEY) ?? from - 1;
+      this.#otherActive = (this.#opts.otherAt ?? 0) > 0;
       // Its subscribers may have moved to other nodes meanwhile: they are told again (and the
       // streams listed for the epoch renewal, for a store marked by an earlier version).
-      const streams = this.#markUnsure(this.#rawDb<number>(POSITION_DB).get(UNSURE_FROM_KEY) ?? 1);
+      const streams = this.#markUnsure(from);
       await this.#rawDb(UNSURE_DB).transaction(() => this.#keepUnsure(streams));
-      if (!(await this.#replace())) throw new Error("closed while rebuilding the store");
-      this.#rebuilding = undefined;
+      const outcome = await this.#replace();
+      if (outcome === "closed") throw new Error("closed while rebuilding the store");
+      // Refused: the node serves stopped (503) and tries again later, as after a stop.
+      refused = outcome === "refused";
+      if (!refused) this.#rebuilding = undefined;
     }
-    this.#follow();
+    if (!refused) this.#follow();
     // A dropped or delayed last message shows no gap: writers announce each position they
     // found their batch at (read from the stream after a short grace), and the log's tail is
     // compared now and then in case an announcement was lost too.
@@ -735,6 +819,11 @@ export class ReplicatedEnv implements Storage {
       } catch { /* not a report */ }
     });
     this.#tailTimer = setInterval(() => void this.#checkTail(), 1000);
+    if (refused) {
+      this.#reportApplied();
+      this.#scheduleRebuild();
+      return;
+    }
     const { first, last: target } = await this.#link.bounds();
     if (first > this.#applied + 1) throw new Error(BEHIND);
     if (!(await this.#waitApplied(target, Date.now() + waitMs))) {
@@ -1312,6 +1401,7 @@ export class ReplicatedEnv implements Storage {
     const before = this.#applied;
     for (const item of run) {
       if (item.seq === this.#opts.forkAt) item.msg = { ...item.msg, o: "", b: `fork-${item.seq}`, a: undefined, w: forkedWrites(item.msg.w) };
+      item.msg = this.#played(item.seq, item.msg);
       const { seq, msg } = item;
       // A batch id seen again (a retried publish stored twice) is skipped: its first
       // occurrence decided it.

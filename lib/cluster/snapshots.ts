@@ -23,7 +23,7 @@ import { StoreEnv } from "../store/env.ts";
 import type { ClusterLink } from "./link.ts";
 import type { NodeWatch } from "./nodes.ts";
 import { NODE_LOCAL_DB, POSITION_DB, type ReplicatedEnv, UNLISTED_NODE_LOCAL } from "./replicated_env.ts";
-import { SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "./rebuild.ts";
+import { DIVERGED_KEY, SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "./rebuild.ts";
 
 // Where the newest snapshot is (a node rebuilding its store reads it too).
 const BUCKET = SNAPSHOT_BUCKET;
@@ -41,6 +41,16 @@ async function positionOf(path: string, clearNodeOnly = false): Promise<number> 
       for (const name of [...store.db(NODE_LOCAL_DB).getKeys()]) store.db(name as string).clearSync();
     }
     return store.db<number>(POSITION_DB).get("applied") ?? 0;
+  } finally {
+    await store.close();
+  }
+}
+
+/** Whether the store at `path` carries the diverged mark (`rebuild.ts` `DIVERGED_KEY`). */
+async function markedDiverged(path: string): Promise<boolean> {
+  const store = new StoreEnv(path, false);
+  try {
+    return store.db<string>(POSITION_DB).get(DIVERGED_KEY) !== undefined;
   } finally {
     await store.close();
   }
@@ -78,6 +88,9 @@ export async function restoreIfBehind(link: ClusterLink, path: string): Promise<
   if (first <= 1) return;
   const applied = await positionOf(path);
   if (applied + 1 >= first) return;
+  // A store that stopped as diverged is replaced by its rebuild only, which first checks that
+  // the snapshot and the log hold its confirmed history (`confirmed_guard.ts`).
+  if (await markedDiverged(path)) return;
   for (let attempt = 1;; attempt++) {
     try {
       const position = await download(link, path, first);
