@@ -42,9 +42,24 @@ const WATCH_PING_MS = 250;
 const API_MS = 2000;
 const API_GRACE_MS = 750;
 
+/** A request still unanswered is sent again (`#answered`) once JetStream answered a request
+ * sent at least this long after it, when JetStream was seen failing since it was sent. */
+const RESEND_GAP_MS = 100;
+/** How often one request may be sent again so, at most. */
+const MAX_RESENDS = 3;
+
 /** The JetStream stream holding every replicated write, and its one subject. */
 export const LOG_STREAM = "SWITCHBOARD";
 const LOG_SUBJECT = "sb.log";
+
+/** A JetStream request waiting for its answer (a read, the log's bounds, a publish): when and
+ * how often it was sent, and how to send it again. */
+interface Pending {
+  firstAt: number;
+  sentAt: number;
+  resends: number;
+  send(): void;
+}
 
 /** How an append ended: stored at `seq` (or found already stored there under its message id),
  * or unknown (timeout, no leader, connection lost). */
@@ -72,6 +87,10 @@ export class ClusterLink {
   /** Requests in flight, each ended when the connection is lost (their replies cannot come)
    * instead of waiting out its timeout. */
   #inflight = new Set<() => void>();
+  /** JetStream requests waiting for their answer (`#answered` may send them again), and when
+   * JetStream was last seen failing one (no responders, a timeout, 10008, a connection lost). */
+  #pending = new Set<Pending>();
+  #failedAt = 0;
 
   private constructor(nc: NatsConnection, jsm: JetStreamManager, nodeId: string, replicas: number) {
     this.nc = nc;
@@ -96,6 +115,7 @@ export class ClusterLink {
         dials = [];
         log.warn("cluster NATS connection lost", { server: String(s.data) });
         this.#pings.clear();
+        this.#failed();
         for (const end of this.#inflight) end();
         this.#inflight.clear();
       } else if (s.type === DebugEvents.Reconnecting) {
@@ -179,9 +199,33 @@ export class ClusterLink {
    * duplicate window (2 minutes) JetStream stores it once and answers a retry with its position.
    */
   async append(data: Uint8Array, msgId: string, timeoutMs: number): Promise<AppendOutcome> {
+    const deadline = Date.now() + Math.max(100, timeoutMs);
+    let pending: Pending | undefined;
     let ack: PubAck;
     try {
-      const publish = this.js.publish(LOG_SUBJECT, data, { msgID: msgId, timeout: Math.max(100, timeoutMs) });
+      const publish = new Promise<PubAck>((resolve, reject) => {
+        let running = 0;
+        let settled = false;
+        const send = () => {
+          running++;
+          const sentAt = Date.now();
+          this.js.publish(LOG_SUBJECT, data, { msgID: msgId, timeout: Math.max(100, deadline - sentAt) }).then((r) => {
+            if (settled) return;
+            settled = true;
+            resolve(r);
+            this.#answered(sentAt);
+          }, (err) => {
+            this.#failed();
+            if (--running === 0 && !settled) {
+              settled = true;
+              reject(err);
+            }
+          });
+        };
+        pending = { firstAt: Date.now(), sentAt: Date.now(), resends: 0, send };
+        this.#pending.add(pending);
+        send();
+      });
       publish.catch(() => {}); // a reply that comes after a move is dropped
       // A connection lost meanwhile cannot bring the reply: the caller retries (same message
       // id) on the next server at once rather than after the timeout.
@@ -190,8 +234,37 @@ export class ClusterLink {
       ack = r;
     } catch (err) {
       return { kind: "unknown", error: describe(err) };
+    } finally {
+      if (pending) this.#pending.delete(pending);
     }
     return { kind: "stored", seq: ack.seq, duplicate: ack.duplicate };
+  }
+
+  /**
+   * JetStream answered a request first sent at `sentAt`. A request sent while the stream had no
+   * working leader (an election after its leader failed) is dropped, never answered: it would
+   * wait out its whole timeout (2 s for a read, 1 s for a publish) after JetStream is back, and
+   * the write that needs it with it. So every request still waiting that was sent
+   * `RESEND_GAP_MS` or more before this one, while JetStream was seen failing (a failure came
+   * at or after its send), is sent again now. Reads are idempotent and a publish goes again
+   * under its message id (stored once), so a request that was only slow costs one more answer;
+   * under load without failures nothing is sent again.
+   */
+  #answered(sentAt: number): void {
+    let again = 0;
+    for (const p of this.#pending) {
+      if (p.sentAt + RESEND_GAP_MS > sentAt || p.sentAt > this.#failedAt || p.resends >= MAX_RESENDS) continue;
+      p.resends++;
+      p.sentAt = Date.now();
+      p.send();
+      again++;
+    }
+    if (again > 0) log.debug("cluster NATS requests sent again (JetStream answers again)", { requests: again });
+  }
+
+  /** Notes that JetStream failed a request just now (see `#answered`). */
+  #failed(): void {
+    this.#failedAt = Date.now();
   }
 
   /**
@@ -287,14 +360,19 @@ export class ClusterLink {
       const token = String(++this.#apiSeq);
       let unavailable: ApiError | undefined;
       let grace: ReturnType<typeof setTimeout> | undefined;
+      let timer: ReturnType<typeof setTimeout> | undefined;
       const finish = (settle: () => void) => {
         if (!this.#apiWaiting.delete(token)) return;
         clearTimeout(timer);
         clearTimeout(grace);
         this.#inflight.delete(end);
+        this.#pending.delete(pending);
         settle();
       };
-      const fail = (err: unknown) => finish(() => reject(err));
+      const fail = (err: unknown) => {
+        this.#failed();
+        finish(() => reject(err));
+      };
       this.#apiWaiting.set(token, (m) => {
         // No server took the request (nats.js's "no responders").
         if (m.data.length === 0 && m.headers?.code === 503) return fail(Object.assign(new Error("503"), { code: "503" }));
@@ -305,30 +383,44 @@ export class ClusterLink {
           return fail(e);
         }
         if (r.error?.err_code === 10008) {
+          this.#failed();
           unavailable = r.error;
           grace ??= setTimeout(() => fail(apiError(unavailable!)), API_GRACE_MS);
           return;
         }
-        if (r.error) return fail(apiError(r.error));
-        finish(() => resolve(r));
+        // Any other answer, an error included (10037: no message there), comes from the
+        // stream's leader: JetStream answers.
+        if (r.error) finish(() => reject(apiError(r.error!)));
+        else finish(() => resolve(r));
+        this.#answered(pending.firstAt);
       });
-      const timer = setTimeout(() => fail(unavailable ? apiError(unavailable) : Object.assign(new Error("TIMEOUT"), { code: "TIMEOUT" })), timeoutMs);
       const end = () => fail(new Error("NATS connection lost"));
       this.#inflight.add(end);
-      try {
-        // One subscription for every answer (a subscription per request would cost the
-        // servers an interest change each): the reply subject's last token names the request.
-        if (!this.#apiInbox) {
-          const inbox = createInbox();
-          this.nc.subscribe(`${inbox}.*`, {
-            callback: (_err, m) => this.#apiWaiting.get(m.subject.slice(inbox.length + 1))?.(m),
-          });
-          this.#apiInbox = inbox;
+      // Sent once, and again by `#answered` (same reply subject: the first answer counts),
+      // each time with the whole timeout and grace before it.
+      const send = () => {
+        clearTimeout(timer);
+        clearTimeout(grace);
+        grace = undefined;
+        timer = setTimeout(() => fail(unavailable ? apiError(unavailable) : Object.assign(new Error("TIMEOUT"), { code: "TIMEOUT" })), timeoutMs);
+        try {
+          // One subscription for every answer (a subscription per request would cost the
+          // servers an interest change each): the reply subject's last token names the request.
+          if (!this.#apiInbox) {
+            const inbox = createInbox();
+            this.nc.subscribe(`${inbox}.*`, {
+              callback: (_err, m) => this.#apiWaiting.get(m.subject.slice(inbox.length + 1))?.(m),
+            });
+            this.#apiInbox = inbox;
+          }
+          this.nc.publish(subject, new TextEncoder().encode(JSON.stringify(body)), { reply: `${this.#apiInbox}.${token}` });
+        } catch (err) {
+          fail(err);
         }
-        this.nc.publish(subject, new TextEncoder().encode(JSON.stringify(body)), { reply: `${this.#apiInbox}.${token}` });
-      } catch (err) {
-        fail(err);
-      }
+      };
+      const pending: Pending = { firstAt: Date.now(), sentAt: Date.now(), resends: 0, send };
+      this.#pending.add(pending);
+      send();
     });
   }
 
