@@ -48,6 +48,10 @@ const RESEND_GAP_MS = 100;
 /** How often one request may be sent again so, at most. */
 const MAX_RESENDS = 3;
 
+/** How long the look for a server that answers JetStream requests (`#seek`) may wait for
+ * each server, and how often it may run at most. */
+const SEEK_MS = 1000;
+
 /** The JetStream stream holding every replicated write, and its one subject. */
 export const LOG_STREAM = "SWITCHBOARD";
 const LOG_SUBJECT = "sb.log";
@@ -91,9 +95,16 @@ export class ClusterLink {
    * JetStream was last seen failing one (no responders, a timeout, 10008, a connection lost). */
   #pending = new Set<Pending>();
   #failedAt = 0;
+  /** The servers from `--nats`; the running look for one that answers (`#seek`), when the
+   * last one started, and when JetStream last answered an API request on this connection. */
+  #servers: string[];
+  #seeking = false;
+  #soughtAt = 0;
+  #apiAnsweredAt = 0;
 
-  private constructor(nc: NatsConnection, jsm: JetStreamManager, nodeId: string, replicas: number) {
+  private constructor(nc: NatsConnection, jsm: JetStreamManager, nodeId: string, replicas: number, servers: string[]) {
     this.nc = nc;
+    this.#servers = servers;
     this.#replicas = replicas;
     this.#maxPayload = nc.info?.max_payload ?? 1024 * 1024;
     this.jsm = jsm;
@@ -176,7 +187,7 @@ export class ClusterLink {
             duplicate_window: 120_000_000_000,
           });
         }
-        return new ClusterLink(nc, jsm, nodeId, replicas);
+        return new ClusterLink(nc, jsm, nodeId, replicas, servers);
       } catch (err) {
         lastError = err;
         await new Promise((r) => setTimeout(r, 250));
@@ -298,6 +309,48 @@ export class ClusterLink {
     }, () => this.#pings.delete(ping));
   }
 
+  /**
+   * This connection's server refused a JetStream request with "JetStream system temporarily
+   * unavailable" (10008), and no better answer came within `API_GRACE_MS`: with nats-server 2.9.10 a server that lost sight of JetStream's meta
+   * leader (after another server resumed from a freeze) answers every API request so, at once,
+   * for about 5 s, while the stream's leader serves the clients of another server (its answer
+   * across the route does not always come). Asks every other server from `--nats`, each over a
+   * short-lived connection of its own, for the stream's info: a server that refuses answers its
+   * own 10008 first, one that works answers properly. Moves to the first that answers properly
+   * (dialled next), unless JetStream answered an API request on this connection meanwhile;
+   * stays when none does (JetStream itself is electing: every server refuses alike, and moving
+   * blind only costs a dial, or lands on another refusing server).
+   */
+  #seek(): void {
+    const others = this.#servers.filter((u) => !sameServer(u, this.nc.getServer()));
+    if (this.#seeking || Date.now() - this.#soughtAt < SEEK_MS || others.length === 0 || !this.connected()) return;
+    this.#seeking = true;
+    const started = this.#soughtAt = Date.now();
+    const from = this.nc.getServer();
+    const ask = async (url: string): Promise<string> => {
+      const nc = await connect({ servers: [url], timeout: SEEK_MS, reconnect: false, noRandomize: true, ignoreClusterUpdates: true, name: `switchboard-${this.nodeId}-seek` });
+      try {
+        const m = await nc.request(`$JS.API.STREAM.INFO.${LOG_STREAM}`, new TextEncoder().encode("{}"), { timeout: SEEK_MS });
+        const r = JSON.parse(new TextDecoder().decode(m.data)) as { error?: ApiError };
+        if (r.error) throw apiError(r.error);
+        return url;
+      } finally {
+        await nc.close().catch(() => {});
+      }
+    };
+    Promise.any(others.map(ask)).then((url) => {
+      // A server just resumed from a freeze may answer once from its stale state, then refuse:
+      // the next refusal seeks again (`SEEK_MS` later at the soonest).
+      if (this.#apiAnsweredAt >= started || this.nc.getServer() !== from || !this.connected()) return;
+      const list = (this.nc as unknown as { protocol?: { servers?: { servers?: { listen?: string }[] } } }).protocol?.servers?.servers;
+      const at = list?.findIndex((s) => typeof s.listen === "string" && sameServer(url, s.listen)) ?? -1;
+      if (list && at > 0) list.unshift(...list.splice(at, 1));
+      this.moveOn("cluster NATS server refuses JetStream requests (10008); moving to one that answers", { to: url, sought_ms: Date.now() - started });
+    }, () => {
+      log.debug("cluster NATS server refuses JetStream requests (10008); no other server answers: staying", { sought_ms: Date.now() - started });
+    }).finally(() => (this.#seeking = false));
+  }
+
   /** Leaves the current server for the next one from `--nats` (logging `why`). */
   moveOn(why: string, fields: Record<string, unknown> = {}): void {
     log.warn(why, { server: this.nc.getServer(), ...fields });
@@ -385,13 +438,17 @@ export class ClusterLink {
         if (r.error?.err_code === 10008) {
           this.#failed();
           unavailable = r.error;
-          grace ??= setTimeout(() => fail(apiError(unavailable!)), API_GRACE_MS);
+          grace ??= setTimeout(() => {
+            fail(apiError(unavailable!));
+            this.#seek();
+          }, API_GRACE_MS);
           return;
         }
         // Any other answer, an error included (10037: no message there), comes from the
         // stream's leader: JetStream answers.
         if (r.error) finish(() => reject(apiError(r.error!)));
         else finish(() => resolve(r));
+        this.#apiAnsweredAt = Date.now();
         this.#answered(pending.firstAt);
       });
       const end = () => fail(new Error("NATS connection lost"));
@@ -521,6 +578,12 @@ function describe(err: unknown): string {
   const code = (err as { code?: string }).code;
   if (code === "503") return "503 no responders";
   return err instanceof Error ? err.message : String(err);
+}
+
+/** Whether server URL `a` and `b` (a URL or nats.js's `host:port`) name the same server. */
+function sameServer(a: string, b: string): boolean {
+  const hostPort = (u: string) => u.replace(/^[a-z]+:\/\//, "").replace(/\/.*$/, "").replace(/^localhost:/, "127.0.0.1:");
+  return hostPort(a) === hostPort(b);
 }
 
 /**
