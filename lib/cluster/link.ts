@@ -315,11 +315,13 @@ export class ClusterLink {
    * leader (after another server resumed from a freeze) answers every API request so, at once,
    * for about 5 s, while the stream's leader serves the clients of another server (its answer
    * across the route does not always come). Asks every other server from `--nats`, each over a
-   * short-lived connection of its own, for the stream's info: a server that refuses answers its
-   * own 10008 first, one that works answers properly. Moves to the first that answers properly
-   * (dialled next), unless JetStream answered an API request on this connection meanwhile;
-   * stays when none does (JetStream itself is electing: every server refuses alike, and moving
-   * blind only costs a dial, or lands on another refusing server).
+   * short-lived connection of its own, for the stream's info, and moves to the one that answers
+   * it properly and names itself as the stream's leader (dialled next; the stream's leader
+   * serves its own clients), unless JetStream answered an API request on this connection
+   * meanwhile. Stays when none does (JetStream itself is electing, or the leader is this
+   * server: moving blind only costs a dial, or lands on another refusing server). An answer is
+   * not enough: the first one may come from another server across a route (in a nemesis run
+   * nodes moved between two refusing servers every second so).
    */
   #seek(): void {
     const others = this.#servers.filter((u) => !sameServer(u, this.nc.getServer()));
@@ -331,8 +333,11 @@ export class ClusterLink {
       const nc = await connect({ servers: [url], timeout: SEEK_MS, reconnect: false, noRandomize: true, ignoreClusterUpdates: true, name: `switchboard-${this.nodeId}-seek` });
       try {
         const m = await nc.request(`$JS.API.STREAM.INFO.${LOG_STREAM}`, new TextEncoder().encode("{}"), { timeout: SEEK_MS });
-        const r = JSON.parse(new TextDecoder().decode(m.data)) as { error?: ApiError };
+        const r = JSON.parse(new TextDecoder().decode(m.data)) as { error?: ApiError; cluster?: { leader?: string } };
         if (r.error) throw apiError(r.error);
+        // The first answer may come across a route from another server: only the stream's
+        // leader itself is known to serve its own clients.
+        if (nc.info?.cluster && r.cluster?.leader !== nc.info.server_name) throw new Error(`${url} does not lead the stream`);
         return url;
       } finally {
         await nc.close().catch(() => {});
