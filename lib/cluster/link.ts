@@ -43,8 +43,11 @@ const API_MS = 2000;
 const API_GRACE_MS = 750;
 
 /** A request still unanswered is sent again (`#answered`) once JetStream answered a request
- * sent at least this long after it, when JetStream was seen failing since it was sent. */
+ * sent at least `RESEND_GAP_MS` after it, when it was sent while JetStream was seen failing:
+ * before a failure, or less than `TROUBLED_MS` after one (a request sent as the new leader
+ * takes over may be dropped too, with no failure after it). */
 const RESEND_GAP_MS = 100;
+const TROUBLED_MS = 1000;
 /** How often one request may be sent again so, at most. */
 const MAX_RESENDS = 3;
 
@@ -256,15 +259,15 @@ export class ClusterLink {
    * working leader (an election after its leader failed) is dropped, never answered: it would
    * wait out its whole timeout (2 s for a read, 1 s for a publish) after JetStream is back, and
    * the write that needs it with it. So every request still waiting that was sent
-   * `RESEND_GAP_MS` or more before this one, while JetStream was seen failing (a failure came
-   * at or after its send), is sent again now. Reads are idempotent and a publish goes again
+   * `RESEND_GAP_MS` or more before this one, while JetStream was seen failing (see
+   * `TROUBLED_MS`), is sent again now. Reads are idempotent and a publish goes again
    * under its message id (stored once), so a request that was only slow costs one more answer;
    * under load without failures nothing is sent again.
    */
   #answered(sentAt: number): void {
     let again = 0;
     for (const p of this.#pending) {
-      if (p.sentAt + RESEND_GAP_MS > sentAt || p.sentAt > this.#failedAt || p.resends >= MAX_RESENDS) continue;
+      if (p.sentAt + RESEND_GAP_MS > sentAt || p.sentAt > this.#failedAt + TROUBLED_MS || p.resends >= MAX_RESENDS) continue;
       p.resends++;
       p.sentAt = Date.now();
       p.send();

@@ -59,7 +59,8 @@ Deno.test("cluster link: a publish lost in an election is sent again, under its 
     assert.equal(r.kind, "stored", `the publish sent during the election is stored: ${JSON.stringify(r)}`);
     assert.equal(fake.publishes.get("m-lost"), 2, "sent twice under one message id");
     assert.equal(new TextDecoder().decode((await link.read(r.kind === "stored" ? r.seq : 0))!), "lost");
-    // Without a failure seen since it was sent, a slow request is never sent again.
+    // Sent well after the last failure seen, a slow request is never sent again.
+    await sleep(1200);
     fake.mode = "electing";
     const slow = link.read(1).catch(() => null);
     await sleep(150);
