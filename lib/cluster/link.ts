@@ -462,12 +462,15 @@ export class ClusterLink {
       const end = () => fail(new Error("NATS connection lost"));
       this.#inflight.add(end);
       // Sent once, and again by `#answered` (same reply subject: the first answer counts),
-      // each time with the whole timeout and grace before it.
+      // each time with the grace before it and at least the grace left before the timeout
+      // (so a request ends at most `API_GRACE_MS` past its timeout).
+      const deadline = Date.now() + timeoutMs;
       const send = () => {
         clearTimeout(timer);
         clearTimeout(grace);
         grace = undefined;
-        timer = setTimeout(() => fail(unavailable ? apiError(unavailable) : Object.assign(new Error("TIMEOUT"), { code: "TIMEOUT" })), timeoutMs);
+        const left = Math.max(deadline - Date.now(), API_GRACE_MS);
+        timer = setTimeout(() => fail(unavailable ? apiError(unavailable) : Object.assign(new Error("TIMEOUT"), { code: "TIMEOUT" })), left);
         try {
           // One subscription for every answer (a subscription per request would cost the
           // servers an interest change each): the reply subject's last token names the request.
