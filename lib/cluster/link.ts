@@ -42,9 +42,31 @@ const WATCH_PING_MS = 250;
 const API_MS = 2000;
 const API_GRACE_MS = 750;
 
+/** A request still unanswered is sent again (`#answered`) once JetStream answered a request
+ * sent at least `RESEND_GAP_MS` after it, when it was sent while JetStream was seen failing:
+ * before a failure, or less than `TROUBLED_MS` after one (a request sent as the new leader
+ * takes over may be dropped too, with no failure after it). */
+const RESEND_GAP_MS = 100;
+const TROUBLED_MS = 1000;
+/** How often one request may be sent again so, at most. */
+const MAX_RESENDS = 3;
+
+/** How long the look for a server that answers JetStream requests (`#seek`) may wait for
+ * each server, and how often it may run at most. */
+const SEEK_MS = 1000;
+
 /** The JetStream stream holding every replicated write, and its one subject. */
 export const LOG_STREAM = "SWITCHBOARD";
 const LOG_SUBJECT = "sb.log";
+
+/** A JetStream request waiting for its answer (a read, the log's bounds, a publish): when and
+ * how often it was sent, and how to send it again. */
+interface Pending {
+  firstAt: number;
+  sentAt: number;
+  resends: number;
+  send(): void;
+}
 
 /** How an append ended: stored at `seq` (or found already stored there under its message id),
  * or unknown (timeout, no leader, connection lost). */
@@ -72,9 +94,20 @@ export class ClusterLink {
   /** Requests in flight, each ended when the connection is lost (their replies cannot come)
    * instead of waiting out its timeout. */
   #inflight = new Set<() => void>();
+  /** JetStream requests waiting for their answer (`#answered` may send them again), and when
+   * JetStream was last seen failing one (no responders, a timeout, 10008, a connection lost). */
+  #pending = new Set<Pending>();
+  #failedAt = 0;
+  /** The servers from `--nats`; the running look for one that answers (`#seek`), when the
+   * last one started, and when JetStream last answered an API request on this connection. */
+  #servers: string[];
+  #seeking = false;
+  #soughtAt = 0;
+  #apiAnsweredAt = 0;
 
-  private constructor(nc: NatsConnection, jsm: JetStreamManager, nodeId: string, replicas: number) {
+  private constructor(nc: NatsConnection, jsm: JetStreamManager, nodeId: string, replicas: number, servers: string[]) {
     this.nc = nc;
+    this.#servers = servers;
     this.#replicas = replicas;
     this.#maxPayload = nc.info?.max_payload ?? 1024 * 1024;
     this.jsm = jsm;
@@ -96,6 +129,7 @@ export class ClusterLink {
         dials = [];
         log.warn("cluster NATS connection lost", { server: String(s.data) });
         this.#pings.clear();
+        this.#failed();
         for (const end of this.#inflight) end();
         this.#inflight.clear();
       } else if (s.type === DebugEvents.Reconnecting) {
@@ -156,7 +190,7 @@ export class ClusterLink {
             duplicate_window: 120_000_000_000,
           });
         }
-        return new ClusterLink(nc, jsm, nodeId, replicas);
+        return new ClusterLink(nc, jsm, nodeId, replicas, servers);
       } catch (err) {
         lastError = err;
         await new Promise((r) => setTimeout(r, 250));
@@ -179,9 +213,33 @@ export class ClusterLink {
    * duplicate window (2 minutes) JetStream stores it once and answers a retry with its position.
    */
   async append(data: Uint8Array, msgId: string, timeoutMs: number): Promise<AppendOutcome> {
+    const deadline = Date.now() + Math.max(100, timeoutMs);
+    let pending: Pending | undefined;
     let ack: PubAck;
     try {
-      const publish = this.js.publish(LOG_SUBJECT, data, { msgID: msgId, timeout: Math.max(100, timeoutMs) });
+      const publish = new Promise<PubAck>((resolve, reject) => {
+        let running = 0;
+        let settled = false;
+        const send = () => {
+          running++;
+          const sentAt = Date.now();
+          this.js.publish(LOG_SUBJECT, data, { msgID: msgId, timeout: Math.max(100, deadline - sentAt) }).then((r) => {
+            if (settled) return;
+            settled = true;
+            resolve(r);
+            this.#answered(sentAt);
+          }, (err) => {
+            this.#failed();
+            if (--running === 0 && !settled) {
+              settled = true;
+              reject(err);
+            }
+          });
+        };
+        pending = { firstAt: Date.now(), sentAt: Date.now(), resends: 0, send };
+        this.#pending.add(pending);
+        send();
+      });
       publish.catch(() => {}); // a reply that comes after a move is dropped
       // A connection lost meanwhile cannot bring the reply: the caller retries (same message
       // id) on the next server at once rather than after the timeout.
@@ -190,8 +248,37 @@ export class ClusterLink {
       ack = r;
     } catch (err) {
       return { kind: "unknown", error: describe(err) };
+    } finally {
+      if (pending) this.#pending.delete(pending);
     }
     return { kind: "stored", seq: ack.seq, duplicate: ack.duplicate };
+  }
+
+  /**
+   * JetStream answered a request first sent at `sentAt`. A request sent while the stream had no
+   * working leader (an election after its leader failed) is dropped, never answered: it would
+   * wait out its whole timeout (2 s for a read, 1 s for a publish) after JetStream is back, and
+   * the write that needs it with it. So every request still waiting that was sent
+   * `RESEND_GAP_MS` or more before this one, while JetStream was seen failing (see
+   * `TROUBLED_MS`), is sent again now. Reads are idempotent and a publish goes again
+   * under its message id (stored once), so a request that was only slow costs one more answer;
+   * under load without failures nothing is sent again.
+   */
+  #answered(sentAt: number): void {
+    let again = 0;
+    for (const p of this.#pending) {
+      if (p.sentAt + RESEND_GAP_MS > sentAt || p.sentAt > this.#failedAt + TROUBLED_MS || p.resends >= MAX_RESENDS) continue;
+      p.resends++;
+      p.sentAt = Date.now();
+      p.send();
+      again++;
+    }
+    if (again > 0) log.debug("cluster NATS requests sent again (JetStream answers again)", { requests: again });
+  }
+
+  /** Notes that JetStream failed a request just now (see `#answered`). */
+  #failed(): void {
+    this.#failedAt = Date.now();
   }
 
   /**
@@ -223,6 +310,53 @@ export class ClusterLink {
       // Answers come in order: every earlier ping is answered too.
       for (const p of this.#pings) if (p.at <= ping.at) this.#pings.delete(p);
     }, () => this.#pings.delete(ping));
+  }
+
+  /**
+   * This connection's server refused a JetStream request with "JetStream system temporarily
+   * unavailable" (10008), and no better answer came within `API_GRACE_MS`: with nats-server 2.9.10 a server that lost sight of JetStream's meta
+   * leader (after another server resumed from a freeze) answers every API request so, at once,
+   * for about 5 s, while the stream's leader serves the clients of another server (its answer
+   * across the route does not always come). Asks every other server from `--nats`, each over a
+   * short-lived connection of its own, for the stream's info, and moves to the one that answers
+   * it properly and names itself as the stream's leader (dialled next; the stream's leader
+   * serves its own clients), unless JetStream answered an API request on this connection
+   * meanwhile. Stays when none does (JetStream itself is electing, or the leader is this
+   * server: moving blind only costs a dial, or lands on another refusing server). An answer is
+   * not enough: the first one may come from another server across a route (in a nemesis run
+   * nodes moved between two refusing servers every second so).
+   */
+  #seek(): void {
+    const others = this.#servers.filter((u) => !sameServer(u, this.nc.getServer()));
+    if (this.#seeking || Date.now() - this.#soughtAt < SEEK_MS || others.length === 0 || !this.connected()) return;
+    this.#seeking = true;
+    const started = this.#soughtAt = Date.now();
+    const from = this.nc.getServer();
+    const ask = async (url: string): Promise<string> => {
+      const nc = await connect({ servers: [url], timeout: SEEK_MS, reconnect: false, noRandomize: true, ignoreClusterUpdates: true, name: `switchboard-${this.nodeId}-seek` });
+      try {
+        const m = await nc.request(`$JS.API.STREAM.INFO.${LOG_STREAM}`, new TextEncoder().encode("{}"), { timeout: SEEK_MS });
+        const r = JSON.parse(new TextDecoder().decode(m.data)) as { error?: ApiError; cluster?: { leader?: string } };
+        if (r.error) throw apiError(r.error);
+        // The first answer may come across a route from another server: only the stream's
+        // leader itself is known to serve its own clients.
+        if (nc.info?.cluster && r.cluster?.leader !== nc.info.server_name) throw new Error(`${url} does not lead the stream`);
+        return url;
+      } finally {
+        await nc.close().catch(() => {});
+      }
+    };
+    Promise.any(others.map(ask)).then((url) => {
+      // A server just resumed from a freeze may answer once from its stale state, then refuse:
+      // the next refusal seeks again (`SEEK_MS` later at the soonest).
+      if (this.#apiAnsweredAt >= started || this.nc.getServer() !== from || !this.connected()) return;
+      const list = (this.nc as unknown as { protocol?: { servers?: { servers?: { listen?: string }[] } } }).protocol?.servers?.servers;
+      const at = list?.findIndex((s) => typeof s.listen === "string" && sameServer(url, s.listen)) ?? -1;
+      if (list && at > 0) list.unshift(...list.splice(at, 1));
+      this.moveOn("cluster NATS server refuses JetStream requests (10008); moving to one that answers", { to: url, sought_ms: Date.now() - started });
+    }, () => {
+      log.debug("cluster NATS server refuses JetStream requests (10008); no other server answers: staying", { sought_ms: Date.now() - started });
+    }).finally(() => (this.#seeking = false));
   }
 
   /** Leaves the current server for the next one from `--nats` (logging `why`). */
@@ -287,14 +421,19 @@ export class ClusterLink {
       const token = String(++this.#apiSeq);
       let unavailable: ApiError | undefined;
       let grace: ReturnType<typeof setTimeout> | undefined;
+      let timer: ReturnType<typeof setTimeout> | undefined;
       const finish = (settle: () => void) => {
         if (!this.#apiWaiting.delete(token)) return;
         clearTimeout(timer);
         clearTimeout(grace);
         this.#inflight.delete(end);
+        this.#pending.delete(pending);
         settle();
       };
-      const fail = (err: unknown) => finish(() => reject(err));
+      const fail = (err: unknown) => {
+        this.#failed();
+        finish(() => reject(err));
+      };
       this.#apiWaiting.set(token, (m) => {
         // No server took the request (nats.js's "no responders").
         if (m.data.length === 0 && m.headers?.code === 503) return fail(Object.assign(new Error("503"), { code: "503" }));
@@ -305,30 +444,51 @@ export class ClusterLink {
           return fail(e);
         }
         if (r.error?.err_code === 10008) {
+          this.#failed();
           unavailable = r.error;
-          grace ??= setTimeout(() => fail(apiError(unavailable!)), API_GRACE_MS);
+          grace ??= setTimeout(() => {
+            fail(apiError(unavailable!));
+            this.#seek();
+          }, API_GRACE_MS);
           return;
         }
-        if (r.error) return fail(apiError(r.error));
-        finish(() => resolve(r));
+        // Any other answer, an error included (10037: no message there), comes from the
+        // stream's leader: JetStream answers.
+        if (r.error) finish(() => reject(apiError(r.error!)));
+        else finish(() => resolve(r));
+        this.#apiAnsweredAt = Date.now();
+        this.#answered(pending.firstAt);
       });
-      const timer = setTimeout(() => fail(unavailable ? apiError(unavailable) : Object.assign(new Error("TIMEOUT"), { code: "TIMEOUT" })), timeoutMs);
       const end = () => fail(new Error("NATS connection lost"));
       this.#inflight.add(end);
-      try {
-        // One subscription for every answer (a subscription per request would cost the
-        // servers an interest change each): the reply subject's last token names the request.
-        if (!this.#apiInbox) {
-          const inbox = createInbox();
-          this.nc.subscribe(`${inbox}.*`, {
-            callback: (_err, m) => this.#apiWaiting.get(m.subject.slice(inbox.length + 1))?.(m),
-          });
-          this.#apiInbox = inbox;
+      // Sent once, and again by `#answered` (same reply subject: the first answer counts),
+      // each time with the grace before it and at least the grace left before the timeout
+      // (so a request ends at most `API_GRACE_MS` past its timeout).
+      const deadline = Date.now() + timeoutMs;
+      const send = () => {
+        clearTimeout(timer);
+        clearTimeout(grace);
+        grace = undefined;
+        const left = Math.max(deadline - Date.now(), API_GRACE_MS);
+        timer = setTimeout(() => fail(unavailable ? apiError(unavailable) : Object.assign(new Error("TIMEOUT"), { code: "TIMEOUT" })), left);
+        try {
+          // One subscription for every answer (a subscription per request would cost the
+          // servers an interest change each): the reply subject's last token names the request.
+          if (!this.#apiInbox) {
+            const inbox = createInbox();
+            this.nc.subscribe(`${inbox}.*`, {
+              callback: (_err, m) => this.#apiWaiting.get(m.subject.slice(inbox.length + 1))?.(m),
+            });
+            this.#apiInbox = inbox;
+          }
+          this.nc.publish(subject, new TextEncoder().encode(JSON.stringify(body)), { reply: `${this.#apiInbox}.${token}` });
+        } catch (err) {
+          fail(err);
         }
-        this.nc.publish(subject, new TextEncoder().encode(JSON.stringify(body)), { reply: `${this.#apiInbox}.${token}` });
-      } catch (err) {
-        fail(err);
-      }
+      };
+      const pending: Pending = { firstAt: Date.now(), sentAt: Date.now(), resends: 0, send };
+      this.#pending.add(pending);
+      send();
     });
   }
 
@@ -429,6 +589,12 @@ function describe(err: unknown): string {
   const code = (err as { code?: string }).code;
   if (code === "503") return "503 no responders";
   return err instanceof Error ? err.message : String(err);
+}
+
+/** Whether server URL `a` and `b` (a URL or nats.js's `host:port`) name the same server. */
+function sameServer(a: string, b: string): boolean {
+  const hostPort = (u: string) => u.replace(/^[a-z]+:\/\//, "").replace(/\/.*$/, "").replace(/^localhost:/, "127.0.0.1:");
+  return hostPort(a) === hostPort(b);
 }
 
 /**

@@ -198,13 +198,9 @@ const READ_AHEAD = 64;
  * after `READS_STUCK_MS`. */
 const READS_FAILING_MS = 6000;
 const READS_STUCK_MS = 24_000;
-/** Reads refused this long with "JetStream temporarily unavailable" (10008) while the log grows
- * make the node move sooner, and after `READS_REFUSED_STUCK_MS` whether it grows or not (every
- * node may be on that server): with nats-server 2.9.10 a server that lost sight of JetStream's
- * meta leader (after another one resumed from a freeze) answers every read so for about 5 s,
- * while clients of another server read on. */
-const READS_REFUSED_MS = 1500;
-const READS_REFUSED_STUCK_MS = 3000;
+/** Reads refused with "JetStream temporarily unavailable" (10008) never make the node move
+ * blind: the link itself looks for a server that answers and moves there (`ClusterLink#seek`);
+ * moving blind landed on other refusing servers, every 3 s, for as long as JetStream elected. */
 
 /** `seq` as 8 bytes (big-endian float). */
 function encodeSeq(seq: number): Uint8Array {
@@ -1539,14 +1535,11 @@ export class ReplicatedEnv implements Storage {
           const failing = now - this.#readsFailingSince;
           const refused = /\(10008\)/.test(String(err));
           const grows = this.#knownTail > this.#tailWhenFailing;
-          const due = refused ? (grows ? READS_REFUSED_MS : READS_REFUSED_STUCK_MS) : grows ? READS_FAILING_MS : READS_STUCK_MS;
-          if (failing >= due) {
+          const due = grows ? READS_FAILING_MS : READS_STUCK_MS;
+          if (!refused && failing >= due) {
             this.#readsFailingSince = now;
             this.#tailWhenFailing = this.#knownTail;
-            this.#link.moveOn(
-              refused ? "cluster reads refused by this NATS server; moving to another" : "cluster reads keep failing on this NATS server; moving to another",
-              { error: String(err), failing_ms: failing, log_grew: grows },
-            );
+            this.#link.moveOn("cluster reads keep failing on this NATS server; moving to another", { error: String(err), failing_ms: failing, log_grew: grows });
           }
         }
       }
