@@ -27,19 +27,27 @@ async function withFake(fn: (link: ClusterLink, fake: FakeJetStream) => Promise<
   }
 }
 
+/**
+ * Ends an election the test started (`fake.mode = "electing"`): a publish sent meanwhile times
+ * out unanswered, JetStream has a leader again, and a later publish is answered, which is what
+ * makes the link send again what it sent during the election.
+ */
+async function passElection(link: ClusterLink, fake: FakeJetStream, laterId: string) {
+  const lost = await link.append(enc("two"), "m-2", 300);
+  assert.equal(lost.kind, "unknown");
+  fake.mode = "led";
+  await sleep(150);
+  const later = await link.append(enc(laterId), laterId, 2000);
+  assert.equal(later.kind, "stored", JSON.stringify(later));
+}
+
 Deno.test("cluster link: a read lost in an election is sent again once JetStream answers a later request", async () => {
   await withFake(async (link, fake) => {
     const first = await link.append(enc("one"), "m-1", 2000);
     assert.equal(first.kind, "stored", JSON.stringify(first));
     fake.mode = "electing";
     const read = link.read(1).then((d) => (d ? new TextDecoder().decode(d) : "none"), (err) => `failed: ${String(err)}`);
-    // JetStream fails meanwhile (a publish times out), then has a leader again.
-    const lost = await link.append(enc("two"), "m-2", 300);
-    assert.equal(lost.kind, "unknown");
-    fake.mode = "led";
-    await sleep(150);
-    const again = await link.append(enc("three"), "m-3", 2000);
-    assert.equal(again.kind, "stored", JSON.stringify(again));
+    await passElection(link, fake, "m-3");
     assert.equal(await read, "one", "the read sent during the election is answered");
     assert.ok((fake.reads.get(1) ?? 0) >= 2, `the read was sent again (${fake.reads.get(1)} requests)`);
   });
@@ -49,12 +57,7 @@ Deno.test("cluster link: a publish lost in an election is sent again, under its 
   await withFake(async (link, fake) => {
     fake.mode = "electing";
     const pending = link.append(enc("lost"), "m-lost", 6000);
-    const lost = await link.append(enc("two"), "m-2", 300);
-    assert.equal(lost.kind, "unknown");
-    fake.mode = "led";
-    await sleep(150);
-    const later = await link.append(enc("later"), "m-later", 2000);
-    assert.equal(later.kind, "stored", JSON.stringify(later));
+    await passElection(link, fake, "m-later");
     const r = await pending;
     assert.equal(r.kind, "stored", `the publish sent during the election is stored: ${JSON.stringify(r)}`);
     assert.equal(fake.publishes.get("m-lost"), 2, "sent twice under one message id");
