@@ -8,7 +8,7 @@ import type { App } from "../../config/apps.ts";
 import type { Hub } from "../../hub/hub.ts";
 import type { ChatServices } from "../services.ts";
 import type { ThreadEntry } from "../types.ts";
-import { stagePair } from "./messages.ts";
+import { type PairInput, stagePair } from "./messages.ts";
 import { RollupBuffers } from "./rollup.ts";
 import { byteLength, MAX_MESSAGE_CONTENT_BYTES } from "../../limits.ts";
 import type { Topic } from "../../streams/mod.ts";
@@ -132,25 +132,10 @@ export class LiveService {
   }): Promise<RunCreated> {
     await this.#ensureThread(app, threadId);
     const assistantId = crypto.randomUUID();
-    return await this.#createRun(app, threadId, p.runId, () => {
-      const staged = stagePair(this.#svc.store, app, threadId, {
-        userMessage: { id: p.messageId, content: p.content, role: p.role, parentId: p.parentId },
-        assistant: { id: assistantId, parentId: p.messageId },
-        runId: p.runId,
-        ownerClientId: clientId,
-      });
-      const run = newRun({
-        runId: p.runId,
-        ownerClientId: clientId,
-        messageId: assistantId,
-        parentId: p.messageId,
-      });
-      return {
-        staged,
-        run,
-        created: { messageId: p.messageId, forkOf: null, regeneratesMessageId: null },
-      };
-    });
+    return await this.#createRun(app, threadId, clientId, p.runId, () => ({
+      userMessage: { id: p.messageId, content: p.content, role: p.role, parentId: p.parentId },
+      assistant: { id: assistantId, parentId: p.messageId },
+    }));
   }
 
   /** Forks `messageId`: a new user message beside it (forkOf) and a new run. */
@@ -161,11 +146,11 @@ export class LiveService {
     content: unknown;
   }): Promise<RunCreated> {
     const assistantId = crypto.randomUUID();
-    return this.#createRun(app, threadId, p.runId, () => {
+    return this.#createRun(app, threadId, clientId, p.runId, () => {
       const old = this.#svc.store.messages.get(app, threadId, p.messageId);
       if (!old) throw new LiveError("not_found");
       if (old.role === "assistant") throw new LiveError("invalid_state");
-      const staged = stagePair(this.#svc.store, app, threadId, {
+      return {
         userMessage: {
           id: p.newMessageId,
           content: p.content,
@@ -173,20 +158,6 @@ export class LiveService {
           forkOf: old.id,
         },
         assistant: { id: assistantId, parentId: p.newMessageId },
-        runId: p.runId,
-        ownerClientId: clientId,
-      });
-      const run = newRun({
-        runId: p.runId,
-        ownerClientId: clientId,
-        messageId: assistantId,
-        parentId: p.newMessageId,
-        forkOf: old.id,
-      });
-      return {
-        staged,
-        run,
-        created: { messageId: p.newMessageId, forkOf: old.id, regeneratesMessageId: null },
       };
     });
   }
@@ -198,27 +169,11 @@ export class LiveService {
     parentId?: string;
   }): Promise<RunCreated> {
     const assistantId = crypto.randomUUID();
-    return this.#createRun(app, threadId, p.runId, () => {
+    return this.#createRun(app, threadId, clientId, p.runId, () => {
       const target = this.#svc.store.messages.get(app, threadId, p.messageId);
       if (!target) throw new LiveError("not_found");
       const parentId = p.parentId ?? (target.role === "assistant" ? target.parentId : target.id);
-      const staged = stagePair(this.#svc.store, app, threadId, {
-        assistant: { id: assistantId, parentId, msgRegenerate: target.id },
-        runId: p.runId,
-        ownerClientId: clientId,
-      });
-      const run = newRun({
-        runId: p.runId,
-        ownerClientId: clientId,
-        messageId: assistantId,
-        parentId,
-        msgRegenerate: target.id,
-      });
-      return {
-        staged,
-        run,
-        created: { messageId: assistantId, forkOf: null, regeneratesMessageId: target.id },
-      };
+      return { assistant: { id: assistantId, parentId, msgRegenerate: target.id } };
     });
   }
 
@@ -392,15 +347,16 @@ export class LiveService {
     }
   }
 
+  /**
+   * One thread-log append that stages the messages `build` names (an optional user message and
+   * the assistant message the new run streams into) and the run itself, owned by `clientId`.
+   */
   async #createRun(
     app: App,
     threadId: string,
+    clientId: string,
     runId: string,
-    build: () => {
-      staged: ReturnType<typeof stagePair>;
-      run: RunRecord;
-      created: Pick<RunCreated, "messageId" | "forkOf" | "regeneratesMessageId">;
-    },
+    build: () => Pick<PairInput, "userMessage" | "assistant">,
   ): Promise<RunCreated> {
     const r = await this.#svc.threadLog.append(app, threadId, () => {
       if (typeof runId !== "string" || runId === "") {
@@ -409,7 +365,26 @@ export class LiveService {
       if (this.runs.get(app.id, threadId, runId)) {
         throw new LiveError(`invalid_request: run ${runId} already exists`);
       }
-      const { staged, run, created } = build();
+      const { userMessage, assistant } = build();
+      const staged = stagePair(this.#svc.store, app, threadId, {
+        userMessage,
+        assistant,
+        runId,
+        ownerClientId: clientId,
+      });
+      const run = newRun({
+        runId,
+        ownerClientId: clientId,
+        messageId: assistant.id,
+        parentId: assistant.parentId,
+        forkOf: userMessage?.forkOf,
+        msgRegenerate: assistant.msgRegenerate,
+      });
+      const created = {
+        messageId: userMessage?.id ?? assistant.id,
+        forkOf: userMessage?.forkOf ?? null,
+        regeneratesMessageId: assistant.msgRegenerate ?? null,
+      };
       return {
         entries: [...staged.entries, { event: "run", data: { run } }],
         apply: () => {
