@@ -41,9 +41,11 @@ export const PENDING_DB = "cluster:unsure-renew";
 export const LEGACY_DB = "cluster:unsure";
 /** The replicated database of renewals done: keyed `[report, log, stream]`, valued with when. */
 export const RENEWED_DB = "cluster:unsure-renewed";
-/** Streams renewed per replicated write, at most (the write set stays well within a NATS
- * message). */
+/** Streams renewed per replicated write, at most; and the share of the largest NATS message
+ * their rows may take (each stream's marker, epoch, range and list row are written, so the
+ * write set stays well within a message). */
 const RENEW_BATCH = 500;
+const RENEW_PAYLOAD_SHARE = 1 / 8;
 
 /** Per ordered log (by name), streams and their unsure positions. */
 export type StreamRanges = Map<string, Map<string, UnsureRange>>;
@@ -302,13 +304,18 @@ export class UnsureStreams {
     });
   }
 
-  /** The next rows to renew, at most `RENEW_BATCH`. */
+  /** The next rows to renew, at most `RENEW_BATCH` and `RENEW_PAYLOAD_SHARE` of a message. */
   #batch(): [[string, string, string], UnsureRange][] {
     const out: [[string, string, string], UnsureRange][] = [];
+    const limit = this.#host.maxPayload * RENEW_PAYLOAD_SHARE;
+    let bytes = 0;
     for (const { key, value } of this.#host.rawDb<Pending>(PENDING_DB).getRange()) {
       if (!Array.isArray(value)) continue;
-      out.push([key as [string, string, string], value]);
-      if (out.length >= RENEW_BATCH) break;
+      const row = key as [string, string, string];
+      out.push([row, value]);
+      // Its key is read and written twice (marker, list), its stream written thrice (epoch, range).
+      bytes += (row[0].length + row[1].length + row[2].length) * 3 + row[2].length * 3 + 64;
+      if (out.length >= RENEW_BATCH || bytes >= limit) break;
     }
     return out;
   }
