@@ -5,7 +5,7 @@
  */
 import type { Key } from "lmdb";
 import { entryRecord, type LogDbNames, logDbNames, type StoredEntry } from "../store/log_layout.ts";
-import type { LogChangeListener, RemoteChanges, StreamChange } from "../store/storage.ts";
+import type { LogChangeListener, RemoteChanges, StreamChange, UnsureRange } from "../store/storage.ts";
 
 /** One replicated write: `[0, db, key, value]` puts, `[1, db, key]` removes. */
 export type Write = [0, string, Key, unknown] | [1, string, Key];
@@ -54,13 +54,22 @@ const ENTRIES_SUFFIX = logDbNames("").entries;
  * write set wrote) and the lowest position written in each. */
 export function streamsWritten(keys: Iterable<[string, Key]>): Map<string, Map<string, number>> {
   const out = new Map<string, Map<string, number>>();
+  for (const [log, streams] of rangesWritten(keys)) out.set(log, new Map([...streams].map(([s, [from]]) => [s, from])));
+  return out;
+}
+
+/** Per ordered log (by name), the streams with entries among `keys` (`[db, key]` pairs write
+ * sets wrote) and the lowest and highest position written in each. */
+export function rangesWritten(keys: Iterable<[string, Key]>): Map<string, Map<string, [number, number]>> {
+  const out = new Map<string, Map<string, [number, number]>>();
   for (const [db, key] of keys) {
     if (!db.endsWith(ENTRIES_SUFFIX) || !Array.isArray(key) || typeof key[0] !== "string" || typeof key[1] !== "number") continue;
     const log = db.slice(0, -ENTRIES_SUFFIX.length);
     if (logDbNames(log).entries !== db) continue;
     let streams = out.get(log);
     if (!streams) out.set(log, (streams = new Map()));
-    streams.set(key[0], Math.min(key[1], streams.get(key[0]) ?? key[1]));
+    const known = streams.get(key[0]);
+    streams.set(key[0], known ? [Math.min(known[0], key[1]), Math.max(known[1], key[1])] : [key[1], key[1]]);
   }
   return out;
 }
@@ -96,12 +105,12 @@ export class LogChangeFeed implements RemoteChanges {
     }
   }
 
-  /** Inside a write transaction: gives the streams named, per log name, a new epoch each (see
-   * `LogChangeListener.renewEpochs`). */
-  renewEpochs(streams: Map<string, Iterable<string>>): void {
+  /** Inside a write transaction: gives the streams named, per log name, a new epoch each, and
+   * records the `ranges` given for them (see `LogChangeListener.renewEpochs`). */
+  renewEpochs(streams: Map<string, Iterable<string>>, ranges?: Map<string, Map<string, UnsureRange>>): void {
     for (const { name, listener } of this.#logs) {
       const mine = streams.get(name);
-      if (mine) listener.renewEpochs([...mine]);
+      if (mine) listener.renewEpochs([...mine], ranges?.get(name));
     }
   }
 

@@ -27,7 +27,7 @@
  * applied the log (`agreement.ts`): a write is acknowledged once a majority of the nodes applied
  * the log alike up to it, and a node the majority disagrees with stops taking writes and
  * applying, tells every node which streams it may have sent its subscribers entries of its other
- * history of (they answer a resume there with a reset for `UNSURE_MS`), then rebuilds its store
+ * history of (`unsure.ts`: a reset for a while, then a new epoch for good), then rebuilds its store
  * from a snapshot and the stream (`rebuild.ts`; the ordered logs drop what they derived from the
  * old one) and takes writes again once a majority confirms its history.
  *
@@ -46,7 +46,7 @@ import { emptyReads, rangeBounds, type ReadSet, RecentWrites } from "./conflicts
 import { StoreEnv } from "../store/env.ts";
 import { DirectCommits } from "../store/direct_commits.ts";
 import type { Commits, RemoteChanges, Storage } from "../store/storage.ts";
-import { LogChangeFeed, streamsWritten, type Write } from "./log_changes.ts";
+import { LogChangeFeed, rangesWritten, type Write } from "./log_changes.ts";
 import { forkedWrites } from "./fork.ts";
 import { log } from "../log/mod.ts";
 import type { ClusterLink } from "./link.ts";
@@ -56,6 +56,9 @@ import { PeerAgreement } from "./agreement.ts";
 import { DIVERGED_KEY, type RebuildSource, rebuildSource, replaceStore } from "./rebuild.ts";
 import { firstConfirmedMismatch } from "./confirmed_guard.ts";
 import { OverlayReads, WriteOverlay } from "./overlay.ts";
+import { LEGACY_DB, newReport, PENDING_DB, type StreamRanges, UNSURE_MS, UNSURE_SUBJECT, UnsureStreams } from "./unsure.ts";
+
+export { UNSURE_MS } from "./unsure.ts";
 
 /** The database recording the log position applied (key `applied`). */
 export const POSITION_DB = "cluster:state";
@@ -152,29 +155,12 @@ const HEAD_SUBJECT = "sb.head";
  * (`agreement.ts`). */
 const APPLIED_SUBJECT = "sb.applied";
 
-/** Core NATS subject on which a node that stopped itself tells every node the streams whose
- * subscribers may hold entries of its other history (see `UNSURE_MS`). */
-const UNSURE_SUBJECT = "sb.unsure";
-/** How long, after a node found itself diverged, every node answers a join resuming such a
- * stream at or past the first position it may differ at with a reset (a full snapshot) instead
- * of a replay (docs/cluster.md; `ReplicationOptions.unsureMs`). From the rebuilt node's epoch
- * renewal on (`#renewUnsure`), every resume of those streams with an earlier cursor is a reset
- * anyway, for good. */
-export const UNSURE_MS = 10 * 60_000;
-/** The node-local database (declared like the products' ones, so a snapshot never carries it)
- * listing, keyed `[log, stream]`, the streams this node named unsure and has not yet given a
- * new epoch: written when it stops itself, kept across the store's replacement, each row
- * removed in the same commit as its stream's new epoch (`#renewUnsure`). */
-const UNSURE_DB = "cluster:unsure";
-/** Streams given a new epoch per replicated write, at most (the write set stays well within a
- * NATS message). */
-const RENEW_BATCH = 500;
-/** How often the stopped (then rebuilt) node tells it again meanwhile, for a node that missed
- * it or started since. */
-const UNSURE_REPEAT_MS = 5000;
 /** The key (in the position database) of the first position a stopped node applied after the
  * last one a majority confirmed (its clients' copies may differ from there). */
 const UNSURE_FROM_KEY = "diverged_from";
+/** The key (in the position database) of the id of the report a stopped node tells
+ * (`unsure.ts`): the same across its restarts, so each stream is renewed once for it. */
+const UNSURE_REPORT_KEY = "unsure_report";
 /** The key (in the position database) of the last position a majority confirmed when this
  * node stopped itself: its store's history up to there is acknowledged, and a rebuild that
  * would end on another history there is refused (`confirmed_guard.ts`). */
@@ -276,14 +262,9 @@ export class ReplicatedEnv implements Storage {
   /** Whether the fault hook `otherAt` plays (from the node's stop on). */
   #otherActive = false;
   #onRebuilt: (() => void)[] = [];
-  /** What this node tells the others after it stopped itself (see `UNSURE_MS`): the streams,
-   * per ordered log, with the first position its clients may hold another history at, until
-   * when, and the timer repeating it. */
-  #unsure: { streams: Map<string, Map<string, number>> | "all"; until: number } | undefined;
-  #unsureTimer: ReturnType<typeof setInterval> | undefined;
+  /** Streams whose subscribers may hold another history: the window and the epoch renewal. */
+  #unsure: UnsureStreams;
   #unsubscribeUnsure: (() => void) | undefined;
-  /** Set while `#renewUnsure` runs. */
-  #renewing = false;
   #unsubscribeApplied: (() => void) | undefined;
   #recentDb: Database<[string, Key][] | { w: [string, Key][]; b?: string }, Key>;
   #queue: Task[] = [];
@@ -333,7 +314,21 @@ export class ReplicatedEnv implements Storage {
     this.#recentDb = this.#rawDb("cluster:recent");
     for (const name of this.#rawDb(NODE_LOCAL_DB).getKeys()) this.#localDbs.add(name as string);
     [this.#recent, this.#print] = this.#loadHistory();
-    this.nodeLocal(UNSURE_DB);
+    this.#unsure = new UnsureStreams({
+      nodeId: link.nodeId,
+      rawDb: (name) => this.#rawDb(name),
+      db: (name) => this.db(name),
+      transaction: (fn) => this.transaction(fn),
+      changes: this.#changes,
+      publish: (subject, data) => this.#link.publish(subject, data),
+      get maxPayload() {
+        return link.maxPayload;
+      },
+      writable: () => !this.#closed && !this.stopped,
+      closed: () => this.#closed,
+    }, opts.unsureMs ?? UNSURE_MS);
+    this.nodeLocal(PENDING_DB);
+    if (this.#localDbs.has(LEGACY_DB)) this.#unsure.adoptLegacy();
     this.#peers = new PeerAgreement(link.nodeId, (seq) => this.#print.at(seq), (seq, peers) => {
       if (this.#diverged) return;
       this.#stopSelf(
@@ -384,15 +379,17 @@ export class ReplicatedEnv implements Storage {
     const from = first ? this.#peers.confirmedUpTo() + 1 : undefined;
     if (from !== undefined) this.#confirmed = from - 1;
     this.#otherActive = (this.#opts.otherAt ?? 0) > 0;
-    const streams = from !== undefined ? this.#markUnsure(from) : undefined;
+    const report = from !== undefined ? newReport(this.#link.nodeId) : undefined;
+    const streams = from !== undefined && report !== undefined ? this.#markUnsure(from, report) : undefined;
     const state = this.#rawDb<string | number>(POSITION_DB);
     void state.transaction(() => {
       state.put(DIVERGED_KEY, reason);
       if (from !== undefined) {
         state.put(UNSURE_FROM_KEY, from);
         state.put(CONFIRMED_KEY, from - 1);
+        state.put(UNSURE_REPORT_KEY, report!);
       }
-      if (streams) this.#keepUnsure(streams);
+      if (streams) this.#unsure.keep(report!, streams);
     }).catch(() => {});
     this.#reportApplied();
     this.#scheduleRebuild();
@@ -401,156 +398,17 @@ export class ReplicatedEnv implements Storage {
   /**
    * This node applied positions `from` on (up to the one applied) on another history than the
    * majority, and published their entries to its subscribers: every node is told which streams
-   * (the streams those positions wrote, with the first position written in each; every stream
-   * when the positions kept in the store do not reach back to `from`), at once and again every
-   * `UNSURE_REPEAT_MS` for `UNSURE_MS`, and resets a join resuming them at or past it.
+   * under `report` (`unsure.ts`: the streams those positions wrote, with the first and last
+   * position written in each; every stream when the positions kept in the store do not reach
+   * back to `from`); returns the streams to list for the epoch renewal.
    */
-  #markUnsure(from: number): Map<string, Map<string, number>> {
-    let streams: Map<string, Map<string, number>> | "all";
-    // Which streams, for the epoch renewal (every stream of the old store when it cannot tell).
-    let named: Map<string, Map<string, number>>;
-    if (from <= this.#applied - CONFLICT_WINDOW) {
-      streams = "all";
-      named = this.#changes.everyStream((db) => this.#rawDb(db).getKeys());
-    } else {
-      const keys: [string, Key][] = [];
-      for (const { value } of this.#recentDb.getRange({ start: Math.max(1, from), end: this.#applied + 1 })) {
-        keys.push(...(Array.isArray(value) ? value : value.w));
-      }
-      streams = named = streamsWritten(keys);
+  #markUnsure(from: number, report: string): StreamRanges {
+    if (from <= this.#applied - CONFLICT_WINDOW) return this.#unsure.stopped(report, from, "all");
+    const keys: [string, Key][] = [];
+    for (const { value } of this.#recentDb.getRange({ start: Math.max(1, from), end: this.#applied + 1 })) {
+      keys.push(...(Array.isArray(value) ? value : value.w));
     }
-    const until = Date.now() + this.#unsureMs;
-    const known = this.#unsure;
-    if (known && known.until > Date.now() && streams !== "all") {
-      if (known.streams === "all") streams = "all";
-      else {
-        for (const [name, list] of known.streams) {
-          const mine = streams.get(name) ?? new Map<string, number>();
-          for (const [stream, at] of list) mine.set(stream, Math.min(at, mine.get(stream) ?? at));
-          streams.set(name, mine);
-        }
-      }
-    }
-    this.#unsure = { streams, until };
-    log.warn("cluster streams whose subscribers may hold another history", {
-      from,
-      streams: streams === "all" ? "all" : [...streams.values()].reduce((n, m) => n + m.size, 0),
-    });
-    this.#changes.unsure(streams, until);
-    const tell = () => {
-      try {
-        this.#tellUnsure();
-      } catch (err) {
-        log.warn("cluster could not tell the streams that may hold another history", { error: String(err) });
-      }
-    };
-    tell();
-    clearInterval(this.#unsureTimer);
-    this.#unsureTimer = setInterval(tell, UNSURE_REPEAT_MS);
-    return named;
-  }
-
-  /** The window of `#markUnsure` in ms. */
-  get #unsureMs(): number {
-    return this.#opts.unsureMs ?? UNSURE_MS;
-  }
-
-  /** Lists `streams` in `UNSURE_DB` (inside a transaction), keeping the lowest position of a
-   * stream already listed. */
-  #keepUnsure(streams: Map<string, Map<string, number>>): void {
-    const db = this.#rawDb<number>(UNSURE_DB);
-    for (const [name, list] of streams) {
-      for (const [stream, at] of list) db.put([name, stream], Math.min(at, db.get([name, stream]) ?? at));
-    }
-  }
-
-  /**
-   * Gives every stream listed in `UNSURE_DB` a new epoch, in replicated writes of at most
-   * `RENEW_BATCH` streams, each removing its streams from the list in the same commit (a
-   * crash in between renews the rest on restart; renewing twice only costs a client one more
-   * snapshot). Run once this node takes writes again; retried while it cannot write, until
-   * the list is empty, the node stops itself again (the rebuild runs it again) or it closes.
-   */
-  async #renewUnsure(): Promise<void> {
-    if (this.#renewing) return;
-    this.#renewing = true;
-    try {
-      const listed = this.#rawDb<number>(UNSURE_DB);
-      let renewed = 0;
-      while (!this.#closed && !this.stopped) {
-        const batch = new Map<string, string[]>();
-        const keys: Key[] = [];
-        for (const key of listed.getKeys({ limit: RENEW_BATCH })) {
-          const [name, stream] = key as [string, string];
-          let list = batch.get(name);
-          if (!list) batch.set(name, (list = []));
-          list.push(stream);
-          keys.push(key);
-        }
-        if (keys.length === 0) break;
-        try {
-          await this.transaction(() => {
-            this.#changes.renewEpochs(batch);
-            const db = this.db(UNSURE_DB);
-            for (const key of keys) db.remove(key);
-          });
-          renewed += keys.length;
-        } catch (err) {
-          log.warn("cluster could not renew the epochs of the streams that may hold another history; retrying", { error: String(err) });
-          await new Promise((r) => setTimeout(r, 1000));
-        }
-      }
-      if (renewed > 0) log.info("cluster renewed the epochs of the streams whose subscribers may hold another history", { streams: renewed });
-    } finally {
-      this.#renewing = false;
-    }
-  }
-
-  /** Tells the other nodes `#unsure` (in messages within the payload limit), until it ends. */
-  #tellUnsure(): void {
-    const unsure = this.#unsure;
-    const ttl = unsure ? unsure.until - Date.now() : 0;
-    if (!unsure || ttl <= 0 || this.#closed) {
-      clearInterval(this.#unsureTimer);
-      this.#unsureTimer = undefined;
-      return;
-    }
-    const n = this.#link.nodeId;
-    if (unsure.streams === "all") return this.#link.publish(UNSURE_SUBJECT, codec.pack({ n, ttl, all: 1 }));
-    const limit = Math.max(1024, this.#link.maxPayload / 2);
-    let part: [string, string, number][] = [];
-    let bytes = 0;
-    const send = () => {
-      if (part.length > 0) this.#link.publish(UNSURE_SUBJECT, codec.pack({ n, ttl, s: part }));
-      part = [];
-      bytes = 0;
-    };
-    for (const [name, streams] of unsure.streams) {
-      for (const [stream, at] of streams) {
-        part.push([name, stream, at]);
-        bytes += name.length + stream.length * 3 + 16;
-        if (bytes >= limit) send();
-      }
-    }
-    send();
-  }
-
-  /** Another node's `#tellUnsure`: its streams are told to this node's ordered logs. */
-  #heardUnsure(data: Uint8Array): void {
-    try {
-      const { n, ttl, all, s } = codec.unpack(data) as { n: string; ttl: number; all?: 1; s?: [string, string, number][] };
-      if (n === this.#link.nodeId || !(ttl > 0)) return;
-      const until = Date.now() + Math.min(ttl, this.#unsureMs);
-      if (all === 1) return this.#changes.unsure("all", until);
-      const streams = new Map<string, Map<string, number>>();
-      for (const [name, stream, at] of s ?? []) {
-        if (typeof name !== "string" || typeof stream !== "string" || typeof at !== "number") continue;
-        let list = streams.get(name);
-        if (!list) streams.set(name, (list = new Map()));
-        list.set(stream, Math.min(at, list.get(stream) ?? at));
-      }
-      this.#changes.unsure(streams, until);
-    } catch { /* not such a message */ }
+    return this.#unsure.stopped(report, from, rangesWritten(keys));
   }
 
   /** Whether this node stopped itself and has not yet rebuilt its store and been confirmed
@@ -622,7 +480,7 @@ export class ReplicatedEnv implements Storage {
     this.#rebuildAttempts = 0;
     this.#lastAppend = Date.now();
     log.info("cluster node rebuilt its store and takes writes again", { position: this.#applied });
-    void this.#renewUnsure();
+    void this.#unsure.renew();
   }
 
   /**
@@ -787,10 +645,16 @@ export class ReplicatedEnv implements Storage {
       // A store marked by an earlier version kept only the first unsure position.
       this.#confirmed = position.get(CONFIRMED_KEY) ?? from - 1;
       this.#otherActive = (this.#opts.otherAt ?? 0) > 0;
-      // Its subscribers may have moved to other nodes meanwhile: they are told again (and the
-      // streams listed for the epoch renewal, for a store marked by an earlier version).
-      const streams = this.#markUnsure(from);
-      await this.#rawDb(UNSURE_DB).transaction(() => this.#keepUnsure(streams));
+      // Its subscribers may have moved to other nodes meanwhile: they are told again, under the
+      // same report (and the streams listed for the epoch renewal, for a store marked by an
+      // earlier version).
+      const state = this.#rawDb<string>(POSITION_DB);
+      const report = state.get(UNSURE_REPORT_KEY) ?? newReport(this.#link.nodeId);
+      const streams = this.#markUnsure(from, report);
+      await state.transaction(() => {
+        state.put(UNSURE_REPORT_KEY, report);
+        this.#unsure.keep(report, streams);
+      });
       const outcome = await this.#replace();
       if (outcome === "closed") throw new Error("closed while rebuilding the store");
       // Refused: the node serves stopped (503) and tries again later, as after a stop.
@@ -807,7 +671,7 @@ export class ReplicatedEnv implements Storage {
       this.#knownTail = Math.max(this.#knownTail, seq);
       if (seq > this.#applied) this.#scheduleRepair(seq);
     });
-    this.#unsubscribeUnsure = this.#link.subscribe(UNSURE_SUBJECT, (data) => this.#heardUnsure(data));
+    this.#unsubscribeUnsure = this.#link.subscribe(UNSURE_SUBJECT, (data) => this.#unsure.heard(data));
     this.#unsubscribeApplied = this.#link.subscribe(APPLIED_SUBJECT, (data) => {
       try {
         const { n, q, h, d } = codec.unpack(data) as { n: string; q: number; h: string; d?: 1 };
@@ -825,9 +689,9 @@ export class ReplicatedEnv implements Storage {
     if (!(await this.#waitApplied(target, Date.now() + waitMs))) {
       throw new Error(`cluster catch-up to log position ${target} did not finish in ${waitMs} ms`);
     }
-    // Streams named unsure and not yet given a new epoch (rebuilt just now, or a crash came
-    // before the renewal landed).
-    void this.#renewUnsure();
+    // Streams named unsure and not yet given a new epoch (by this node rebuilt just now, or
+    // heard from another before a crash or a restart).
+    void this.#unsure.renew();
   }
 
   /** (Re)starts the log consumer after the position applied. */
@@ -944,7 +808,7 @@ export class ReplicatedEnv implements Storage {
     this.#unsubscribeTail?.();
     this.#unsubscribeApplied?.();
     this.#unsubscribeUnsure?.();
-    clearInterval(this.#unsureTimer);
+    this.#unsure.close();
     clearInterval(this.#tailTimer);
     clearTimeout(this.#repairTimer);
     await this.#local.close();

@@ -1,18 +1,21 @@
-// How an ordered log is laid out in a store: its three databases and the stored form of an
+// How an ordered log is laid out in a store: its databases and the stored form of an
 // entry. `OrderedLog` writes this layout; a replicated store reads other nodes' changes in it.
 import type { LogRecord } from "../streams/stream_log.ts";
 
 /** The databases of the ordered log named `name`: entries keyed `[stream, position]`, head rows
- * keyed by stream, epochs keyed by stream. */
+ * keyed by stream, epochs keyed by stream, and (clustered mode only) the positions of a stream
+ * whose clients may hold entries of another history, keyed `[stream, from]` with the last such
+ * position (or null) as value (`UnsureRange`). */
 export interface LogDbNames {
   entries: string;
   meta: string;
   epochs: string;
+  unsure: string;
 }
 
 /** The databases of the ordered log named `name`. */
 export function logDbNames(name: string): LogDbNames {
-  return { entries: `${name}:entries`, meta: `${name}:meta`, epochs: `${name}:epochs` };
+  return { entries: `${name}:entries`, meta: `${name}:meta`, epochs: `${name}:epochs`, unsure: `${name}:unsure` };
 }
 
 /** A stored entry: `[time, entry]`; releases before 2026-11-25 stored `{ t, e }`. */

@@ -3,7 +3,7 @@
 // publishing in position order after commit.
 import type { Database, Key } from "lmdb";
 import type { LogFollower, LogRecord, Prepared, PublishFn, StreamLog } from "../streams/stream_log.ts";
-import type { Commits, Storage, StreamChange } from "./storage.ts";
+import type { Commits, Storage, StreamChange, UnsureRange } from "./storage.ts";
 import { logDbNames, type StoredEntry, unpackEntry as unpack } from "./log_layout.ts";
 
 export type { LogRecord, Prepared, PublishFn } from "../streams/stream_log.ts";
@@ -61,6 +61,9 @@ export class OrderedLog implements StreamLog {
   #unsure = new Map<string, { from: number; until: number }>();
   #unsureAll = 0;
   #unsureSwept = 0;
+  /** Clustered mode: per stream, the positions its clients may hold entries of another
+   * history at, for good (see `otherHistoryAt`; `LogDbNames.unsure`). */
+  #otherHistory: Database<number | null, Key> | undefined;
 
   /**
    * The log named `name` in `env`. `staged`: every `prepare` and `apply` of this log's
@@ -74,12 +77,13 @@ export class OrderedLog implements StreamLog {
     this.#log = env.db(names.entries);
     this.#meta = env.db(names.meta);
     this.#epochs = env.db(names.epochs);
+    if (env.remote) this.#otherHistory = env.db(names.unsure);
     env.remote?.follow(name, {
       applying: (changes) => this.#remoteApplying(changes),
       applied: (changes, ok) => this.#remoteApplied(changes, ok),
       replaced: () => this.#replaced(),
       unsure: (streams, until) => this.#markUnsure(streams, until),
-      renewEpochs: (streams) => void this.#renewIn(streams),
+      renewEpochs: (streams, ranges) => void this.#renewIn(streams, ranges),
     });
   }
 
@@ -244,6 +248,15 @@ export class OrderedLog implements StreamLog {
     return undefined;
   }
 
+  /** See `StreamLog.otherHistoryAt` (recorded by an epoch renewal with ranges: `renewEpochs`). */
+  otherHistoryAt(stream: string, position: number): boolean {
+    if (!this.#otherHistory || !(position >= 1)) return false;
+    for (const { value } of this.#otherHistory.getRange({ start: [stream, 0], end: [stream, position + 1] })) {
+      if (value === null || value >= position) return true;
+    }
+    return false;
+  }
+
   /** Notes streams whose clients may hold entries of another history (see `unsureFrom`). */
   #markUnsure(streams: Map<string, number> | "all", until: number): void {
     if (streams === "all") {
@@ -313,17 +326,25 @@ export class OrderedLog implements StreamLog {
    * epoch with a replay. Nothing is published (live subscribers keep their delivery; their
    * next resume is a reset). Resolves with the new epochs once durable.
    */
-  renew(streams: string[]): Promise<Map<string, string>> {
-    return this.#commits.run(() => this.#renewIn(streams));
+  renew(streams: string[], ranges?: Map<string, UnsureRange>): Promise<Map<string, string>> {
+    return this.#commits.run(() => this.#renewIn(streams, ranges));
   }
 
-  /** `renew`'s writes, inside the running transaction. */
-  #renewIn(streams: string[]): Map<string, string> {
+  /** `renew`'s writes, inside the running transaction; `ranges` (clustered mode) are recorded
+   * for `otherHistoryAt`, a range already recorded from the same position widened. */
+  #renewIn(streams: string[], ranges?: Map<string, UnsureRange>): Map<string, string> {
     const epochs = new Map<string, string>();
     for (const stream of streams) {
       const epoch = newEpoch();
       this.#epochs.put(stream, epoch);
       epochs.set(stream, epoch);
+      const range = ranges?.get(stream);
+      if (range && this.#otherHistory) {
+        const [from, to] = range;
+        const known = this.#otherHistory.get([stream, from]);
+        const end = to === null || known === null ? null : Math.max(to, known ?? to);
+        this.#otherHistory.put([stream, from], end);
+      }
     }
     return epochs;
   }

@@ -56,10 +56,18 @@ export interface LogChangeListener {
    * reset instead of a replay. */
   unsure(streams: Map<string, number> | "all", until: number): void;
   /** Runs inside a write transaction of the store: gives each of `streams` a new epoch, its
-   * entries kept, so every client position of an earlier epoch resumes with a reset (a
-   * rebuilt node does this, in one replicated write, for the streams it named `unsure`). */
-  renewEpochs(streams: string[]): void;
+   * entries kept, so every client position of an earlier epoch resumes with a reset (a node
+   * does this, in one replicated write, for the streams a node that stopped itself named
+   * `unsure`); with `ranges`, also records per stream the positions its clients may hold of
+   * another history, so a resume there without an epoch is a reset for good (see
+   * `UnsureRange`). */
+  renewEpochs(streams: string[], ranges?: Map<string, UnsureRange>): void;
 }
+
+/** Positions of one stream a node that diverged may have sent its subscribers entries of
+ * another history at: from the first it wrote after the last position a majority confirmed
+ * up to its head when it stopped (`null`: no known end). */
+export type UnsureRange = [from: number, to: number | null];
 
 /** Other nodes' changes to the ordered logs of a replicated store. */
 export interface RemoteChanges {

@@ -30,7 +30,8 @@ export interface ReplayOutcome {
    * `none`: no position given (or nothing to replay); `complete`: every entry after it was
    * pushed; `partial`: some were no longer retained and were skipped; `reset`: the client's
    * position is unusable here (older than the retained history with `gap: "reset"`, from
-   * another epoch, or one the client may hold entries of another history at: `unsureFrom`),
+   * another epoch, or one the client may hold entries of another history at: `unsureFrom`,
+   * `otherHistoryAt`),
    * nothing was replayed and the snapshot stands alone.
    */
   replay: "none" | "complete" | "partial" | "reset";
@@ -87,8 +88,11 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
   let pos = spec.from?.offset;
   let partial = false;
   // A position from another epoch, or one a client may hold entries of another history at
-  // (a clustered node that diverged published them: `unsureFrom`), is not resumed.
-  const unsure = (at: number | undefined) => at !== undefined && at >= (log.unsureFrom?.(stream) ?? Infinity);
+  // (a clustered node that diverged published them: `unsureFrom` for a while whatever the
+  // epoch, `otherHistoryAt` for good when the client sends no epoch), is not resumed.
+  const epochless = spec.from?.epoch === undefined;
+  const unsure = (at: number | undefined) =>
+    at !== undefined && (at >= (log.unsureFrom?.(stream) ?? Infinity) || (epochless && log.otherHistoryAt?.(stream, at) === true));
   let reset = (spec.from?.epoch !== undefined && spec.from.epoch !== log.epoch(stream)) || unsure(pos);
   if (reset) pos = undefined;
   // Long backlog: bounded chunks, each after the socket has drained.

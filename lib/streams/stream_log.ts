@@ -69,6 +69,13 @@ export interface StreamLog {
    * undefined: a client resuming at or past it gets a reset (a full snapshot), never a replay.
    */
   unsureFrom?(stream: string): number | undefined;
+  /**
+   * Whether a client that resumes `stream` at `position` without an epoch may hold entries of
+   * another history there, for good (clustered mode: the positions a node that diverged may
+   * have sent its subscribers, recorded when the stream's epoch was renewed for it): such a
+   * resume gets a reset, never a replay.
+   */
+  otherHistoryAt?(stream: string, position: number): boolean;
   purge(stream: string, apply?: () => void, publish?: (epoch: string) => void): Promise<string>;
   trim(stream: string, opts: { maxCount?: number; maxAgeMs?: number }): Promise<number>;
   /** Registers a follower of other nodes' writes (never called on one node alone). */

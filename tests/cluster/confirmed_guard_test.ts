@@ -13,7 +13,8 @@ import { startCluster, until } from "./cluster.ts";
 import { appendAt, path } from "./writers.ts";
 import { firstConfirmedMismatch } from "../../lib/cluster/confirmed_guard.ts";
 
-/** Positions start at 1; every write of this test is one position. */
+/** Positions start at 1; every write of this test before the fork is one position (after it,
+ * the healthy nodes' epoch renewal of the stream node 3 named takes positions too). */
 const FORK_AT = 40;
 const OTHER_AT = 20;
 const REFUSED = new RegExp(`the log no longer holds writes a majority confirmed \\(position ${OTHER_AT}\\)`);
@@ -69,7 +70,7 @@ Deno.test({
       for (let i = 1;; i++) {
         const position = await appendAt(n1, KEY, `v${i}`);
         written.set(`v${i}`, position);
-        assert.equal(position, i, "every write of this test is one position");
+        if (position < FORK_AT) assert.equal(position, i, "every write of this test before the fork is one position");
         if (position >= FORK_AT + 2) break;
       }
       let n3 = cluster.nodes[2];
@@ -99,7 +100,7 @@ Deno.test({
       });
       const list: string[] = (await call(n3, "GET", path(KEY))).body.state.l;
       assert.deepEqual(list.slice(written.size), ["after"]);
-      for (const [value, at] of written) assert.equal(list[at - 1], value, `acknowledged ${value} at ${at}`);
+      [...written.keys()].forEach((value, i) => assert.equal(list[i], value, `acknowledged ${value} in order`));
     } finally {
       await cluster.stop();
     }

@@ -3,7 +3,8 @@
 // entries, head and positions kept; a client position of the old epoch then resumes with a
 // reset (a full snapshot), one of the new epoch with a replay. Another node's renewal reaches
 // this node's logs as a renewal, never as a purge: nothing is deleted, no purge is told, and
-// live delivery goes on in order.
+// live delivery goes on in order. With the unsure positions recorded (clustered mode), a resume
+// without an epoch resets inside them, for good, and replays outside them.
 import assert from "node:assert/strict";
 import { OrderedLog } from "../../lib/store/ordered_log.ts";
 import { DirectCommits } from "../../lib/store/direct_commits.ts";
@@ -137,5 +138,48 @@ Deno.test("epoch renewal: another node's renewal is told as a renewal, not a pur
   await storage.commits.run(() => feed.renewEpochs(new Map([["log", ["s"]], ["elsewhere", ["s"]]])));
   assert.notEqual(log.epoch("s"), "r1");
   assert.equal(log.head("s"), 3);
+  await env.close();
+});
+
+Deno.test("epoch renewal with unsure positions: a resume without an epoch resets inside them and replays outside", async () => {
+  const { env } = tempStore();
+  const { storage, feed } = replicated(env);
+  const log = new OrderedLog(storage, "log");
+  for (const e of ["a", "b", "c", "d", "e", "f"]) await log.append("s", one(e));
+  await log.append("t", one("x"));
+  // Positions 3-4 of `s` unsure; `t` from 1 with no known end; `u` has no entries yet.
+  await storage.commits.run(() =>
+    feed.renewEpochs(
+      new Map([["log", ["s", "t", "u"]]]),
+      new Map([["log", new Map<string, [number, number | null]>([["s", [3, 4]], ["t", [1, null]], ["u", [1, 2]]])]]),
+    )
+  );
+  const epoch = log.epoch("s");
+  assert.notEqual(epoch, "0");
+  assert.equal(log.head("s"), 6, "entries kept");
+  for (const offset of [3, 4]) {
+    const r = await join(log, "s", { offset });
+    assert.deepEqual([r.reply!.replay, r.pushed], ["reset", []], `at ${offset}`);
+  }
+  assert.deepEqual((await join(log, "s", { offset: 2 })).pushed, [3, 4, 5, 6], "below the range: replayed");
+  assert.deepEqual((await join(log, "s", { offset: 5 })).pushed, [6], "above the range: replayed");
+  assert.equal((await join(log, "s", { offset: 0 })).reply!.replay, "complete", "nothing held: replayed");
+  // With the new epoch a cursor inside replays; with the old one any cursor resets.
+  assert.deepEqual((await join(log, "s", { offset: 3, epoch })).pushed, [4, 5, 6]);
+  assert.equal((await join(log, "s", { offset: 2, epoch: "0" })).reply!.replay, "reset");
+  assert.equal((await join(log, "t", { offset: 1 })).reply!.replay, "reset", "no known end");
+  assert.equal(log.otherHistoryAt("u", 2), true, "a stream the majority never wrote yet");
+  assert.equal(log.otherHistoryAt("u", 3), false);
+  // A second range from the same position widens it.
+  await storage.commits.run(() => feed.renewEpochs(new Map([["log", ["s"]]]), new Map([["log", new Map([["s", [3, 5] as [number, number]]])]])));
+  assert.equal(log.otherHistoryAt("s", 5), true);
+  assert.equal(log.otherHistoryAt("s", 6), false);
+  // On one node (no other nodes' changes) nothing is recorded nor consulted.
+  const { env: single } = tempStore();
+  const alone = new OrderedLog(single, "log");
+  await alone.append("s", one("a"));
+  await alone.renew(["s"], new Map([["s", [1, 1]]]));
+  assert.equal(alone.otherHistoryAt("s", 1), false);
+  await single.close();
   await env.close();
 });
