@@ -82,6 +82,9 @@ Deno.test({
       n3 = await cluster.restart(2);
       assert.match(n3.output(), /cluster store marked diverged; rebuilding it before serving/);
       await assertKeptStore(n3, written);
+      // It listens stopped, and says so: it caught up with nothing.
+      assert.doesNotMatch(n3.output(), /cluster log caught up/);
+      assert.match(n3.output(), /cluster node serving stopped: its store was not rebuilt/);
 
       // The log agrees with its confirmed history again: it rebuilds and ends equal to the
       // majority, every acknowledged write where it was acked.
@@ -90,6 +93,7 @@ Deno.test({
       n3 = await cluster.restart(2);
       await until("node 3 rebuilds its store", () => Promise.resolve(/cluster store replaced/.test(n3.output())), 60_000);
       await until("node 3 takes writes again", async () => (await readyz(n3)).status === 200, 60_000);
+      assert.match(n3.output(), /cluster log caught up/);
       // Its diverged mark still named the refusal; the check passed this time.
       assert.doesNotMatch(n3.output(), /ERROR +cluster unavailable: the log no longer holds/);
       await appendAt(n3, KEY, "after");
