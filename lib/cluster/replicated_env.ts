@@ -817,10 +817,16 @@ export class ReplicatedEnv implements Storage {
       // streams listed for the epoch renewal, for a store marked by an earlier version).
       const streams = this.#markUnsure(from);
       await this.#rawDb(UNSURE_DB).transaction(() => this.#keepUnsure(streams));
-      const outcome = await this.#replace();
+      // A failed attempt (a read of the log or of the snapshot that failed: its NATS server
+      // refuses JetStream requests, a leader election) is tried again later like a refused one,
+      // not thrown: the process would exit, and restart into the same failure.
+      const outcome = await this.#replace().catch((err) => {
+        log.warn("cluster rebuild failed; trying again later", { error: String(err) });
+        return "failed" as const;
+      });
       if (outcome === "closed") throw new Error("closed while rebuilding the store");
-      // Refused: the node serves stopped (503) and tries again later, as after a stop.
-      refused = outcome === "refused";
+      // Refused or failed: the node serves stopped (503) and tries again later, as after a stop.
+      refused = outcome !== "replaced";
       if (!refused) this.#rebuilding = undefined;
     }
     if (!refused) this.#follow();
