@@ -2,34 +2,65 @@
  * The check a rebuild (`rebuild.ts`) passes before it replaces a stopped node's store: the
  * positions up to the last one a majority of the nodes confirmed (`agreement.ts`
  * `confirmedUpTo`) are acknowledged history, so the state the node would end on must hold at
- * each of them the very batch its old store applied there. The rebuild source (a snapshot)
- * keeps its own per-position records for its recent positions, and the log (as the rebuild
- * reads it from the stream's leader) holds the positions after the source: both are compared
- * with the old store's records (`cluster:recent`, the positions it keeps: the last
- * `CONFLICT_WINDOW`). Equal batch ids at every position from the same starting state give the
- * same applied-or-skipped decisions, so the batch ids are what is compared.
+ * each of them the very batch its old store applied there. The rebuild source (a snapshot, or
+ * the empty store at 0) holds the history up to its position, and the log (as the rebuild reads
+ * it from the stream's leader) the positions after it. Equal batch ids at every position from
+ * the same starting state give the same applied-or-skipped decisions, so batch ids are what is
+ * compared, two ways:
+ *
+ * - position by position, where the old store keeps a record (`cluster:recent`: its last
+ *   `CONFLICT_WINDOW` positions), against the source's own records or the log: this names the
+ *   first differing position;
+ * - by the chained digest of the whole history (`fingerprint.ts` `chainDigest`), kept with each
+ *   record and, every `CHAIN_CHECKPOINT_EVERY` positions, for good (`cluster:chain`): the
+ *   source's digest (at its position, or at a position both keep when the source is past the
+ *   confirmed one) is extended over the log up to the confirmed position and compared with the
+ *   old store's wherever it knows its own, so a difference however old is seen.
+ *
+ * A store (or snapshot) written by a version without the digest keeps none; the check then
+ * compares the records alone (the last `CONFLICT_WINDOW` positions).
  */
+import { CHAIN_START, chainDigest } from "./fingerprint.ts";
+
+/** Every this many positions each store keeps its chained digest for good (`cluster:chain`). */
+export const CHAIN_CHECKPOINT_EVERY = 4096;
 
 /** Where the history the rebuild would end on differs from the confirmed one. */
 export interface ConfirmedMismatch {
+  /** The first differing position (`chained`: the position whose digests differ; the
+   * difference lies at or before it). */
   seq: number;
-  /** The batch id the old store applied there. */
+  /** The batch id the old store applied there (its chained digest when `chained`). */
   mine: string;
-  /** What the source or the log holds there (`undefined`: nothing). */
+  /** What the source or the log holds there (`undefined`: nothing); a digest when `chained`. */
   theirs: string | undefined;
+  chained?: true;
+}
+
+/** What a store keeps of one position: the batch id, and the chained digest when it has one. */
+export interface PositionRecord {
+  b: string;
+  c?: string;
+}
+
+/** One side's history as its store keeps it. */
+export interface KeptHistory {
+  /** Per-position records (the positions the store keeps). */
+  records: Map<number, PositionRecord>;
+  /** Chained digests kept for good, by position. */
+  checkpoints: Map<number, string>;
 }
 
 /** What the check needs. */
 export interface ConfirmedCheck {
   /** The last position a majority confirmed (0: none, nothing to check). */
   confirmed: number;
-  /** The old store's per-position batch ids, for the positions it keeps. */
-  mine: Map<number, string>;
+  /** The old store's history. */
+  mine: KeptHistory;
   /** The rebuild source's position (the log is replayed after it). */
   sourcePosition: number;
-  /** The source's own per-position batch ids (a snapshot's recent positions; empty for the
-   * empty store). */
-  source: Map<number, string>;
+  /** The source's own history (empty for the empty store). */
+  source: KeptHistory;
   /** The batch id the log holds at `seq` (undefined when it holds nothing there). */
   read(seq: number): Promise<string | undefined>;
 }
@@ -37,26 +68,54 @@ export interface ConfirmedCheck {
 /** Positions read from the log at once, at most. */
 const READ_AT_ONCE = 64;
 
+/** The chained digest `side` knows at `seq`, if any. */
+function digestAt(side: KeptHistory, seq: number): string | undefined {
+  return side.records.get(seq)?.c ?? side.checkpoints.get(seq);
+}
+
 /**
- * The first confirmed position (that the old store keeps a record of) where the source or the
- * log holds another batch than the old store applied, or undefined when there is none. Throws
- * when a read of the log fails (the rebuild is then tried again later).
+ * The first confirmed position where the source or the log holds another batch than the old
+ * store applied (see the module comment), or undefined when there is none. Throws when a read
+ * of the log fails (the rebuild is then tried again later).
  */
 export async function firstConfirmedMismatch(check: ConfirmedCheck): Promise<ConfirmedMismatch | undefined> {
-  const positions = [...check.mine.keys()].filter((s) => s <= check.confirmed).sort((a, b) => a - b);
-  for (const seq of positions) {
-    if (seq > check.sourcePosition) break;
-    const theirs = check.source.get(seq);
-    // A snapshot keeps records of its last positions only; older ones are not compared.
-    if (theirs !== undefined && theirs !== check.mine.get(seq)) return { seq, mine: check.mine.get(seq)!, theirs };
+  const { confirmed: upTo, mine, source, sourcePosition: from } = check;
+  if (upTo <= 0) return undefined;
+  // Positions the source reaches: its records, and its digest at the highest position at or
+  // below the confirmed one that both sides know.
+  const reached = Math.min(from, upTo);
+  for (const seq of [...mine.records.keys()].filter((s) => s <= reached).sort((a, b) => a - b)) {
+    const theirs = source.records.get(seq)?.b;
+    if (theirs !== undefined && theirs !== mine.records.get(seq)!.b) return { seq, mine: mine.records.get(seq)!.b, theirs };
   }
-  const fromLog = positions.filter((s) => s > check.sourcePosition);
-  for (let i = 0; i < fromLog.length; i += READ_AT_ONCE) {
-    const seqs = fromLog.slice(i, i + READ_AT_ONCE);
-    const read = await Promise.all(seqs.map((s) => check.read(s)));
-    for (const [j, theirs] of read.entries()) {
-      const mine = check.mine.get(seqs[j])!;
-      if (theirs !== mine) return { seq: seqs[j], mine, theirs };
+  const known = new Set([...mine.records.keys(), ...mine.checkpoints.keys()]);
+  let common: number | undefined;
+  for (const seq of known) {
+    if (seq <= reached && (common === undefined || seq > common) && digestAt(mine, seq) !== undefined && digestAt(source, seq) !== undefined) common = seq;
+  }
+  if (common !== undefined && digestAt(mine, common) !== digestAt(source, common)) {
+    return { seq: common, mine: digestAt(mine, common)!, theirs: digestAt(source, common), chained: true };
+  }
+  if (from >= upTo) return undefined;
+  // The positions after the source, read from the log: each compared with the old store's
+  // record there, and the source's digest (when it has one at its position) extended over
+  // them and compared wherever the old store knows its own.
+  let chain = from === 0 ? CHAIN_START : digestAt(source, from);
+  for (let seq = from + 1; seq <= upTo; seq += READ_AT_ONCE) {
+    const seqs = Array.from({ length: Math.min(READ_AT_ONCE, upTo - seq + 1) }, (_, i) => seq + i);
+    const needed = chain !== undefined ? seqs : seqs.filter((s) => mine.records.has(s));
+    const read = new Map<number, string | undefined>();
+    await Promise.all(needed.map(async (s) => read.set(s, await check.read(s))));
+    for (const s of seqs) {
+      const theirs = read.get(s);
+      const record = mine.records.get(s);
+      if (record && theirs !== record.b) return { seq: s, mine: record.b, theirs };
+      if (chain === undefined) continue;
+      chain = chainDigest(chain, s, theirs);
+      const own = digestAt(mine, s);
+      if (own !== undefined && own !== chain) return { seq: s, mine: own, theirs: chain, chained: true };
+      // Nothing there (the log ends before the confirmed position): the record check above
+      // names it when the old store keeps a record; else the digest further on differs.
     }
   }
   return undefined;

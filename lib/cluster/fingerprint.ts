@@ -5,6 +5,9 @@
  * same fingerprint at every position; a node that read another message somewhere in the window
  * (a NATS replica that diverged from the others) has a different one. No common starting point
  * is needed: a restarted or restored node rebuilds it from the positions its store keeps.
+ *
+ * Also the chained digest of the whole history (`chainDigest`), which a rebuild compares with
+ * the confirmed history of a stopped node's store.
  */
 
 /** What position `seq` held, as the fingerprint sees it. */
@@ -26,6 +29,23 @@ function hashPosition(seq: number, digest: string): [number, number] {
 }
 
 const hex = (n: number) => n.toString(16).padStart(8, "0");
+
+/** The chained digest before position 1 (the empty store). */
+export const CHAIN_START = "";
+
+/**
+ * The chained digest of the whole history up to `seq`: a hash of the digest at `seq - 1`
+ * (`CHAIN_START` before position 1) and the batch id position `seq` held. Two stores that
+ * applied the same batch ids at every position up to `seq` hold the same digest there, however
+ * long ago a difference lies (the window fingerprint above forgets it after `window`
+ * positions); from the same batch ids every node makes the same applied-or-skipped decisions,
+ * so the ids alone are chained, and the digest can be extended from messages read from the log
+ * (`confirmed_guard.ts`).
+ */
+export function chainDigest(previous: string, seq: number, batch: string | undefined): string {
+  const [a, b] = hashPosition(seq, `${previous}\n${batch ?? ""}`);
+  return hex(a) + hex(b);
+}
 
 /** See the module comment: an XOR of per-position hashes over a sliding window. */
 export class WindowFingerprint {

@@ -62,7 +62,10 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
     env,
     async start(hub, modules) {
       await env.start();
-      log.info("cluster log caught up", { position: env.applied });
+      // A store marked diverged whose rebuild was refused serves stopped (503): it caught up
+      // with nothing (`ReplicatedEnv.start`).
+      if (env.stopped) log.warn("cluster node serving stopped: its store was not rebuilt (see the reason above); it tries again later", { position: env.applied });
+      else log.info("cluster log caught up", { position: env.applied });
       stops.push(startBus(link, hub));
       stops.push(startLagSampler());
       const heartbeatMs = tunable("SWITCHBOARD_PRESENCE_HEARTBEAT_MS", 1000);

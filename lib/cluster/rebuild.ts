@@ -40,11 +40,57 @@ export interface RebuildSource {
   dispose(): Promise<void>;
 }
 
+/** Thrown when no snapshot reaches the log's first position (nothing another server changes). */
+class NoSnapshotError extends Error {}
+
+/** Reads of the snapshot tried within one rebuild attempt, each after the first on another
+ * NATS server from `--nats`, and how long each waits for the connection to be back. */
+const SNAPSHOT_TRIES = 3;
+const RECONNECT_WAIT_MS = 5000;
+
 /**
  * The state to rebuild from (see the module comment), given the log's first position. Throws
- * when none reaches the log (the log was compacted and no snapshot covers it yet).
+ * when none reaches the log (the log was compacted and no snapshot covers it yet), or when the
+ * snapshot could not be read in `SNAPSHOT_TRIES` tries.
+ *
+ * The snapshot is read with nats.js's object store, whose JetStream requests take the first
+ * answer from the server the node is connected to: a server that lost sight of JetStream's meta
+ * leader answers each at once with 503 ("JetStream system temporarily unavailable", 10008; or
+ * no responders), although the object store's leader, elsewhere, would serve it. A stopped node
+ * reads nothing else from the log meanwhile, so nothing else moves it off that server: after a
+ * failed read it moves to the next server from `--nats` (`ClusterLink#moveOn`) and reads
+ * there.
  */
-export async function rebuildSource(link: ClusterLink, first: number): Promise<RebuildSource> {
+export async function rebuildSource(link: ClusterLink, first: number, tries = SNAPSHOT_TRIES): Promise<RebuildSource> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await sourceOnce(link, first);
+    } catch (err) {
+      if (err instanceof NoSnapshotError || attempt >= tries) throw err;
+      await readElsewhere(link, err, attempt);
+    }
+  }
+}
+
+/** After a failed read of the snapshot: moves `link` to the next server from `--nats` and
+ * resolves once it is connected there (see `rebuildSource`; a node restoring a snapshot before
+ * it starts, `snapshots.ts`, does the same). */
+export async function readElsewhere(link: ClusterLink, err: unknown, attempt: number): Promise<void> {
+  link.moveOn("cluster snapshot read failed on this NATS server; reading it from another", { error: String(err), attempt });
+  await reconnected(link, RECONNECT_WAIT_MS);
+}
+
+/** Resolves once `link` is connected again after a move (or after `ms`). */
+async function reconnected(link: ClusterLink, ms: number): Promise<void> {
+  // The move closes the transport on a later turn: connected() may still say yes at first.
+  await new Promise((r) => setTimeout(r, 100));
+  for (const deadline = Date.now() + ms; !link.connected() && Date.now() < deadline;) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** One try of `rebuildSource`. */
+async function sourceOnce(link: ClusterLink, first: number): Promise<RebuildSource> {
   const objects = await link.objectStore(SNAPSHOT_BUCKET);
   const info = await objects.info(SNAPSHOT_OBJECT);
   const position = Number(info?.description);
@@ -52,7 +98,7 @@ export async function rebuildSource(link: ClusterLink, first: number): Promise<R
     return await downloadSnapshot(link, position);
   }
   if (first <= 1) return { position: 0, dispose: async () => {} };
-  throw new Error(`the cluster log starts at ${first} and no snapshot reaches it`);
+  throw new NoSnapshotError(`the cluster log starts at ${first} and no snapshot reaches it`);
 }
 
 /** Downloads the newest snapshot into a temporary directory and opens it. */

@@ -51,10 +51,10 @@ import { forkedWrites } from "./fork.ts";
 import { log } from "../log/mod.ts";
 import type { ClusterLink } from "./link.ts";
 import { requestPositions } from "./read_your_writes.ts";
-import { positionDigest, WindowFingerprint } from "./fingerprint.ts";
+import { CHAIN_START, chainDigest, positionDigest, WindowFingerprint } from "./fingerprint.ts";
 import { PeerAgreement } from "./agreement.ts";
 import { DIVERGED_KEY, type RebuildSource, rebuildSource, replaceStore } from "./rebuild.ts";
-import { firstConfirmedMismatch } from "./confirmed_guard.ts";
+import { CHAIN_CHECKPOINT_EVERY, firstConfirmedMismatch, type KeptHistory, type PositionRecord } from "./confirmed_guard.ts";
 import { OverlayReads, WriteOverlay } from "./overlay.ts";
 import { LEGACY_DB, newReport, PENDING_DB, type StreamRanges, UNSURE_MS, UNSURE_SUBJECT, UnsureStreams } from "./unsure.ts";
 
@@ -72,6 +72,11 @@ export const UNLISTED_NODE_LOCAL = "unlisted-node-local";
 /** Databases applied only on the node that wrote them, before any is declared (the first two
  * are kept alike on every node by the apply itself). */
 const CLUSTER_LOCAL_DBS = [POSITION_DB, "cluster:recent", NODE_LOCAL_DB];
+
+/** The database keeping the chained digest of the history (`fingerprint.ts` `chainDigest`)
+ * every `CHAIN_CHECKPOINT_EVERY` positions, for good (kept alike on every node by the apply, like
+ * `cluster:recent`, whose records carry the digest at each recent position). */
+const CHAIN_DB = "cluster:chain";
 
 /** Positions a write set's `base` may lag behind the position it lands at before it counts as
  * stale whatever it read (the window of written keys every node keeps). */
@@ -266,7 +271,11 @@ export class ReplicatedEnv implements Storage {
   #unsure: UnsureStreams;
   #unsubscribeUnsure: (() => void) | undefined;
   #unsubscribeApplied: (() => void) | undefined;
-  #recentDb: Database<[string, Key][] | { w: [string, Key][]; b?: string }, Key>;
+  #recentDb: Database<[string, Key][] | { w: [string, Key][]; b?: string; c?: string }, Key>;
+  #chainDb: Database<string, Key>;
+  /** The chained digest of the history at the position applied (undefined: unknown, a store
+   * written by a version without it; no digest is then recorded until the store is replaced). */
+  #chain: string | undefined;
   #queue: Task[] = [];
   /** Batches out (published, no outcome yet), with when each went out. */
   #inflight = new Set<{ since: number }>();
@@ -312,6 +321,8 @@ export class ReplicatedEnv implements Storage {
     this.#state = this.#rawDb<number>(POSITION_DB);
     this.#applied = this.#state.get("applied") ?? 0;
     this.#recentDb = this.#rawDb("cluster:recent");
+    this.#chainDb = this.#rawDb<string>(CHAIN_DB);
+    this.#chain = this.#loadChain();
     for (const name of this.#rawDb(NODE_LOCAL_DB).getKeys()) this.#localDbs.add(name as string);
     [this.#recent, this.#print] = this.#loadHistory();
     this.#unsure = new UnsureStreams({
@@ -354,6 +365,13 @@ export class ReplicatedEnv implements Storage {
         stored.sort((a, b) => a[0] - b[0]).map(([seq, keys, batch]) => [seq, positionDigest(batch, keys.length > 0)]),
       ),
     ];
+  }
+
+  /** The chained digest at the position applied, as the store keeps it (see `#chain`). */
+  #loadChain(): string | undefined {
+    if (this.#applied === 0) return CHAIN_START;
+    const record = this.#recentDb.get(this.#applied);
+    return record && !Array.isArray(record) ? record.c : undefined;
   }
 
   /**
@@ -512,6 +530,7 @@ export class ReplicatedEnv implements Storage {
       const was = this.#applied;
       this.#applied = source.position;
       [this.#recent, this.#print] = this.#loadHistory();
+      this.#chain = this.#loadChain();
       this.#buffer.clear();
       // What the ordered logs derived from the old store (positions published, joins waiting
       // for one) is void: they start again from the new one, before anything is applied to it.
@@ -552,20 +571,26 @@ export class ReplicatedEnv implements Storage {
    */
   async #refused(source: RebuildSource): Promise<boolean> {
     if (this.#confirmed <= 0) return false;
-    const records = (db: Database<unknown, Key>) => {
-      const out = new Map<number, string>();
-      for (const { key, value } of db.getRange({ end: this.#confirmed + 1 })) {
+    const kept = (recent: Database<unknown, Key>, chain: Database<unknown, Key>): KeptHistory => {
+      const records = new Map<number, PositionRecord>();
+      for (const { key, value } of recent.getRange({ end: this.#confirmed + 1 })) {
         // Older stores kept the keys alone, without the batch id: not compared.
-        const batch = Array.isArray(value) ? undefined : (value as { b?: string }).b;
-        if (typeof key === "number" && batch !== undefined) out.set(key, batch);
+        const { b, c } = Array.isArray(value) ? {} : (value as { b?: string; c?: string });
+        if (typeof key === "number" && b !== undefined) records.set(key, c === undefined ? { b } : { b, c });
       }
-      return out;
+      const checkpoints = new Map<number, string>();
+      for (const { key, value } of chain.getRange({ end: this.#confirmed + 1 })) {
+        if (typeof key === "number" && typeof value === "string") checkpoints.set(key, value);
+      }
+      return { records, checkpoints };
     };
     const mismatch = await firstConfirmedMismatch({
       confirmed: this.#confirmed,
-      mine: records(this.#recentDb as Database<unknown, Key>),
+      mine: kept(this.#recentDb as Database<unknown, Key>, this.#chainDb as Database<unknown, Key>),
       sourcePosition: source.position,
-      source: source.store ? records(source.store.db("cluster:recent")) : new Map(),
+      source: source.store
+        ? kept(source.store.db("cluster:recent"), source.store.db(CHAIN_DB))
+        : { records: new Map(), checkpoints: new Map() },
       read: async (seq) => {
         const data = await this.#link.read(seq);
         if (!data) return undefined;
@@ -574,12 +599,13 @@ export class ReplicatedEnv implements Storage {
       },
     });
     if (!mismatch) return false;
-    const reason = `cluster unavailable: the log no longer holds writes a majority confirmed (position ${mismatch.seq}); ` +
+    const where = mismatch.chained ? `at or before position ${mismatch.seq}` : `position ${mismatch.seq}`;
+    const reason = `cluster unavailable: the log no longer holds writes a majority confirmed (${where}); ` +
       `the store is kept for an operator`;
     if (this.#refusedFor !== reason) {
       this.#refusedFor = reason;
       log.error(reason, { confirmed: this.#confirmed, applied: this.#applied, batch: mismatch.mine, log_batch: mismatch.theirs ?? null });
-    } else log.warn("cluster rebuild refused again", { position: mismatch.seq, attempt: this.#rebuildAttempts });
+    } else log.warn("cluster rebuild refused again", { position: mismatch.seq, chained: mismatch.chained ?? false, attempt: this.#rebuildAttempts });
     this.#diverged = this.#rebuilding = reason;
     const state = this.#rawDb<string>(POSITION_DB);
     await state.put(DIVERGED_KEY, reason).catch(() => {});
@@ -655,10 +681,16 @@ export class ReplicatedEnv implements Storage {
         state.put(UNSURE_REPORT_KEY, report);
         this.#unsure.keep(report, streams);
       });
-      const outcome = await this.#replace();
+      // A failed attempt (a read of the log or of the snapshot that failed: its NATS server
+      // refuses JetStream requests, a leader election) is tried again later like a refused one,
+      // not thrown: the process would exit, and restart into the same failure.
+      const outcome = await this.#replace().catch((err) => {
+        log.warn("cluster rebuild failed; trying again later", { error: String(err) });
+        return "failed" as const;
+      });
       if (outcome === "closed") throw new Error("closed while rebuilding the store");
-      // Refused: the node serves stopped (503) and tries again later, as after a stop.
-      refused = outcome === "refused";
+      // Refused or failed: the node serves stopped (503) and tries again later, as after a stop.
+      refused = outcome !== "replaced";
       if (!refused) this.#rebuilding = undefined;
     }
     if (!refused) this.#follow();
@@ -1257,8 +1289,9 @@ export class ReplicatedEnv implements Storage {
     const me = this.#link.nodeId;
     const own = new Map<LogMessage, Outcome>();
     const fresh: { seq: number; msg: LogMessage }[] = [];
-    const written: [number, [string, Key][], string][] = [];
+    const written: [number, [string, Key][], string, string | undefined][] = [];
     const before = this.#applied;
+    const chainBefore = this.#chain;
     for (const item of run) {
       if (item.seq === this.#opts.forkAt) item.msg = { ...item.msg, o: "", b: `fork-${item.seq}`, a: undefined, w: forkedWrites(item.msg.w) };
       item.msg = this.#played(item.seq, item.msg);
@@ -1277,7 +1310,8 @@ export class ReplicatedEnv implements Storage {
       const keys: [string, Key][] = stale ? [] : msg.w.filter((w) => !this.#localDbs.has(w[1])).map((w) => [w[1], w[2]]);
       this.#recent.record(seq, keys, id);
       this.#print.add(seq, positionDigest(id, !stale));
-      written.push([seq, keys, id]);
+      if (this.#chain !== undefined) this.#chain = chainDigest(this.#chain, seq, id);
+      written.push([seq, keys, id, this.#chain]);
       if (!stale) fresh.push(item);
       if (outcome) {
         outcome.done = stale ? "stale" : null;
@@ -1301,8 +1335,9 @@ export class ReplicatedEnv implements Storage {
       await this.root.batch(() => {
         const c0 = performance.now();
         for (const { msg } of fresh) this.#write(msg.w, msg.o === me);
-        for (const [seq, keys, batch] of written) {
-          this.#recentDb.put(seq, { w: keys, b: batch });
+        for (const [seq, keys, batch, chain] of written) {
+          this.#recentDb.put(seq, chain === undefined ? { w: keys, b: batch } : { w: keys, b: batch, c: chain });
+          if (chain !== undefined && seq % CHAIN_CHECKPOINT_EVERY === 0) this.#chainDb.put(seq, chain);
           if (seq - CONFLICT_WINDOW > 0) this.#recentDb.remove(seq - CONFLICT_WINDOW);
         }
         this.#state.put("applied", last);
@@ -1316,6 +1351,7 @@ export class ReplicatedEnv implements Storage {
       const err = await asStorageError(caught);
       this.#recent.rollback(before);
       this.#print.rollback(before);
+      this.#chain = chainBefore;
       for (const o of own.values()) o.done = null;
       this.#changes.applied(remote, false);
       throw err;

@@ -23,7 +23,7 @@ import { StoreEnv } from "../store/env.ts";
 import type { ClusterLink } from "./link.ts";
 import type { NodeWatch } from "./nodes.ts";
 import { NODE_LOCAL_DB, POSITION_DB, type ReplicatedEnv, UNLISTED_NODE_LOCAL } from "./replicated_env.ts";
-import { DIVERGED_KEY, SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "./rebuild.ts";
+import { DIVERGED_KEY, readElsewhere, SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "./rebuild.ts";
 
 // Where the newest snapshot is (a node rebuilding its store reads it too).
 const BUCKET = SNAPSHOT_BUCKET;
@@ -99,6 +99,8 @@ export async function restoreIfBehind(link: ClusterLink, path: string): Promise<
     } catch (err) {
       if (attempt === 3) throw err;
       log.warn("cluster snapshot download failed; retrying", { error: String(err) });
+      // Read from another server: this one may refuse JetStream requests (`rebuildSource`).
+      if (!/no snapshot reaches it/.test(String(err))) await readElsewhere(link, err, attempt);
     }
   }
 }

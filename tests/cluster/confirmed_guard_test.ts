@@ -11,7 +11,8 @@ import { call } from "../pubsub/helpers.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { startCluster, until } from "./cluster.ts";
 import { appendAt, path } from "./writers.ts";
-import { firstConfirmedMismatch } from "../../lib/cluster/confirmed_guard.ts";
+import { CHAIN_CHECKPOINT_EVERY, firstConfirmedMismatch, type KeptHistory, type PositionRecord } from "../../lib/cluster/confirmed_guard.ts";
+import { CHAIN_START, chainDigest } from "../../lib/cluster/fingerprint.ts";
 
 /** Positions start at 1; every write of this test before the fork is one position (after it,
  * the healthy nodes' epoch renewal of the stream node 3 named takes positions too). */
@@ -83,6 +84,9 @@ Deno.test({
       n3 = await cluster.restart(2);
       assert.match(n3.output(), /cluster store marked diverged; rebuilding it before serving/);
       await assertKeptStore(n3, written);
+      // It listens stopped, and says so: it caught up with nothing.
+      assert.doesNotMatch(n3.output(), /cluster log caught up/);
+      assert.match(n3.output(), /cluster node serving stopped: its store was not rebuilt/);
 
       // The log agrees with its confirmed history again: it rebuilds and ends equal to the
       // majority, every acknowledged write where it was acked.
@@ -91,6 +95,7 @@ Deno.test({
       n3 = await cluster.restart(2);
       await until("node 3 rebuilds its store", () => Promise.resolve(/cluster store replaced/.test(n3.output())), 60_000);
       await until("node 3 takes writes again", async () => (await readyz(n3)).status === 200, 60_000);
+      assert.match(n3.output(), /cluster log caught up/);
       // Its diverged mark still named the refusal; the check passed this time.
       assert.doesNotMatch(n3.output(), /ERROR +cluster unavailable: the log no longer holds/);
       await appendAt(n3, KEY, "after");
@@ -107,28 +112,134 @@ Deno.test({
   },
 });
 
-/** Batch ids `b<seq>` for `from..to`, with `odd` positions holding another one. */
-function records(from: number, to: number, odd: number[] = []): Map<number, string> {
-  const out = new Map<number, string>();
-  for (let seq = from; seq <= to; seq++) out.set(seq, odd.includes(seq) ? `other-${seq}` : `b${seq}`);
-  return out;
+// The same, with the confirmed history lost long before the positions the store keeps a record
+// of (its last 4096): node 3 is fed another message at a position past 4096 and, once stopped,
+// reads yet another one at position 20. Only the chained digest (kept with each record and
+// every 4096 positions) sees it.
+const LONG_FORK_AT = CHAIN_CHECKPOINT_EVERY + 300;
+const LONG_REFUSED = /the log no longer holds writes a majority confirmed \(at or before position (\d+)\)/;
+
+Deno.test({
+  name: "cluster guard: a lost write older than the 4096 positions a store keeps a record of is refused too",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const cluster = await startCluster({
+      env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000" },
+      nodeEnv: (i): Record<string, string> =>
+        i === 2 ? { SWITCHBOARD_FAULT_FORK_AT: String(LONG_FORK_AT), SWITCHBOARD_FAULT_OTHER_AT: String(OTHER_AT) } : {},
+    });
+    try {
+      const [n1] = cluster.nodes;
+      // Small objects: each write appends to one of 64 lists; key -> [value, acked position].
+      const written = new Map<string, [string, number][]>();
+      for (let i = 1;; i++) {
+        const key = `long-${i % 64}`;
+        const position = await appendAt(n1, key, `v${i}`);
+        written.set(key, [...(written.get(key) ?? []), [`v${i}`, position]]);
+        if (position >= LONG_FORK_AT + 2) break;
+      }
+      const n3 = cluster.nodes[2];
+      await until("node 3 stops itself", () => Promise.resolve(STOPPED.test(n3.output())), 60_000);
+      await until("node 3 refuses to rebuild, with the reason on /readyz", async () => {
+        const r = await readyz(n3);
+        return r.status === 503 && LONG_REFUSED.test(r.reason ?? "");
+      }, 60_000);
+      const at = Number(LONG_REFUSED.exec(n3.output())?.[1]);
+      assert.ok(at > OTHER_AT && at <= LONG_FORK_AT, `refused by the digest at ${at}`);
+      assert.match(n3.output(), /ERROR +cluster unavailable: the log no longer holds writes a majority confirmed/);
+      const write = await call(n3, "POST", `${path("long-1")}/append`, { slot: "l", value: "refused" });
+      assert.equal(write.status, 503);
+      assert.doesNotMatch(n3.output(), /cluster store replaced/);
+      // Every acknowledged write before the fork is still where it was, on node 3.
+      for (const [key, values] of written) {
+        const list: string[] = (await call(n3, "GET", path(key))).body.state.l;
+        const before = values.filter(([, position]) => position < LONG_FORK_AT).map(([v]) => v);
+        assert.deepEqual(list.slice(0, before.length), before, `${key} kept on node 3`);
+      }
+    } finally {
+      await cluster.stop();
+    }
+  },
+});
+
+/**
+ * One side's kept history of positions 1..`to` with batch ids `b<seq>` (`odd` positions hold
+ * another one): records of `keepFrom..to` with their chained digests (`chained`: false for a
+ * store written before the digest), and the digests every `CHAIN_CHECKPOINT_EVERY` positions.
+ */
+function history(to: number, { odd = [] as number[], keepFrom = 1, chained = true } = {}): KeptHistory {
+  const records = new Map<number, PositionRecord>();
+  const checkpoints = new Map<number, string>();
+  let chain = CHAIN_START;
+  for (let seq = 1; seq <= to; seq++) {
+    const b = odd.includes(seq) ? `other-${seq}` : `b${seq}`;
+    chain = chainDigest(chain, seq, b);
+    if (seq >= keepFrom) records.set(seq, chained ? { b, c: chain } : { b });
+    if (chained && seq % CHAIN_CHECKPOINT_EVERY === 0) checkpoints.set(seq, chain);
+  }
+  return { records, checkpoints };
 }
 
+/** The log's batch ids of 1..`to` (`odd` positions hold another one). */
+function log(to: number, odd: number[] = []): Map<number, string> {
+  return new Map(Array.from({ length: to }, (_, i) => [i + 1, odd.includes(i + 1) ? `other-${i + 1}` : `b${i + 1}`]));
+}
+
+/** The source's records only from `from` on (a snapshot keeps its last positions). */
+function recent(h: KeptHistory, from: number): KeptHistory {
+  return { records: new Map([...h.records].filter(([s]) => s >= from)), checkpoints: h.checkpoints };
+}
+
+const none: KeptHistory = { records: new Map(), checkpoints: new Map() };
+
 Deno.test("cluster guard: the confirmed positions are compared with the snapshot's records and the log, never the unconfirmed suffix", async () => {
-  const mine = records(1, 100, [90]); // the node's own other message at 90, unconfirmed
-  const check = (log: Map<number, string>, sourcePosition = 0, source = new Map<number, string>()) =>
-    firstConfirmedMismatch({ confirmed: 80, mine, sourcePosition, source, read: (seq) => Promise.resolve(log.get(seq)) });
+  const mine = history(100, { odd: [90] }); // the node's own other message at 90, unconfirmed
+  const check = (l: Map<number, string>, sourcePosition = 0, source = none) =>
+    firstConfirmedMismatch({ confirmed: 80, mine, sourcePosition, source, read: (seq) => Promise.resolve(l.get(seq)) });
   // The log agrees up to the confirmed position: the rebuild may proceed.
-  assert.equal(await check(records(1, 100)), undefined);
+  assert.equal(await check(log(100)), undefined);
   // Another message at a confirmed position, or none there: refused.
-  assert.deepEqual(await check(records(1, 100, [20])), { seq: 20, mine: "b20", theirs: "other-20" });
-  assert.deepEqual(await check(records(1, 50)), { seq: 51, mine: "b51", theirs: undefined });
+  assert.deepEqual(await check(log(100, [20])), { seq: 20, mine: "b20", theirs: "other-20" });
+  assert.deepEqual(await check(log(50)), { seq: 51, mine: "b51", theirs: undefined });
   // A snapshot at 60 whose own records differ at a confirmed position: refused, whatever the log.
-  assert.deepEqual(await check(records(1, 100), 60, records(40, 60, [45])), { seq: 45, mine: "b45", theirs: "other-45" });
+  assert.deepEqual(await check(log(100), 60, recent(history(60, { odd: [45] }), 40)), { seq: 45, mine: "b45", theirs: "other-45" });
   // Positions the snapshot reaches are not read from the log.
-  assert.equal(await check(records(1, 100, [30]), 60, records(40, 60)), undefined);
-  // A snapshot past the confirmed position: only its records up to there count.
-  assert.equal(await check(records(1, 100), 95, records(1, 95, [85])), undefined);
+  assert.equal(await check(log(100, [30]), 60, recent(history(60), 40)), undefined);
+  // A snapshot past the confirmed position: only its history up to there counts.
+  assert.equal(await check(log(100), 95, history(95, { odd: [85] })), undefined);
   // Nothing confirmed: nothing to compare.
-  assert.equal(await firstConfirmedMismatch({ confirmed: 0, mine, sourcePosition: 0, source: new Map(), read: () => Promise.resolve(undefined) }), undefined);
+  assert.equal(await firstConfirmedMismatch({ confirmed: 0, mine, sourcePosition: 0, source: none, read: () => Promise.resolve(undefined) }), undefined);
+});
+
+Deno.test("cluster guard: a difference older than the positions the stores keep a record of is refused by the chained digest", async () => {
+  const to = 2 * CHAIN_CHECKPOINT_EVERY + 1000;
+  const confirmed = to - 10;
+  // The old store keeps records of its last CHAIN_CHECKPOINT_EVERY positions only.
+  const mine = history(to, { keepFrom: to - CHAIN_CHECKPOINT_EVERY + 1 });
+  const check = (l: Map<number, string>, sourcePosition = 0, source = none) =>
+    firstConfirmedMismatch({ confirmed, mine, sourcePosition, source, read: (seq) => Promise.resolve(l.get(seq)) });
+  const firstKept = to - CHAIN_CHECKPOINT_EVERY + 1;
+  // Rebuilt from the whole log: another message at 20, long before the records.
+  assert.deepEqual(await check(log(to, [20])), { seq: CHAIN_CHECKPOINT_EVERY, mine: mine.checkpoints.get(CHAIN_CHECKPOINT_EVERY), theirs: history(CHAIN_CHECKPOINT_EVERY, { odd: [20] }).checkpoints.get(CHAIN_CHECKPOINT_EVERY), chained: true });
+  assert.equal(await check(log(to)), undefined);
+  // From a snapshot before the records whose history differs at 20: its digest at its position.
+  const snapshotAt = firstKept - 500;
+  const snap = recent(history(snapshotAt, { odd: [20] }), snapshotAt - CHAIN_CHECKPOINT_EVERY + 1);
+  const refused = await check(log(to), snapshotAt, snap);
+  assert.equal(refused?.chained, true);
+  assert.ok(refused!.seq <= firstKept, `refused at ${refused?.seq}`);
+  assert.equal(await check(log(to), snapshotAt, recent(history(snapshotAt), snapshotAt - CHAIN_CHECKPOINT_EVERY + 1)), undefined);
+  // From a snapshot past the confirmed position (taken while the node was stopped): compared
+  // at the last position both keep a digest of.
+  const later = to + 3 * CHAIN_CHECKPOINT_EVERY;
+  const past = await check(log(later), later, recent(history(later, { odd: [20] }), later - CHAIN_CHECKPOINT_EVERY + 1));
+  assert.deepEqual(past?.seq, 2 * CHAIN_CHECKPOINT_EVERY);
+  assert.equal(await check(log(later), later, recent(history(later), later - CHAIN_CHECKPOINT_EVERY + 1)), undefined);
+  // Stores written before the digest: the records alone, as before (the old difference unseen).
+  const unchained = history(to, { keepFrom: firstKept, chained: false });
+  const oldOther = log(to, [20]);
+  const keptOther = log(to, [firstKept]);
+  assert.equal(await firstConfirmedMismatch({ confirmed, mine: unchained, sourcePosition: 0, source: none, read: (seq) => Promise.resolve(oldOther.get(seq)) }), undefined);
+  assert.deepEqual(await firstConfirmedMismatch({ confirmed, mine: unchained, sourcePosition: 0, source: none, read: (seq) => Promise.resolve(keptOther.get(seq)) }), { seq: firstKept, mine: `b${firstKept}`, theirs: `other-${firstKept}` });
 });

@@ -11,7 +11,7 @@ import { call, sdkFor } from "../pubsub/helpers.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { ObjectSubscription } from "../../sdk/client/object_subscription.ts";
 import { startCluster, until } from "./cluster.ts";
-import { assertNoLoss, path, writers } from "./writers.ts";
+import { appendAt, assertNoLoss, path, writers } from "./writers.ts";
 
 const FORK_AT = 40;
 const STOPPED = /applied the log differently from a majority of the nodes/;
@@ -86,6 +86,14 @@ for (const mode of ["the whole log", "the newest snapshot and the log after it"]
         const [n1, n2, n3] = cluster.nodes;
         watch = subscriber(n3, key);
         await watch.sub.whenSynced();
+        if (snapshots) {
+          // A snapshot exists before node 3 forks (else, on a loaded machine, its rebuild could
+          // come first and start from the empty store).
+          let position = 0;
+          while (position < 26) position = await appendAt(n1, `${key}-before`, `before-${position}`);
+          assert.ok(position < FORK_AT);
+          await until("a first snapshot", () => Promise.resolve(/cluster snapshot stored/.test(n1.output())), 60_000);
+        }
         const w = writers(() => cluster.nodes, key, 6);
         await until("node 3 stops itself", () => Promise.resolve(STOPPED.test(n3.output())));
         await until("node 3 rebuilds its store and takes writes again", () => Promise.resolve(HEALED.test(n3.output())), 60_000);
