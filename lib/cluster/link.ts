@@ -35,6 +35,11 @@ const DIALS_LOGGED = 12;
 const SUSPECT_RTT_MS = 2500;
 /** The watchdog's ping interval (`ClusterLink#watchdog`). */
 const WATCH_PING_MS = 250;
+/** How long a ping may wait while nothing at all comes from the server either (no message:
+ * the node's own heartbeats and reports come back to it, other nodes' arrive) before the
+ * connection moves on. A frozen or cut-off server goes silent at once; a loaded healthy one
+ * still delivers while a ping waits, so it gets the whole `SUSPECT_RTT_MS`. */
+const SILENT_MS = 1250;
 
 /** How long a JetStream API request (a read of the log, its bounds) may wait for its answer,
  * and, once a server answered "JetStream temporarily unavailable" (10008), for a better answer
@@ -85,6 +90,9 @@ export class ClusterLink {
   /** Send times of the watchdog's pings not answered yet. */
   #pings = new Set<{ at: number }>();
   #lastTick = Date.now();
+  /** Messages received so far (nats.js's count), and when that count last grew. */
+  #inMsgs = 0;
+  #heardAt = Date.now();
   #watchTimer: ReturnType<typeof setInterval>;
   /** The reply subjects' prefix of JetStream API requests (`#api`), their count, and the
    * requests waiting for an answer, by their reply subject's last token. */
@@ -372,17 +380,32 @@ export class ClusterLink {
     else void this.nc.reconnect().catch(() => {});
   }
 
-  /** Moves to another server when a ping has waited `SUSPECT_RTT_MS`; true when it moved. */
+  /** Moves to another server when a ping has waited `SUSPECT_RTT_MS`, or `SILENT_MS` while
+   * no message came either (`silentFor`); true when it moved. */
   #checkSilence(): boolean {
     if (!this.connected()) return false;
+    const now = Date.now();
+    const { inMsgs } = this.nc.stats();
+    if (inMsgs !== this.#inMsgs) {
+      this.#inMsgs = inMsgs;
+      this.#heardAt = now;
+    }
     let oldest = Infinity;
     for (const p of this.#pings) oldest = Math.min(oldest, p.at);
-    const waited = Date.now() - oldest;
-    if (waited <= SUSPECT_RTT_MS || Date.now() - this.#lastTick > WATCH_PING_MS * 2) return false;
+    if (now - this.#lastTick > WATCH_PING_MS * 2) return false;
+    const why = silentFor(now - oldest, now - this.#heardAt);
+    if (!why) return false;
     this.#pings.clear();
-    this.moveOn("cluster NATS server does not answer; moving to another", { ping_waited_ms: waited });
+    this.moveOn(
+      why === "silent" ? "cluster NATS server silent; moving to another" : "cluster NATS server does not answer; moving to another",
+      { ping_waited_ms: now - oldest, heard_ms_ago: now - this.#heardAt },
+    );
+    this.lastMove = { why, pingWaitedMs: now - oldest };
     return true;
   }
+
+  /** Why the watchdog last left a server, and how long its oldest ping had waited then. */
+  lastMove: { why: "silent" | "unanswered"; pingWaitedMs: number } | undefined;
 
   /** The stored message at `seq`, or null when there is none (yet), as the stream's leader
    * answers. */
@@ -579,6 +602,17 @@ interface ApiError {
 /** An error carrying JetStream's answer as nats.js's do (`api_error`). */
 function apiError(e: ApiError): Error {
   return Object.assign(new Error(`${e.code ?? ""} ${e.description ?? ""}`.trim()), { api_error: e });
+}
+
+/**
+ * Whether a server is to be left: "unanswered" once a ping has waited `SUSPECT_RTT_MS`,
+ * "silent" once it has waited `SILENT_MS` while no message came from the server for as long
+ * (`heardMsAgo`), else undefined.
+ */
+export function silentFor(pingWaitedMs: number, heardMsAgo: number): "silent" | "unanswered" | undefined {
+  if (pingWaitedMs > SUSPECT_RTT_MS) return "unanswered";
+  if (pingWaitedMs > SILENT_MS && heardMsAgo > SILENT_MS) return "silent";
+  return undefined;
 }
 
 /** An error's text, with JetStream's own description when it gave one (nats.js names both

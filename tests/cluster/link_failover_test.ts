@@ -5,10 +5,11 @@
 // link is idle (the link's pings), and the first server dialled after the move is another one
 // (nats.js would otherwise redial the server just left first). Bounds are generous (the shared
 // machine is slow); the assertions are on behaviour: the link ends on another server, never
-// dialled the dead one, and appends are stored again there.
+// dialled the dead one, and appends are stored again there. A server silent while a ping waits
+// (no message either) is left after 1.25 s, one that still delivers after 2.5 s.
 import assert from "node:assert/strict";
 import { DebugEvents, Events } from "nats";
-import { ClusterLink } from "../../lib/cluster/link.ts";
+import { ClusterLink, silentFor } from "../../lib/cluster/link.ts";
 import { makePartition, type NatsCluster, startNatsCluster } from "./nats_servers.ts";
 import { until } from "./cluster.ts";
 
@@ -72,6 +73,10 @@ async function leftForAnother(fault: Fault, mode: "publishing" | "idle") {
     assert.ok(dialled.length > 0, "the move was seen");
     assert.ok(!dialled.some((d) => d.includes(deadServer)), `the dead server was not dialled again: ${dialled}`);
     if (mode === "publishing") assert.ok(outcomes.includes("unknown"), `an append went unanswered first: ${outcomes}`);
+    // Nothing came from the dead server while a ping waited: it is left as silent, before a
+    // ping has waited the 2.5 s a server that still delivers gets.
+    assert.equal(link.lastMove?.why, "silent", `left as silent: ${JSON.stringify(link.lastMove)}`);
+    assert.ok(link.lastMove!.pingWaitedMs < 2500, `left before a ping waited 2.5 s: ${JSON.stringify(link.lastMove)}`);
   } finally {
     if (dead >= 0 && !cut) nats.signal(dead, "SIGCONT");
     await link?.close().catch(() => {});
@@ -83,3 +88,13 @@ for (const mode of ["publishing", "idle"] as const) {
   Deno.test(`cluster link: a frozen nats-server is left for another one (${mode})`, () => leftForAnother("frozen", mode));
 }
 Deno.test("cluster link: a partitioned nats-server is left for another one (publishing)", () => leftForAnother("partitioned", "publishing"));
+
+Deno.test("cluster link: a server that still delivers messages while a ping waits is given 2.5 s, a silent one 1.25 s", () => {
+  // A loaded healthy server (the stream's leader while a replica catches up) answered pings in
+  // more than 1.5 s but kept delivering: it is not left before a ping waited 2.5 s.
+  assert.equal(silentFor(2000, 100), undefined);
+  assert.equal(silentFor(2600, 100), "unanswered");
+  // A frozen or cut-off server delivers nothing at all.
+  assert.equal(silentFor(1400, 1400), "silent");
+  assert.equal(silentFor(1000, 5000), undefined, "a ping that has not waited long is no evidence");
+});
