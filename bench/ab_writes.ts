@@ -11,7 +11,8 @@
 //   AB_PEERS=0                          skip the HTTP floor, Redis and the durable floor
 //   AB_FLOORS=counter,log,shape         durable floor variants (also: serial; AB_FLOORS= none)
 // Prints one line per run: writes/s, server CPU per write (process, and its JavaScript thread's
-// share), writes per commit, commits/s and mean commit ms (from the server's /metrics), p99.
+// share; the machine's share busy, every core = 100%), writes per commit, commits/s and mean commit ms
+// (from the server's /metrics), p99.
 //   deno run -A bench/ab_writes.ts
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -90,7 +91,7 @@ for (let r = 1; r <= rounds; r++) {
         const appends = b.appends - a.appends;
         console.log(
           `round ${r} objects ${objects} ${bin} ${f(w.perSecond / 1000)}k/s ${f(w.serverUsPerWrite)} µs/write ` +
-            `(thread ${f(w.threadCpu * 100, 0)}%, process ${f(w.serverCpu * 100, 0)}%) ${f(appends / commits)} writes/commit ` +
+            `(thread ${f(w.threadCpu * 100, 0)}%, process ${f(w.serverCpu * 100, 0)}%, machine ${f(w.machineCpu * 100, 0)}% of all cores) ${f(appends / commits)} writes/commit ` +
             `${f(commits / (appends / w.perSecond), 0)} commits/s ${f(((b.sum - a.sum) * 1000) / (b.timed - a.timed), 2)} ms/commit p99 ${f(w.p99)} ms errors ${w.errors}`,
         );
       } finally {
