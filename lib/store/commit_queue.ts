@@ -3,7 +3,7 @@
 import type { Database, Key } from "lmdb";
 import { setImmediate } from "node:timers";
 import type { CommitTarget } from "./commit_target.ts";
-import type { Commits, KeyPin } from "./storage.ts";
+import type { Commits } from "./storage.ts";
 
 interface Job {
   fn: () => unknown;
@@ -32,14 +32,6 @@ interface Slot {
   cached: Row | undefined;
   /** The row the newest batch handed over and not yet settled wrote (see `#settle`). */
   pending: Row | undefined;
-}
-
-/** A key's slots held for the span of one append (`CommitQueue.pin`): found once, by one
- * lookup of the key, instead of once more at every use after other keys' (see `#slot`). */
-class Pin implements KeyPin {
-  /** `slots`: the key's slots when pinned; `gen`: the queue's generation then (the slots are
-   * found again after everything interned was dropped). */
-  constructor(readonly key: string, public slots: (Slot | undefined)[], public gen: number) {}
 }
 
 /** A batch handed to the store and not yet settled. */
@@ -152,8 +144,6 @@ export class CommitQueue implements Commits {
   #lastSlots: (Slot | undefined)[] = [];
   /** More than `MAX_INTERNED` keys are interned: dropped once no batch holds slots. */
   #overfull = false;
-  /** Counts the drops of everything interned (`#trim`): a pin of an earlier one is stale. */
-  #gen = 0;
 
   /** A queue committing into `env`. */
   constructor(env: CommitTarget) {
@@ -193,8 +183,8 @@ export class CommitQueue implements Commits {
    */
   read<V>(
     db: Database<V, Key>,
-    key: Key | KeyPin,
-    load: () => V | undefined = () => db.get(key instanceof Pin ? key.key : key as Key),
+    key: Key,
+    load: () => V | undefined = () => db.get(key),
     fresh?: (value: V) => boolean,
   ): V | undefined {
     const slot = this.#slot(db, key);
@@ -220,29 +210,23 @@ export class CommitQueue implements Commits {
    * size in bytes, for the cache's bound. Outside a job it is written at once, in the caller's
    * transaction.
    */
-  write<V>(db: Database<V, Key>, key: Key | KeyPin, value: V | undefined, weight = DEFAULT_WEIGHT): void {
-    const k = key instanceof Pin ? key.key : key as Key;
+  write<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
     if (!this.#inJob) {
-      this.#forget(db, k);
-      if (value === undefined) db.remove(k);
-      else db.put(k, value);
+      this.#forget(db, key);
+      if (value === undefined) db.remove(key);
+      else db.put(key, value);
       return;
     }
-    this.#stage(db, key, { db: db as Database, key: k, value, weight, put: true });
+    this.#stage(db, key, { db: db as Database, key, value, weight, put: true });
   }
 
   /**
    * Stages a derived row that is cached like a `write` but never put (see the class comment).
    * Outside a job it is a `write`.
    */
-  keep<V>(db: Database<V, Key>, key: Key | KeyPin, value: V | undefined, weight = DEFAULT_WEIGHT): void {
+  keep<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
     if (!this.#inJob) return this.write(db, key, value, weight);
-    this.#stage(db, key, { db: db as Database, key: key instanceof Pin ? key.key : key as Key, value, weight, put: false });
-  }
-
-  /** A handle on `key`'s rows (see `Commits.pin`): its slots, found once. */
-  pin(key: string): KeyPin {
-    return new Pin(key, this.#slotsOf(key), this.#gen);
+    this.#stage(db, key, { db: db as Database, key, value, weight, put: false });
   }
 
   /**
@@ -268,7 +252,7 @@ export class CommitQueue implements Commits {
   /** Stages `row` in the running batch over the same slot's earlier row, noting that row for
    * the job's undo: the last value wins, and it is put at the end of the batch when any of
    * them had to be (a kept row after a written one). */
-  #stage(db: Database, key: Key | KeyPin, row: Row): void {
+  #stage(db: Database, key: Key, row: Row): void {
     const slot = this.#slot(db, key);
     const batch = this.#batch!;
     const earlier = batch.get(slot);
@@ -444,7 +428,6 @@ export class CommitQueue implements Commits {
     this.#lastKey = undefined;
     this.#lastSlots = [];
     this.#overfull = false;
-    this.#gen++;
   }
 
   /** Caches a committed row, dropping the rows cached first past `CACHE_BYTES`. A row already
@@ -476,36 +459,24 @@ export class CommitQueue implements Commits {
 
   /** The slot of a row: one object per database and key, found by one lookup of the key
    * (string keys; others by their JSON) shared by every database, and none when the key is the
-   * one asked for last or a pin of it (`pin`) is given. Past `MAX_INTERNED` keys everything interned is dropped, at once when no
+   * one asked for last. Past `MAX_INTERNED` keys everything interned is dropped, at once when no
    * batch holds a slot, else before the next batch. */
-  #slot(db: Database, key: Key | KeyPin): Slot {
+  #slot(db: Database, key: Key): Slot {
     let id = this.#dbIds.get(db);
     if (id === undefined) this.#dbIds.set(db, (id = this.#dbIds.size));
     let slots: (Slot | undefined)[];
-    if (key instanceof Pin) {
-      if (key.gen !== this.#gen) {
-        key.slots = this.#slotsOf(key.key);
-        key.gen = this.#gen;
+    if (typeof key === "string") {
+      if (key === this.#lastKey) slots = this.#lastSlots;
+      else {
+        slots = this.#interned.get(key) ?? this.#intern(this.#interned, key);
+        this.#lastKey = key;
+        this.#lastSlots = slots;
       }
-      slots = key.slots;
-      // The reads after a pinned one are of the same key, in the next database (its state).
-      this.#lastKey = key.key;
-      this.#lastSlots = slots;
-    } else if (typeof key === "string") slots = this.#slotsOf(key);
-    else {
+    } else {
       const json = JSON.stringify(key);
       slots = this.#internedJson.get(json) ?? this.#intern(this.#internedJson, json);
     }
     return (slots[id] ??= { cached: undefined, pending: undefined });
-  }
-
-  /** A string key's slots (none when it is the key asked for last). */
-  #slotsOf(key: string): (Slot | undefined)[] {
-    if (key === this.#lastKey) return this.#lastSlots;
-    const slots = this.#interned.get(key) ?? this.#intern(this.#interned, key);
-    this.#lastKey = key;
-    this.#lastSlots = slots;
-    return slots;
   }
 
   /** Interns `name` in `map` with no slots yet (see `#slot` for the bound). */

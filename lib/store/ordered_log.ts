@@ -3,7 +3,7 @@
 // publishing in position order after commit.
 import type { Database, Key } from "lmdb";
 import type { LogFollower, LogRecord, Prepared, PublishFn, StreamLog } from "../streams/stream_log.ts";
-import type { Commits, KeyPin, Storage, StreamChange } from "./storage.ts";
+import type { Commits, Storage, StreamChange } from "./storage.ts";
 import { logDbNames, type StoredEntry, unpackEntry as unpack } from "./log_layout.ts";
 
 export type { LogRecord, Prepared, PublishFn } from "../streams/stream_log.ts";
@@ -103,10 +103,9 @@ export class OrderedLog implements StreamLog {
     return this.#readMeta(stream)?.first ?? 1;
   }
 
-  /** The stream's head and first position, cached or derived from the store (`key`: the
-   * stream's pin, when the append holds one). */
-  #readMeta(stream: string, key: string | KeyPin = stream): StreamMeta | undefined {
-    return this.#commits.read(this.#meta, key, () => this.#loadMeta(stream));
+  /** The stream's head and first position, cached or derived from the store. */
+  #readMeta(stream: string): StreamMeta | undefined {
+    return this.#commits.read(this.#meta, stream, () => this.#loadMeta(stream));
   }
 
   /** The head row as stored, its head moved up to the last stored entry's position. */
@@ -161,9 +160,7 @@ export class OrderedLog implements StreamLog {
     // A purge of the stream goes first (then look again: another may have started).
     const purging = this.#trackers.get(stream)?.purging;
     if (purging) return purging.then(() => this.append(stream, prepare, publish));
-    // The stream's rows, found once for the tracker's head and the job (see `Commits.pin`).
-    const key = this.#commits.pin?.(stream) ?? stream;
-    const tracker = this.#track(stream, key);
+    const tracker = this.#track(stream);
     tracker.inflight++;
     let prepared: Prepared<E, R> | undefined;
     let first = 0;
@@ -173,7 +170,7 @@ export class OrderedLog implements StreamLog {
       throw err;
     };
     return this.#commits.run(() => {
-      const meta = this.#readMeta(stream, key) ?? { head: 0, first: 1 };
+      const meta = this.#readMeta(stream) ?? { head: 0, first: 1 };
       prepared = prepare(meta.head);
       first = meta.head + 1;
       const now = Date.now();
@@ -182,8 +179,8 @@ export class OrderedLog implements StreamLog {
       const head = meta.head + prepared.entries.length;
       if (head > meta.head) {
         // Only a stream's first append stores its head row; later heads are derived.
-        if (meta.head === 0) this.#commits.write(this.#meta, key, { head, first: 1 });
-        else this.#commits.keep(this.#meta, key, { head, first: meta.first });
+        if (meta.head === 0) this.#commits.write(this.#meta, stream, { head, first: 1 });
+        else this.#commits.keep(this.#meta, stream, { head, first: meta.first });
       }
       prepared.apply?.(first);
     }, this.#staged).then(() => this.#appended(stream, tracker, prepared!, first, publish), failed);
@@ -402,11 +399,11 @@ export class OrderedLog implements StreamLog {
     }
   }
 
-  #track(stream: string, key: string | KeyPin = stream): Tracker {
+  #track(stream: string): Tracker {
     let t = this.#trackers.get(stream);
     if (!t) {
       // No in-flight append exists for this stream, so the committed head is fully published.
-      t = { published: this.#readMeta(stream, key)?.head ?? 0, inflight: 0, ready: new Map(), waiters: [] };
+      t = { published: this.head(stream), inflight: 0, ready: new Map(), waiters: [] };
       this.#trackers.set(stream, t);
     }
     return t;

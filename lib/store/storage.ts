@@ -5,12 +5,6 @@
 import type { Database, Key } from "lmdb";
 import type { LogRecord } from "../streams/stream_log.ts";
 
-/** A handle on one string key's rows, made by a `Commits` (`pin`): it stands for the key in that
- * `Commits`' `read`, `write` and `keep`, in any database, and nowhere else. */
-export interface KeyPin {
-  readonly key: string;
-}
-
 /**
  * How writes reach a store: every ordered log and product writes through its store's
  * `Commits`. One node groups them (`CommitQueue`: group commit with a write-behind cache); a
@@ -21,17 +15,14 @@ export interface Commits {
    * with its error (nothing of it written) or the commit's. `staged`: `fn` writes only through
    * these `Commits`, never to a database itself. */
   run<T>(fn: () => T, staged?: boolean): Promise<T>;
-  /** A handle on `key`'s rows for the reads and writes of one append (absent: pass the key):
-   * a store that looks rows up by key finds it once instead of at every use. */
-  pin?(key: string): KeyPin;
   /** The row's current value as the running job sees it; `load` reads it from the store, and
    * `fresh` says whether a row still being committed is what the store now holds. */
-  read<V>(db: Database<V, Key>, key: Key | KeyPin, load?: () => V | undefined, fresh?: (value: V) => boolean): V | undefined;
+  read<V>(db: Database<V, Key>, key: Key, load?: () => V | undefined, fresh?: (value: V) => boolean): V | undefined;
   /** Writes a row (`undefined` removes it); `weight` is roughly its size in bytes. */
-  write<V>(db: Database<V, Key>, key: Key | KeyPin, value: V | undefined, weight?: number): void;
+  write<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight?: number): void;
   /** Writes a row derived from other stored rows (a store may cache it instead of storing it;
    * readers pass `read` a `load` that derives it again). */
-  keep<V>(db: Database<V, Key>, key: Key | KeyPin, value: V | undefined, weight?: number): void;
+  keep<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight?: number): void;
   /** Puts a new row nobody reads back through these `Commits` (a log entry). */
   put<V>(db: Database<V, Key>, key: Key, value: V): void;
   /** Notes a row the running job has just written to the database itself. */

@@ -335,28 +335,3 @@ Deno.test("CommitQueue: when a commit fails, the batch prepared on it while it w
   assert.equal(reopened.db<number>("rows").get("n"), 3);
   await reopened.close();
 });
-
-Deno.test("CommitQueue.pin(): a pin stands for its key in read, write and keep, in every database, also after every interned key was dropped", async () => {
-  const { env } = tempStore();
-  const rows = env.db<number>("rows");
-  const derived = env.db<number>("derived");
-  const q = env.commits;
-  const pin = q.pin("k");
-  const seen = await q.run(() => {
-    q.write(rows, pin, 1);
-    q.keep(derived, pin, 2);
-    return [q.read(rows, "k"), q.read(derived, "k", () => -1), q.read(rows, pin)];
-  }, true);
-  assert.deepEqual(seen, [1, 2, 1]);
-  assert.deepEqual([rows.get("k"), derived.get("k")], [1, undefined], "written by key, a kept row not put");
-  // Reads of more keys than the bound, outside any batch, drop everything interned: the pin
-  // made before still addresses its key, and a job by pin and one by key see each other.
-  for (let i = 0; i <= 100_000; i++) q.read(rows, `x${i}`);
-  await Promise.all([
-    q.run(() => q.write(rows, pin, (q.read(rows, pin) ?? 0) + 10), true),
-    q.run(() => (q.read(rows, "other"), q.write(rows, "k", (q.read(rows, "k") ?? 0) + 100)), true),
-  ]);
-  assert.equal(rows.get("k"), 111);
-  assert.deepEqual([q.read(rows, "k"), q.read(rows, pin), q.read(derived, pin, () => -1)], [111, 111, -1]);
-  await env.close();
-});
