@@ -11,7 +11,8 @@
 //   AB_PEERS=0                          skip the HTTP floor, Redis and the durable floor
 //   AB_FLOORS=counter,log,shape         durable floor variants (also: serial; AB_FLOORS= none)
 // Prints one line per run: writes/s, server CPU per write (process, and its JavaScript thread's
-// share), writes per commit, commits/s and mean commit ms (from the server's /metrics), p99.
+// share; the machine's share busy, every core = 100%), writes per commit, commits/s and mean commit ms
+// (from the server's /metrics), p99.
 //   deno run -A bench/ab_writes.ts
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -44,13 +45,18 @@ function startBuild(bin: string): Promise<Served> {
   return startListening(bin.startsWith("/") ? bin : join(ROOT, bin), args, listening, dataDir);
 }
 
-/** The server's commit counters and durable appends so far. */
-async function counters(base: string): Promise<{ sum: number; commits: number; appends: number }> {
+/** The server's commit counters and durable appends so far: `timed`, the commits timed in
+ * `sum`; `commits`, LMDB transactions where the server counts them apart
+ * (`switchboard_lmdb_transactions_total`, since overlapping commits), else the timed ones. */
+async function counters(base: string): Promise<{ sum: number; timed: number; commits: number; appends: number }> {
   const text = await (await fetch(`${base}/metrics`)).text();
   const v = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN);
+  const timed = v(/^switchboard_lmdb_commit_seconds_count(?:\{[^}]*\})? (\S+)$/m);
+  const transactions = v(/^switchboard_lmdb_transactions_total(?:\{[^}]*\})? (\S+)$/m);
   return {
     sum: v(/^switchboard_lmdb_commit_seconds_sum(?:\{[^}]*\})? (\S+)$/m),
-    commits: v(/^switchboard_lmdb_commit_seconds_count(?:\{[^}]*\})? (\S+)$/m),
+    timed,
+    commits: Number.isNaN(transactions) ? timed : transactions,
     appends: v(/^switchboard_log_appends_total\{[^}]*product="durable"[^}]*\} (\S+)$/m),
   };
 }
@@ -85,8 +91,8 @@ for (let r = 1; r <= rounds; r++) {
         const appends = b.appends - a.appends;
         console.log(
           `round ${r} objects ${objects} ${bin} ${f(w.perSecond / 1000)}k/s ${f(w.serverUsPerWrite)} µs/write ` +
-            `(thread ${f(w.threadCpu * 100, 0)}%, process ${f(w.serverCpu * 100, 0)}%) ${f(appends / commits)} writes/commit ` +
-            `${f(commits / (appends / w.perSecond), 0)} commits/s ${f(((b.sum - a.sum) * 1000) / commits, 2)} ms/commit p99 ${f(w.p99)} ms errors ${w.errors}`,
+            `(thread ${f(w.threadCpu * 100, 0)}%, process ${f(w.serverCpu * 100, 0)}%, machine ${f(w.machineCpu * 100, 0)}% of all cores) ${f(appends / commits)} writes/commit ` +
+            `${f(commits / (appends / w.perSecond), 0)} commits/s ${f(((b.sum - a.sum) * 1000) / (b.timed - a.timed), 2)} ms/commit p99 ${f(w.p99)} ms errors ${w.errors}`,
         );
       } finally {
         await s.stop();

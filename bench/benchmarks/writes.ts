@@ -52,11 +52,15 @@ interface WriteResult {
 }
 
 /** Switchboard's commit and append counters so far, from its `/metrics`. */
-async function commitCounters(base: string): Promise<{ commits: number; seconds: number; appends: number }> {
+async function commitCounters(base: string): Promise<{ commits: number; timed: number; seconds: number; appends: number }> {
   const text = await (await fetch(`${base}/metrics`)).text();
   const value = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN);
+  const timed = value(/^switchboard_lmdb_commit_seconds_count(?:\{[^}]*\})? (\S+)$/m);
+  const transactions = value(/^switchboard_lmdb_transactions_total(?:\{[^}]*\})? (\S+)$/m);
   return {
-    commits: value(/^switchboard_lmdb_commit_seconds_count(?:\{[^}]*\})? (\S+)$/m),
+    // LMDB transactions where the server counts them apart (overlapping commits), else the timed commits.
+    commits: Number.isNaN(transactions) ? timed : transactions,
+    timed,
     seconds: value(/^switchboard_lmdb_commit_seconds_sum(?:\{[^}]*\})? (\S+)$/m),
     appends: value(/^switchboard_log_appends_total\{[^}]*product="durable"[^}]*\} (\S+)$/m),
   };
@@ -124,7 +128,7 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
     const commits = b.commits - a.commits;
     const appends = b.appends - a.appends;
     const windowSeconds = appends / r.perSecond;
-    return { ...r, commits, writesPerCommit: appends / commits, commitMs: ((b.seconds - a.seconds) * 1000) / commits, commitsPerSecond: commits / windowSeconds };
+    return { ...r, commits, writesPerCommit: appends / commits, commitMs: ((b.seconds - a.seconds) * 1000) / (b.timed - a.timed), commitsPerSecond: commits / windowSeconds };
   };
   /** A closed-loop HTTP run with wrk; the open-loop phase (when asked) from the Bun generator
    * at half wrk's rate. */
@@ -247,7 +251,7 @@ export async function writes(ctx: BenchContext): Promise<BenchReport> {
     await http.stop();
   }
   notes.push("every Switchboard run starts a fresh server on a fresh data dir, as every raw and floor run gets a fresh dir (until 2026-11-25 one server took every run in turn, so later cells wrote into a store already holding millions of entries).");
-  notes.push("writes / commit, commit ms: Switchboard's own counters (/metrics: switchboard_lmdb_commit_seconds, switchboard_log_appends_total) over the closed-loop window; a commit's time runs from handing its batch to lmdb-js until it is durable. main thread: Switchboard's JavaScript thread, Redis's event loop (the process figure also counts JIT, GC and storage threads). limit: the core at 90% or more (a server's main thread), else `commits`: no core is saturated and the writers wait on commits.");
+  notes.push("writes / commit, commit ms: Switchboard's own counters (/metrics: switchboard_lmdb_transactions_total, one per LMDB write transaction, from lmdb-js's aftercommit event; switchboard_lmdb_commit_seconds; switchboard_log_appends_total) over the closed-loop window; a commit's time runs from handing its batch (the oldest of those one transaction took) to lmdb-js until it is durable. main thread: Switchboard's JavaScript thread, Redis's event loop (the process figure also counts JIT, GC and storage threads). limit: the core at 90% or more (a server's main thread), else `commits`: no core is saturated and the writers wait on commits.");
   notes.push("http floor: a bare Bun server (bench/baselines/http_floor_server.ts) that reads each request's body and answers a small JSON reply, storing nothing, driven by the same generator and requests as Switchboard's increments: what one HTTP/1.1 request per write costs here before any storage, auth or routing. vs http floor: the increment's rate over it.");
   notes.push("durable floor: the minimal durable increment server on the mandated stack (bench/baselines/durable_floor_server.ts): Bun.serve as the binary serves, lmdb-js opened with the store's settings (overlappingSync false, msgpack, the store's codec options) and lmdb-js's own group commit (the puts of one event-loop turn are one batch; batches queued while one syncs commit next); per request it parses the JSON body, reads the counter (held in memory after its first read), puts it (and, `+ log entry`, one small entry keyed [object, log id]), awaits the durable commit, replies JSON; `log entry + counter every 32nd` is Switchboard's storage shape (its state is a checkpoint every 32 entries, derived from the log in between). Same wrk requests as Switchboard's increments. vs redis in its row: its rate over Redis's in the same cell. writes / commit, commit ms, commits/s from its own /metrics (commits counted by lmdb-js's aftercommit event, one per LMDB write transaction).");
   notes.push("store alone: ObjectStore.write (increments) from that many concurrent loops in one Bun process over a fresh LMDB store (bench/baselines/objects_in_process.ts, the working tree's source), with the server's ordered log, commit queue and hub: the durable write path without HTTP. server µs/write there is the process's CPU per write (the JavaScript thread's is in results/latest.json, threadMicrosecondsPerWrite). From 64 writers it also runs at half of them: the commit size HTTP writers settle at.");

@@ -64,6 +64,7 @@ const commits = new client.Histogram({
   buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
   registers: [registry],
 });
+const transactions = counter("switchboard_lmdb_transactions_total", "LMDB write transactions ended (committed or failed); batches handed over during one commit share the next.");
 const webhooks = counter(
   "switchboard_webhook_deliveries_total",
   "Webhook delivery attempts by kind (pusher, bot) and result: delivered, retried, given_up, discarded.",
@@ -161,6 +162,10 @@ export const record = {
   commit(seconds: number, failed: boolean): void {
     commits.observe(seconds);
     if (failed) storageErrors.inc();
+  },
+  /** One LMDB write transaction ended (lmdb-js's `aftercommit`). */
+  transaction(): void {
+    transactions.inc();
   },
   /** A chat run entered `state` (pending, active, suspended, complete, cancelled, error). */
   run(state: string): void {

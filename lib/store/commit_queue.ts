@@ -25,13 +25,33 @@ interface Row {
 }
 
 /** A row's place in the queue: one object per database and key while the key is interned (see
- * `#slot`), so the queue's maps are keyed by identity and the committed row kept for it is a
- * field, not one more lookup in a map of every cached row. */
+ * `#slot`), so the queue's maps are keyed by identity and the rows kept for it are fields, not
+ * more lookups in maps of every row. */
 interface Slot {
   /** The committed row kept for it (see `#remember`). */
   cached: Row | undefined;
+  /** The row the newest batch handed over and not yet settled wrote (see `#settle`). */
+  pending: Row | undefined;
 }
 
+/** A batch handed to the store and not yet settled. */
+interface Flight {
+  jobs: Job[];
+  /** Each job's outcome, in order (`ok`: its result, else its error). */
+  outcomes: { ok: boolean; value: unknown }[];
+  /** The rows its jobs staged, by slot. */
+  rows: Map<Slot, Row>;
+  /** Its mark in the store's chain, which the next batch may be chained on; undefined when
+   * nothing may be (an unstaged batch, or one whose body threw): the next waits for it. */
+  mark: number | undefined;
+  /** Settled: `committed` says how (`failure`: its commit's error, or `SKIPPED`). */
+  settled: boolean;
+  committed: boolean;
+  failure: unknown;
+}
+
+/** A batch the store skipped: the batch it was chained on did not commit. */
+const SKIPPED = Symbol("skipped");
 
 /** Bytes of cached rows kept across commits, at most (oldest dropped first). */
 const CACHE_BYTES = 64 * 1024 * 1024;
@@ -47,14 +67,25 @@ const DEFAULT_WEIGHT = 128;
  * Group commit with a write-behind cache, for the ordered log and the products' derived rows.
  *
  * `run(job)` queues a synchronous job; the jobs queued in one turn of the event loop run as one
- * batch in one write transaction, each inside its own child transaction, so one job that
- * throws (or that LMDB refuses) leaves nothing behind and does not disturb the others. A job
- * that writes only through the queue (`run(job, true)`) needs no child transaction (a child
- * transaction's begin and commit were a seventh of a hot write's CPU): what it staged is
- * dropped when it throws. A batch of only such jobs runs at once on the JS thread and hands
- * its rows to lmdb-js's write thread as one atomic batch (`StoreEnv.batch`), with no
- * transaction callback. One batch commits at a time: jobs queued meanwhile run together once
- * it has settled, so the store they read includes it.
+ * batch, each inside its own child transaction, so one job that throws (or that LMDB refuses)
+ * leaves nothing behind and does not disturb the others. A job that writes only through the
+ * queue (`run(job, true)`) needs no child transaction (a child transaction's begin and commit
+ * were a seventh of a hot write's CPU): what it staged is dropped when it throws.
+ *
+ * A batch of only such jobs runs at once on the JS thread and hands its rows to lmdb-js's write
+ * thread as one atomic batch chained on the batch handed before it (`StoreEnv.chained`), even
+ * while that one is still committing: lmdb-js commits every batch handed over while a commit
+ * syncs as the next transaction, the moment the sync ends, so a commit takes every write that
+ * arrived during the last one, with no fixed wait, and the store never waits for the JS thread
+ * between commits. A batch's jobs read the rows of the batches still committing as stored
+ * (they are, first, or this batch is not: the chain makes a batch commit only if the one
+ * before it did). Its jobs are answered only once it is durable, and batches settle in the
+ * order they were handed over. When one fails, its jobs fail, every batch chained after it is
+ * skipped by the store (nothing of it stored, nothing answered), no new batch starts until all
+ * have settled, and then the skipped batches' jobs run again, first, on the store as committed
+ * (a job is a function of the state it reads, as a replicated store requires too). A batch with an unstaged job runs inside one write transaction
+ * (`StoreEnv.transaction`) alone: it waits for every batch before it to settle, and the next
+ * waits for it.
  *
  * Rows written with `write` are staged in memory and put once per batch (the last value of a
  * key wins), then kept in a bounded cache once the commit is durable, so the next write of a hot
@@ -63,12 +94,13 @@ const DEFAULT_WEIGHT = 128;
  * whoever reads them passes `read` a `load` that derives them again from the store.
  *
  * `read` sees, in order: the rows the running batch staged (its running job's included: a job
- * stages into the batch, and a job that throws has its rows undone), then, for a row that
- * the batch being committed wrote (only readers outside a job see one), that row only when the
- * caller's `fresh` accepts it (else the store as last committed), then the cache, then the
- * store (`load`, or the row as stored). The cache is only sound while every write of those rows
- * goes through this queue (a write outside a job drops the row from it); a failed commit
- * empties it.
+ * stages into the batch, and a job that throws has its rows undone), then the row the newest
+ * batch still committing wrote (inside a job as it is; outside a job, where the store must be
+ * read as last committed, only when the caller's `fresh` accepts it, else the cached row when
+ * `fresh` accepts that, else the store), then the cache, then the store (`load`, or the row as
+ * stored). The cache is only sound while every
+ * write of those rows goes through this queue (a write outside a job drops the row from it); a
+ * failed commit empties it.
  *
  * The commit path of one node's store (`StoreEnv`); a replicated store, where a transaction
  * may run more than once and other nodes' writes land beside it, has its own
@@ -77,11 +109,16 @@ const DEFAULT_WEIGHT = 128;
 export class CommitQueue implements Commits {
   #env: CommitTarget;
   #queue: Job[] = [];
+  /** A job of `#queue` is unstaged: its batch waits until no batch is committing. */
+  #unstagedQueued = false;
   #scheduled = false;
-  /** A batch is committing: the next one waits for it (see `#flush`). */
-  #committing = false;
-  /** The rows of the batch being committed, by slot (null between batches). */
-  #settling: Map<Slot, Row> | null = null;
+  /** The batches handed to the store and not yet settled, oldest first. */
+  #flights: Flight[] = [];
+  /** A batch failed: no new one starts until every batch handed over has settled. */
+  #broken = false;
+  /** The jobs of batches skipped after a failed one, in order: they run again once every batch
+   * handed over has settled. */
+  #retry: Job[] = [];
   /** Rows staged by the running batch (its running job's included); keyed by `#slot`. */
   #batch: Map<Slot, Row> | null = null;
   /** A job is running (inside the batch's body). */
@@ -119,17 +156,30 @@ export class CommitQueue implements Commits {
   run<T>(fn: () => T, staged = false): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.#queue.push({ fn, staged, resolve: resolve as (v: unknown) => void, reject });
-      if (!this.#scheduled && !this.#committing) {
-        this.#scheduled = true;
-        setImmediate(() => void this.#flush());
-      }
+      if (!staged) this.#unstagedQueued = true;
+      this.#schedule();
     });
+  }
+
+  /** Starts a batch of the queued jobs in the next turn, unless one is due or may not start. */
+  #schedule(): void {
+    if (this.#scheduled || this.#queue.length === 0 || !this.#mayStart()) return;
+    this.#scheduled = true;
+    setImmediate(() => this.#flush());
+  }
+
+  /** Whether the next batch may start now (see the class comment). */
+  #mayStart(): boolean {
+    const flights = this.#flights;
+    if (flights.length === 0) return true;
+    if (this.#broken || this.#unstagedQueued || this.#overfull) return false;
+    return flights[flights.length - 1].mark !== undefined;
   }
 
   /**
    * The row's current value as the running job sees it (see the class comment). `load` reads
    * it from the store when no staged or cached copy answers (default: the row as stored);
-   * `fresh` says whether the row a batch still syncing wrote is what the store now holds.
+   * `fresh` says whether the row a batch still committing wrote is what the store now holds.
    */
   read<V>(
     db: Database<V, Key>,
@@ -140,10 +190,16 @@ export class CommitQueue implements Commits {
     const slot = this.#slot(db, key);
     const staged = this.#batch?.get(slot);
     if (staged) return staged.value as V | undefined;
-    const settling = this.#settling?.get(slot);
-    if (settling) {
-      const value = settling.value as V | undefined;
-      return value !== undefined && fresh?.(value) ? value : load();
+    const pending = slot.pending;
+    if (pending) {
+      const value = pending.value as V | undefined;
+      if (this.#inJob) return value;
+      if (!fresh) return load();
+      if (value !== undefined && fresh(value)) return value;
+      // A later batch is committing over the cached row: it answers while it is what the
+      // store holds (the batches before have committed).
+      const cached = slot.cached?.value as V | undefined;
+      return cached !== undefined && fresh(cached) ? cached : load();
     }
     const cached = slot.cached;
     return cached ? cached.value as V | undefined : load();
@@ -204,78 +260,138 @@ export class CommitQueue implements Commits {
     batch.set(slot, earlier?.put && !row.put ? { ...row, put: true } : row);
   }
 
-  /** Commits every queued job as one batch (see the class comment); once it has settled, the
-   * jobs queued meanwhile go as the next. */
-  async #flush(): Promise<void> {
+  /** Runs every queued job as one batch and hands it to the store (see the class comment). */
+  #flush(): void {
     this.#scheduled = false;
-    this.#committing = true;
+    if (this.#queue.length === 0 || !this.#mayStart()) return;
     if (this.#overfull) this.#trim();
+    const jobs = this.#queue;
+    this.#queue = [];
+    const unstaged = this.#unstagedQueued;
+    this.#unstagedQueued = false;
+    const flight: Flight = {
+      jobs,
+      outcomes: [],
+      rows: new Map(),
+      mark: undefined,
+      settled: false,
+      committed: false,
+      failure: undefined,
+    };
+    let ran = false;
+    const body = () => {
+      this.#body(flight);
+      ran = true;
+    };
+    const flights = this.#flights;
+    let committed: Promise<unknown>;
+    if (unstaged) committed = this.#env.transaction(body);
+    else {
+      const after = flights.length > 0 ? flights[flights.length - 1].mark : undefined;
+      const chained = this.#env.chained(body, after);
+      // A body that threw may have left some puts to commit: nothing may chain on it.
+      if (ran) flight.mark = chained.mark;
+      committed = chained.committed;
+    }
+    flights.push(flight);
+    committed.then(
+      (ok) => this.#settled(flight, ok !== false, SKIPPED),
+      (err) => this.#settled(flight, false, err),
+    );
+    this.#schedule();
+  }
+
+  /** Runs a batch's jobs inside its commit (see the class comment), stages their puts, and
+   * marks its rows as pending. */
+  #body(flight: Flight): void {
+    const batch = flight.rows;
+    const outcomes = flight.outcomes;
+    const root = this.#env.root;
+    this.#batch = batch;
+    const undo = this.#undo;
     try {
-      await this.#commit(this.#queue.splice(0));
+      for (const job of flight.jobs) {
+        // A job stages straight into the batch; when it throws, what it staged is undone
+        // (a staged job's puts dropped; a child transaction's own writes are aborted).
+        undo.length = 0;
+        if (!job.staged) this.#putStaged();
+        const puts = this.#batchPuts.length;
+        this.#inJob = true;
+        this.#stagedJob = job.staged;
+        try {
+          const value = job.staged ? job.fn() : root.childTransaction(job.fn);
+          outcomes.push({ ok: true, value });
+        } catch (err) {
+          for (let i = undo.length - 1; i >= 0; i--) {
+            const [slot, earlier] = undo[i];
+            if (earlier) batch.set(slot, earlier);
+            else batch.delete(slot);
+          }
+          this.#batchPuts.length = puts;
+          outcomes.push({ ok: false, value: err });
+        }
+      }
+      this.#inJob = false;
+      this.#stagedJob = false;
+      this.#putStaged();
+      for (const [slot, row] of batch) {
+        slot.pending = row;
+        if (!row.put) continue;
+        if (row.value === undefined) row.db.remove(row.key);
+        else row.db.put(row.key, row.value);
+      }
     } finally {
-      this.#committing = false;
-      if (this.#queue.length > 0) void this.#flush();
+      this.#inJob = false;
+      this.#stagedJob = false;
+      undo.length = 0;
+      this.#batch = null;
+      this.#batchPuts = [];
     }
   }
 
-  /** Runs `jobs` in one commit, then settles each job and caches the rows they wrote. */
-  async #commit(jobs: Job[]): Promise<void> {
-    const batch = new Map<Slot, Row>();
-    this.#settling = batch;
-    const outcomes: { ok: boolean; value: unknown }[] = [];
-    const root = this.#env.root;
-    const body = () => {
-      this.#batch = batch;
-      const undo = this.#undo;
-      try {
-        for (const job of jobs) {
-          // A job stages straight into the batch; when it throws, what it staged is undone
-          // (a staged job's puts dropped; a child transaction's own writes are aborted).
-          undo.length = 0;
-          if (!job.staged) this.#putStaged();
-          const puts = this.#batchPuts.length;
-          this.#inJob = true;
-          this.#stagedJob = job.staged;
-          try {
-            const value = job.staged ? job.fn() : root.childTransaction(job.fn);
-            outcomes.push({ ok: true, value });
-          } catch (err) {
-            for (let i = undo.length - 1; i >= 0; i--) {
-              const [slot, earlier] = undo[i];
-              if (earlier) batch.set(slot, earlier);
-              else batch.delete(slot);
-            }
-            this.#batchPuts.length = puts;
-            outcomes.push({ ok: false, value: err });
-          }
-        }
-        this.#inJob = false;
-        this.#stagedJob = false;
-        this.#putStaged();
-        for (const { db, key, value, put } of batch.values()) {
-          if (!put) continue;
-          if (value === undefined) db.remove(key);
-          else db.put(key, value);
-        }
-      } finally {
-        this.#inJob = false;
-        this.#stagedJob = false;
-        undo.length = 0;
-        this.#batch = null;
-        this.#batchPuts = [];
+  /** A batch has settled (`committed`, or failed with `failure`): settles every batch from
+   * the oldest on that has, in the order they were handed over, then starts the next. */
+  #settled(flight: Flight, committed: boolean, failure: unknown): void {
+    flight.settled = true;
+    flight.committed = committed;
+    flight.failure = failure;
+    const flights = this.#flights;
+    while (flights.length > 0 && flights[0].settled) this.#settle(flights.shift()!);
+    if (flights.length === 0 && this.#broken) {
+      this.#broken = false;
+      if (this.#retry.length > 0) {
+        this.#queue = this.#retry.concat(this.#queue);
+        this.#retry = [];
       }
-    };
-    try {
-      await (jobs.every((job) => job.staged) ? this.#env.batch(body) : this.#env.transaction(body));
-    } catch (err) {
-      this.#settling = null;
-      this.#dropCache();
-      for (const job of jobs) job.reject(err);
+    }
+    this.#schedule();
+  }
+
+  /** Answers a settled batch's jobs, caching its rows when it committed; a failed batch empties
+   * the cache and fails every batch still committing after it (see the class comment). */
+  #settle(flight: Flight): void {
+    for (const [slot, row] of flight.rows) {
+      if (slot.pending === row) slot.pending = undefined;
+      if (flight.committed) this.#remember(slot, row);
+    }
+    const { jobs, outcomes } = flight;
+    if (flight.committed) {
+      for (let i = 0; i < jobs.length; i++) {
+        const outcome = outcomes[i];
+        if (outcome.ok) jobs[i].resolve(outcome.value);
+        else jobs[i].reject(outcome.value);
+      }
       return;
     }
-    this.#settling = null;
-    for (const [slot, row] of batch) this.#remember(slot, row);
-    jobs.forEach((job, i) => outcomes[i].ok ? job.resolve(outcomes[i].value) : job.reject(outcomes[i].value));
+    this.#broken = true;
+    this.#dropCache();
+    if (flight.failure === SKIPPED) {
+      // Prepared on a batch that failed: nothing of it was stored; its jobs run again, first,
+      // once every batch handed over has settled, on the store as committed.
+      for (const job of jobs) this.#retry.push(job);
+      return;
+    }
+    for (const job of jobs) job.reject(flight.failure);
   }
 
   /** Puts what the batch's staged jobs have `put` so far. */
@@ -284,9 +400,11 @@ export class CommitQueue implements Commits {
     this.#batchPuts = [];
   }
 
-  /** Drops a row from the cache (it was written outside a job). */
+  /** Drops a row from the cache (it was written outside a job), and from the rows of the
+   * batches still committing as later jobs see them. */
   #forget(db: Database, key: Key): void {
     const slot = this.#slot(db, key);
+    slot.pending = undefined;
     const old = slot.cached;
     if (!old) return;
     slot.cached = undefined;
@@ -358,13 +476,13 @@ export class CommitQueue implements Commits {
       const json = JSON.stringify(key);
       slots = this.#internedJson.get(json) ?? this.#intern(this.#internedJson, json);
     }
-    return (slots[id] ??= { cached: undefined });
+    return (slots[id] ??= { cached: undefined, pending: undefined });
   }
 
   /** Interns `name` in `map` with no slots yet (see `#slot` for the bound). */
   #intern(map: Map<string, (Slot | undefined)[]>, name: string): (Slot | undefined)[] {
     if (this.#interned.size + this.#internedJson.size >= MAX_INTERNED) {
-      if (this.#batch === null && this.#settling === null) this.#trim();
+      if (this.#batch === null && this.#flights.length === 0) this.#trim();
       else this.#overfull = true;
     }
     const slots: (Slot | undefined)[] = [];

@@ -9,6 +9,7 @@ export interface CommitTarget {
   readonly root: RootDatabase;
   /** One durable write transaction (see `StoreEnv.transaction`). */
   transaction<T>(fn: () => T): Promise<T>;
-  /** One durable batch of puts (see `StoreEnv.batch`). */
-  batch<T>(fn: () => T): Promise<T>;
+  /** One durable batch of puts committed only after the batch marked `after` (see
+   * `StoreEnv.chained`): resolves true once durable, false when skipped. */
+  chained(fn: () => void, after: number | undefined): { mark: number; committed: Promise<boolean> };
 }

@@ -2,6 +2,7 @@
 // named databases, durable transactions and batches, storage failures as
 // `StorageUnavailableError`, backup and close.
 import { statfsSync } from "node:fs";
+import { setImmediate } from "node:timers";
 import { dirname, join } from "node:path";
 import { open, type Database, type Key, type RootDatabase } from "lmdb";
 import { asStorageError, StorageUnavailableError } from "./errors.ts";
@@ -11,6 +12,10 @@ import { CommitQueue } from "./commit_queue.ts";
 import { CODEC_OPTIONS } from "./codec.ts";
 import { prefixCachedKeys } from "./keys.ts";
 import type { Storage } from "./storage.ts";
+
+/** The database holding the commit chain's one row (see `StoreEnv.chained`). */
+const CHAIN_DB = "store:commit-chain";
+const CHAIN_KEY = "last";
 
 /** The LMDB environment's path inside the data dir. */
 export function storePath(dataDir: string): string {
@@ -38,6 +43,12 @@ export class StoreEnv implements Storage {
   #path: string;
   /** The last commit storage refused (no commit succeeded since), with the free bytes then. */
   #refused: { reason: string; free: number } | undefined;
+  /** The versioned row that chains batches (see `chained`), opened with the commit queue. */
+  #chain: Database<true, Key> | undefined;
+  /** The last mark a chained batch was given (the stored one at open, then counting up). */
+  #mark = 0;
+  /** A chained batch's commit was timed in this turn of the event loop (see `chained`). */
+  #timedThisTurn = false;
 
   /** `syncEachCommit: false` (clustered mode, where the replicated log is the durable copy)
    * makes commits visible before they reach the disk, keeping LMDB's crash consistency. */
@@ -52,6 +63,7 @@ export class StoreEnv implements Storage {
       sharedStructuresKey: undefined,
       ...CODEC_OPTIONS,
     });
+    this.root.on("aftercommit", () => record.transaction());
   }
 
   /** A named database with ordered-binary keys (arrays of strings/numbers sort naturally). */
@@ -83,15 +95,20 @@ export class StoreEnv implements Storage {
     return this.#commit(() => this.root.transaction(() => this.root.childTransaction(fn) as T));
   }
 
-  /** Runs one commit (`transaction`, `batch`), timing it and mapping a storage failure. */
-  async #commit<T>(commit: () => Promise<T>): Promise<T> {
+  /** Runs one commit (`transaction`, `batch`, `chained`), timing it and mapping a storage
+   * failure. `chained`: a chained batch, which resolves false when it was skipped (neither a
+   * commit nor a refusal) and whose commits are timed once per transaction (see `chained`). */
+  async #commit<T>(commit: () => Promise<T>, chained = false): Promise<T> {
     if (this.#closing) throw new StorageUnavailableError("server shutting down");
     this.#pending++;
     const started = performance.now();
     try {
       const result = await commit();
+      if (chained) {
+        if (result === false) return result;
+        this.#timeChained(started);
+      } else record.commit((performance.now() - started) / 1000, false);
       this.#refused = undefined;
-      record.commit((performance.now() - started) / 1000, false);
       return result;
     } catch (err) {
       const mapped = await asStorageError(err);
@@ -119,9 +136,54 @@ export class StoreEnv implements Storage {
     return this.#commit(() => this.root.batch(() => void (result = fn())).then(() => result));
   }
 
+  /**
+   * Like `batch`, for a chain of batches that may be handed over while earlier ones are still
+   * committing: `fn`'s puts commit only if the batch marked `after` committed (none: at once),
+   * as one transaction with it or in a later one, so a batch derived from an earlier one's rows
+   * is never stored without them. Returns this batch's mark (to chain the next one on) and a
+   * promise that resolves true once the batch is durable, false when it was skipped (`after`
+   * did not commit: nothing of it written), and rejects as `batch` does. lmdb-js runs the
+   * batches handed over while a commit syncs as the next transaction, without waiting for the
+   * JavaScript thread. The chain is one row of its own database whose version is the mark of
+   * the last batch committed; `fn` runs at once, as in `batch`.
+   */
+  chained(fn: () => void, after: number | undefined): { mark: number; committed: Promise<boolean> } {
+    const chain = this.#chain ??= this.#openChain();
+    const mark = ++this.#mark;
+    const body = () => {
+      fn();
+      chain.put(CHAIN_KEY, true, mark);
+    };
+    const commit = () =>
+      (after === undefined ? chain.batch(body) : chain.ifVersion(CHAIN_KEY, after, body)) as Promise<boolean>;
+    return { mark, committed: this.#commit(commit, true) };
+  }
+
+  /** Opens the chain's database and takes up its last mark (marks only grow, across runs). */
+  #openChain(): Database<true, Key> {
+    const chain = this.root.openDB<true, Key>({ name: CHAIN_DB, useVersions: true });
+    this.#mark = chain.getEntry(CHAIN_KEY)?.version ?? 0;
+    return chain;
+  }
+
+  /** Records a chained batch's commit time, once per transaction: the batches of one
+   * transaction settle in one turn, oldest first, so the first to settle in a turn times it
+   * (from its hand-over); the others were part of it. (Transactions are counted apart, from
+   * lmdb-js's `aftercommit`: two that end before the JavaScript thread looks are timed once.) */
+  #timeChained(started: number): void {
+    if (this.#timedThisTurn) return;
+    this.#timedThisTurn = true;
+    setImmediate(() => (this.#timedThisTurn = false));
+    record.commit((performance.now() - started) / 1000, false);
+  }
+
   /** The group-commit queue every ordered log and product of this store writes through. */
   get commits(): CommitQueue {
-    return (this.#commits ??= new CommitQueue(this));
+    if (!this.#commits) {
+      this.#chain ??= this.#openChain();
+      this.#commits = new CommitQueue(this);
+    }
+    return this.#commits;
   }
 
   /** On one node every database is node-local: the same as `db` (see `Storage.nodeLocal`). */

@@ -27,7 +27,7 @@ Deno.test("metrics: the contract's metrics move with traffic; labels never carry
     for (const name of [
       "switchboard_connections", "switchboard_messages_published_total", "switchboard_messages_delivered_total",
       "switchboard_log_appends_total", "switchboard_http_requests_total", "switchboard_http_request_duration_seconds",
-      "switchboard_joins_total", "switchboard_lmdb_commit_seconds", "switchboard_lmdb_size_bytes",
+      "switchboard_joins_total", "switchboard_lmdb_commit_seconds", "switchboard_lmdb_size_bytes", "switchboard_lmdb_transactions_total",
       "switchboard_process_cpu_seconds_total", "switchboard_nodejs_heap_size_used_bytes",
     ]) assert.match(text, new RegExp(`^# TYPE ${name} `, "m"), name);
     // Reading the per-space heap gauges walks Bun's whole heap on every scrape.
@@ -39,6 +39,8 @@ Deno.test("metrics: the contract's metrics move with traffic; labels never carry
     assert.equal(sample(text, "switchboard_joins_total", 'product="pubsub",outcome="auth required for private/presence channels"'), 1);
     assert.ok(sample(text, "switchboard_http_requests_total", 'method="POST",route="/api/apps/:app_id/trigger",status="2xx"') >= 3);
     assert.ok(sample(text, "switchboard_lmdb_size_bytes") > 0);
+    // Three triggers were committed: at least one LMDB write transaction ended.
+    assert.ok(sample(text, "switchboard_lmdb_transactions_total") >= 1);
     assert.ok(!text.includes(secretName), "a channel name leaked into a label");
     assert.ok(!text.includes("secret1"));
   } finally {

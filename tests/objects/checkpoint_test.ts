@@ -85,17 +85,19 @@ Deno.test("ObjectStore: a commit that fails in flight leaves the next write on t
   const { env } = tempStore();
   const store = objects(env);
   for (let i = 1; i <= 40; i++) await store.write(ref("o"), [{ op: "set", key: "v", value: i }], false);
-  // The next commit fails with nothing written: its rows go into a batch whose condition fails.
-  const guard = env.db<number>("guard");
-  await guard.put("g", 1);
-  const batch = env.batch.bind(env);
+  // The next commit fails with nothing written: it is chained on a batch that never committed.
+  const chained = env.chained.bind(env);
   let fail = true;
-  env.batch = (fn) => {
-    if (!fail) return batch(fn);
+  env.chained = (fn, after) => {
+    if (!fail) return chained(fn, after);
     fail = false;
-    return guard.ifNoExists("g", () => void fn()).then(() => {
-      throw new Error("storage refused the commit");
-    });
+    const c = chained(fn, -1);
+    return {
+      mark: c.mark,
+      committed: c.committed.then(() => {
+        throw new Error("storage refused the commit");
+      }),
+    };
   };
   const refused = store.write(ref("o"), [{ op: "set", key: "v", value: "lost" }], false);
   await new Promise((r) => setImmediate(r)); // that batch is now committing

@@ -3,6 +3,42 @@ import { OrderedLog } from "../../lib/store/ordered_log.ts";
 import { StoreEnv } from "../../lib/store/env.ts";
 import { open } from "lmdb";
 import { tempStore } from "../helpers/temp_store.ts";
+import { StorageUnavailableError } from "../../lib/store/errors.ts";
+
+/** Holds the answer of each chained batch `env` commits until `release(i)` (i: the batch's
+ * number from 0), and makes batch `fail` fail as a refused commit does: the store really skips
+ * it (it is chained on a mark that never committed) and it rejects with `StorageUnavailableError`. */
+function holdBatches(env: StoreEnv, fail = -1) {
+  const chained = env.chained.bind(env);
+  const gates: (() => void)[] = [];
+  const handed: number[] = [];
+  env.chained = (fn, after) => {
+    const i = handed.length;
+    handed.push(i);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    gates[i] = open;
+    const c = chained(fn, i === fail ? -1 : after);
+    const committed = c.committed.then(async (ok) => {
+      await gate;
+      if (i === fail) {
+        assert.equal(ok, false, "the store skipped the failing batch");
+        throw new StorageUnavailableError("injected");
+      }
+      return ok;
+    });
+    return { mark: c.mark, committed };
+  };
+  return { handed: () => handed.length, release: (i: number) => gates[i]() };
+}
+
+/** Whether `p` has settled by the end of the next turn of the event loop. */
+async function settledYet(p: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  p.then(() => (done = true), () => (done = true));
+  await new Promise((r) => setTimeout(r, 20));
+  return done;
+}
 
 /** Counts the LMDB transactions `env` runs. */
 function countTransactions(env: StoreEnv): () => number {
@@ -111,14 +147,14 @@ Deno.test("CommitQueue.keep(): the row is cached but never put, unless an earlie
   assert.equal(q.read(rows, "kept", () => -1), 1, "the cache answers");
   await Promise.all([q.run(() => q.write(rows, "mixed", 1)), q.run(() => q.keep(rows, "mixed", 2))]);
   assert.equal(rows.get("mixed"), 2, "kept after a write in one batch: the last value is put");
-  // While a batch syncs, its rows answer only when `fresh` accepts them; else `load` does.
-  // The next batch's jobs run once it has settled, and see its rows.
+  // While a batch syncs, its rows answer readers outside a job only when `fresh` accepts
+  // them; else `load` does. The next batch's jobs see its rows.
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
-  const batch = env.batch.bind(env);
-  env.batch = (fn) => {
-    const committed = batch(fn);
-    return gate.then(() => committed);
+  const chained = env.chained.bind(env);
+  env.chained = (fn, after) => {
+    const c = chained(fn, after);
+    return { mark: c.mark, committed: gate.then(() => c.committed) };
   };
   const syncing = q.run(() => q.keep(rows, "kept", 3), true);
   await new Promise((r) => setImmediate(r));
@@ -225,4 +261,77 @@ Deno.test("CommitQueue: past its bound of interned keys (100k) a batch still rea
   assert.equal(q.read(rows, "k5"), 105);
   assert.equal(q.read(rows, `k${n - 1}`), n - 1);
   await env.close();
+});
+
+Deno.test("CommitQueue: the next batch is prepared and handed to the store while one commits, reads its rows, and is answered only after it", async () => {
+  const { env } = tempStore();
+  const rows = env.db<number>("rows");
+  const q = env.commits;
+  const held = holdBatches(env);
+  const add = () => q.run(() => q.write(rows, "n", (q.read(rows, "n") ?? 0) + 1) ?? q.read(rows, "n"), true);
+  const first = [add(), add()];
+  await new Promise((r) => setImmediate(r));
+  assert.equal(held.handed(), 1);
+  const second = [add(), add(), add()];
+  await new Promise((r) => setImmediate(r));
+  assert.equal(held.handed(), 2, "the second batch was handed over while the first was not answered");
+  held.release(1);
+  assert.equal(await settledYet(Promise.race(second)), false, "a batch is not answered before the one before it");
+  held.release(0);
+  assert.deepEqual(await Promise.all([...first, ...second]), [1, 2, 3, 4, 5], "the second batch counted on from the first's rows");
+  assert.equal(rows.get("n"), 5);
+  assert.equal(q.read(rows, "n"), 5);
+  await env.close();
+});
+
+Deno.test("CommitQueue: when a commit fails, the batch prepared on it while it was committing is not stored or answered, and runs again on the store as committed", async () => {
+  const { env, path } = tempStore();
+  const log = new OrderedLog(env, "log", { staged: true });
+  const rows = env.db<number>("rows");
+  const q = env.commits;
+  const held = holdBatches(env, 1);
+  const append = (i: number) => log.append("s", (head) => ({ entries: [{ i, head }], result: head }));
+  const runs: number[] = [];
+  const add = (tag: number) =>
+    q.run(() => {
+      runs.push(tag);
+      q.write(rows, "n", (q.read(rows, "n") ?? 0) + 1);
+      return q.read(rows, "n");
+    }, true);
+  const ok = [append(0), add(0)];
+  await new Promise((r) => setImmediate(r));
+  held.release(0);
+  assert.deepEqual(await Promise.all(ok), [{ position: 1, count: 1, result: 0 }, 1]);
+  // Batch 1 fails (the store skips it); batch 2 is handed over while batch 1 is committing,
+  // prepared on batch 1's rows.
+  const failing = [append(1), add(1)];
+  await new Promise((r) => setImmediate(r));
+  const chainedOn = [append(2), add(2)];
+  await new Promise((r) => setImmediate(r));
+  assert.equal(held.handed(), 3, "batch 2 was handed over before batch 1 settled");
+  assert.deepEqual(runs, [0, 1, 2]);
+  held.release(2);
+  assert.equal(await settledYet(Promise.race(chainedOn)), false, "batch 2 is not answered before batch 1");
+  held.release(1);
+  for (const p of failing) {
+    await assert.rejects(p, (err: unknown) => err instanceof StorageUnavailableError && err.reason === "storage unavailable: injected");
+  }
+  // Batch 2 was skipped by the store (chained on batch 1) and its jobs run again as batch 3.
+  await new Promise((r) => setImmediate(r));
+  assert.equal(held.handed(), 4);
+  assert.deepEqual(runs, [0, 1, 2, 2], "batch 2's job ran again");
+  held.release(3);
+  assert.deepEqual(await Promise.all(chainedOn), [{ position: 2, count: 1, result: 1 }, 2], "on the stored state, not batch 1's");
+  assert.deepEqual(log.after<{ i: number }>("s", 0).map((r) => [r.position, r.entry.i]), [[1, 0], [2, 2]]);
+  assert.equal(rows.get("n"), 2);
+  const next = [append(3), add(3)];
+  await new Promise((r) => setImmediate(r));
+  held.release(4);
+  assert.deepEqual(await Promise.all(next), [{ position: 3, count: 1, result: 2 }, 3]);
+  await env.close();
+  const reopened = new StoreEnv(path);
+  const fresh = new OrderedLog(reopened);
+  assert.deepEqual(fresh.after<{ i: number }>("s", 0).map((r) => [r.position, r.entry.i]), [[1, 0], [2, 2], [3, 3]]);
+  assert.equal(reopened.db<number>("rows").get("n"), 3);
+  await reopened.close();
 });
