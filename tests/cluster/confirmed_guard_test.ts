@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import { call } from "../pubsub/helpers.ts";
 import type { TestServer } from "../helpers/server.ts";
-import { startCluster, until } from "./cluster.ts";
+import { startForkedCluster, until } from "./cluster.ts";
 import { appendAt, path } from "./writers.ts";
 import { CHAIN_CHECKPOINT_EVERY, firstConfirmedMismatch, type KeptHistory, type PositionRecord } from "../../lib/cluster/confirmed_guard.ts";
 import { CHAIN_START, chainDigest } from "../../lib/cluster/fingerprint.ts";
@@ -59,11 +59,9 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     let faults = true;
-    const cluster = await startCluster({
-      env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000" },
-      nodeEnv: (i): Record<string, string> =>
-        i === 2 && faults ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT), SWITCHBOARD_FAULT_OTHER_AT: String(OTHER_AT) } : {},
-    });
+    const cluster = await startForkedCluster(
+      faults ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT), SWITCHBOARD_FAULT_OTHER_AT: String(OTHER_AT) } : {},
+    );
     try {
       const [n1] = cluster.nodes;
       // Written through node 1 until the log is past the fork; value -> its acked position.
@@ -124,10 +122,9 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const cluster = await startCluster({
-      env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000" },
-      nodeEnv: (i): Record<string, string> =>
-        i === 2 ? { SWITCHBOARD_FAULT_FORK_AT: String(LONG_FORK_AT), SWITCHBOARD_FAULT_OTHER_AT: String(OTHER_AT) } : {},
+    const cluster = await startForkedCluster({
+      SWITCHBOARD_FAULT_FORK_AT: String(LONG_FORK_AT),
+      SWITCHBOARD_FAULT_OTHER_AT: String(OTHER_AT),
     });
     try {
       const [n1] = cluster.nodes;

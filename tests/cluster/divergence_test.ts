@@ -5,7 +5,7 @@
 // odd node speculated on its other history.
 import assert from "node:assert/strict";
 import { call } from "../pubsub/helpers.ts";
-import { startCluster, until } from "./cluster.ts";
+import { startForkedCluster, until } from "./cluster.ts";
 import { assertNoLoss, path, writers } from "./writers.ts";
 
 const FORK_AT = 40;
@@ -15,12 +15,11 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const cluster = await startCluster({
-      env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000" },
-      // Node 3 would rebuild its store a second after it stops (self_heal_test.ts): here it
-      // waits, so what it does while stopped is seen.
-      nodeEnv: (i): Record<string, string> =>
-        i === 2 ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT), SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "600000" } : {},
+    // Node 3 would rebuild its store a second after it stops (self_heal_test.ts): here it
+    // waits, so what it does while stopped is seen.
+    const cluster = await startForkedCluster({
+      SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT),
+      SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "600000",
     });
     try {
       const [n1, n2, n3] = cluster.nodes;

@@ -11,7 +11,7 @@ import { Socket } from "phoenix";
 import { sdkFor } from "../pubsub/helpers.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { type ObjectChange, ObjectSubscription } from "../../sdk/client/object_subscription.ts";
-import { startCluster, until } from "./cluster.ts";
+import { startForkedCluster, until } from "./cluster.ts";
 import { appendAt as append, path } from "./writers.ts";
 
 /** The log position node 3 is fed another message at (positions start at 1; every write of
@@ -20,8 +20,6 @@ const FORK_AT = 5;
 const FORKED = " (forked)";
 const STOPPED = /applied the log differently from a majority of the nodes/;
 const HEALED = /cluster node rebuilt its store and takes writes again/;
-const BASE_ENV = { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000" };
-
 /** The object as `node` holds it. */
 async function objectOn(node: TestServer, key: string): Promise<{ state: Record<string, unknown>; log_id: number }> {
   const r = await fetch(`${node.baseUrl}${path(key)}`, { headers: node.headers(node.apps[0]) });
@@ -60,13 +58,10 @@ for (const where of ["on the rebuilt node", "on another node", "on the node rest
       const elsewhere = where === "on another node";
       const crash = where.includes("crash");
       const key = elsewhere ? "history-elsewhere" : crash ? "history-crash" : "history-rebuilt";
-      const cluster = await startCluster({
-        env: BASE_ENV,
-        // Elsewhere and crash: node 3 stays stopped (it would rebuild a second after it stops).
-        nodeEnv: (i): Record<string, string> =>
-          i === 2
-            ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT), ...(elsewhere || crash ? { SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "600000" } : {}) }
-            : {},
+      // Elsewhere and crash: node 3 stays stopped (it would rebuild a second after it stops).
+      const cluster = await startForkedCluster({
+        SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT),
+        ...(elsewhere || crash ? { SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "600000" } : {}),
       });
       let watch: ReturnType<typeof subscriber> | undefined;
       try {
@@ -145,10 +140,10 @@ Deno.test({
   async fn() {
     const key = "history-late";
     const UNSURE_MS = 1500;
-    const cluster = await startCluster({
-      env: { ...BASE_ENV, SWITCHBOARD_CLUSTER_UNSURE_MS: String(UNSURE_MS) },
-      nodeEnv: (i): Record<string, string> => (i === 2 ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT) } : {}),
-    });
+    const cluster = await startForkedCluster(
+      { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT) },
+      { SWITCHBOARD_CLUSTER_UNSURE_MS: String(UNSURE_MS) },
+    );
     let watch: ReturnType<typeof subscriber> | undefined;
     try {
       const [n1, , n3] = cluster.nodes;

@@ -17,7 +17,7 @@ import type { TestServer } from "../helpers/server.ts";
 import { RawPusher } from "../pusher/helpers.ts";
 import { sdkFor } from "../pubsub/helpers.ts";
 import { StoreEnv, storePath } from "../../lib/store/env.ts";
-import { startCluster, until } from "./cluster.ts";
+import { startForkedCluster, until } from "./cluster.ts";
 import { appendAt } from "./writers.ts";
 
 const FORK_AT = 5;
@@ -55,14 +55,10 @@ for (const product of ["channel", "chat thread"] as const) {
     sanitizeOps: false,
     sanitizeResources: false,
     async fn() {
-      const cluster = await startCluster({
-        env: {
-          SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300",
-          SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000",
-          SWITCHBOARD_CLUSTER_UNSURE_MS: String(UNSURE_MS),
-        },
-        nodeEnv: (i): Record<string, string> => (i === 2 ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT) } : {}),
-      });
+      const cluster = await startForkedCluster(
+        { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT) },
+        { SWITCHBOARD_CLUSTER_UNSURE_MS: String(UNSURE_MS) },
+      );
       const [n1, , n3] = cluster.nodes;
       const sock = await RawSocket.connect(n1.wsUrl("key1"));
       const pusher = await RawPusher.connect(n1, "key1");
@@ -159,16 +155,11 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const cluster = await startCluster({
-      env: {
-        SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300",
-        SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000",
-        SWITCHBOARD_CLUSTER_UNSURE_MS: String(UNSURE_MS),
-      },
-      // Node 3 forks, and would rebuild only 30 s after it stopped (it is killed before).
-      nodeEnv: (i): Record<string, string> =>
-        i === 2 ? { SWITCHBOARD_FAULT_FORK_AT: String(LATE_FORK_AT), SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "30000" } : {},
-    });
+    // Node 3 forks, and would rebuild only 30 s after it stopped (it is killed before).
+    const cluster = await startForkedCluster(
+      { SWITCHBOARD_FAULT_FORK_AT: String(LATE_FORK_AT), SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "30000" },
+      { SWITCHBOARD_CLUSTER_UNSURE_MS: String(UNSURE_MS) },
+    );
     const [n1, n2, n3] = cluster.nodes;
     const pusher = await RawPusher.connect(n1, "key1");
     const topic = "pubsub:key1:news";

@@ -10,14 +10,12 @@ import { Socket } from "phoenix";
 import { call, sdkFor } from "../pubsub/helpers.ts";
 import type { TestServer } from "../helpers/server.ts";
 import { ObjectSubscription } from "../../sdk/client/object_subscription.ts";
-import { startCluster, until } from "./cluster.ts";
+import { startForkedCluster, until } from "./cluster.ts";
 import { appendAt, assertNoLoss, path, writers } from "./writers.ts";
 
 const FORK_AT = 40;
 const STOPPED = /applied the log differently from a majority of the nodes/;
 const HEALED = /cluster node rebuilt its store and takes writes again/;
-const BASE_ENV = { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000" };
-
 /** The object and its whole log as `node` holds them. */
 async function objectOn(node: TestServer, key: string) {
   const [snap, log] = await Promise.all([call(node, "GET", path(key)), call(node, "GET", `${path(key)}/log`)]);
@@ -76,11 +74,11 @@ for (const mode of ["the whole log", "the newest snapshot and the log after it"]
     async fn() {
       const snapshots = mode !== "the whole log";
       const key = snapshots ? "heal-snap" : "heal-log";
-      const cluster = await startCluster({
-        // node-1 owns the snapshots of node-1..3 (rendezvous hashing); node 3 is forked.
-        env: { ...BASE_ENV, ...(snapshots ? { SWITCHBOARD_CLUSTER_SNAPSHOT_EVERY: "25" } : {}) },
-        nodeEnv: (i): Record<string, string> => (i === 2 ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT) } : {}),
-      });
+      // node-1 owns the snapshots of node-1..3 (rendezvous hashing); node 3 is forked.
+      const cluster = await startForkedCluster(
+        { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT) },
+        snapshots ? { SWITCHBOARD_CLUSTER_SNAPSHOT_EVERY: "25" } : {},
+      );
       let watch: ReturnType<typeof subscriber> | undefined;
       try {
         const [n1, n2, n3] = cluster.nodes;
@@ -133,11 +131,10 @@ Deno.test({
   sanitizeResources: false,
   async fn() {
     const key = "heal-crash";
-    const cluster = await startCluster({
-      env: BASE_ENV,
-      // Node 3 waits long before it rebuilds: it is killed first.
-      nodeEnv: (i): Record<string, string> =>
-        i === 2 ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT), SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "600000" } : {},
+    // Node 3 waits long before it rebuilds: it is killed first.
+    const cluster = await startForkedCluster({
+      SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT),
+      SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "600000",
     });
     try {
       const w = writers(() => cluster.nodes.slice(0, 2), key, 4);
