@@ -77,14 +77,15 @@ export async function until(what: string, fn: () => Promise<boolean>, ms = 20_00
 
 /**
  * The fork tests' cluster: three nodes with quick presence heartbeats and a 4 s write deadline
- * (plus `env`), where node 3 alone gets `node3` (the fault hooks that fork it).
+ * (plus `env`), where node 3 alone gets `node3` (the fault hooks that fork it; a function is
+ * called at each start and restart of node 3).
  */
 export function startForkedCluster(
-  node3: Record<string, string>,
+  node3: Record<string, string> | (() => Record<string, string>),
   env: Record<string, string> = {},
 ): Promise<SwitchboardCluster> {
   return startCluster({
     env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000", ...env },
-    nodeEnv: (i) => (i === 2 ? node3 : {}),
+    nodeEnv: (i) => (i !== 2 ? {} : typeof node3 === "function" ? node3() : node3),
   });
 }
