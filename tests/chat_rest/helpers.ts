@@ -30,6 +30,17 @@ export async function api(
   return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
 }
 
+/** Calls the chat REST API like `api` and returns only the status code. */
+export async function statusOf(
+  server: TestServer,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<number> {
+  return (await api(server, method, path, body, headers)).status;
+}
+
 /** A JSON:API create/patch body. */
 export function doc(
   type: string,

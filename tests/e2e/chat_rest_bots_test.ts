@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { withServer } from "../helpers/server.ts";
-import { api, doc, makeMessage, makeThread } from "../chat_rest/helpers.ts";
+import { api, doc, makeMessage, makeThread, statusOf } from "../chat_rest/helpers.ts";
 import { verifyWebhook } from "../../lib/chat/webhooks/signature.ts";
 import { receiver } from "../helpers/webhook_receiver.ts";
 
@@ -23,17 +23,21 @@ Deno.test("chat REST bots: CRUD, pagination, webhook_secret only in create and r
       "thread.status_changed",
     ]);
     assert.equal(
-      (await api(s, "POST", "/api/chat/bots", doc("bots", { name: "A" }, { id: "bot-a" }))).status,
+      await statusOf(s, "POST", "/api/chat/bots", doc("bots", { name: "A" }, { id: "bot-a" })),
       409,
     );
-    assert.equal((await api(s, "POST", "/api/chat/bots", doc("bots", { name: "" }))).status, 422);
+    assert.equal(await statusOf(s, "POST", "/api/chat/bots", doc("bots", { name: "" })), 422);
     assert.equal(
-      (await api(s, "POST", "/api/chat/bots", doc("bots", { name: "x", webhook_url: "ftp://x" })))
-        .status,
+      await statusOf(
+        s,
+        "POST",
+        "/api/chat/bots",
+        doc("bots", { name: "x", webhook_url: "ftp://x" }),
+      ),
       422,
     );
     assert.equal(
-      (await api(s, "POST", "/api/chat/bots", doc("bots", { name: "x", events: ["nope"] }))).status,
+      await statusOf(s, "POST", "/api/chat/bots", doc("bots", { name: "x", events: ["nope"] })),
       422,
     );
     await api(s, "POST", "/api/chat/bots", doc("bots", { name: "B" }, { id: "bot-b" }));
@@ -68,20 +72,20 @@ Deno.test("chat REST bots: CRUD, pagination, webhook_secret only in create and r
       false,
     );
 
-    assert.equal((await api(s, "GET", "/api/chat/bots/ghost")).status, 404);
+    assert.equal(await statusOf(s, "GET", "/api/chat/bots/ghost"), 404);
     assert.equal(
-      (await api(s, "PATCH", "/api/chat/bots/ghost", doc("bots", { name: "x" }))).status,
+      await statusOf(s, "PATCH", "/api/chat/bots/ghost", doc("bots", { name: "x" })),
       404,
     );
-    assert.equal((await api(s, "PATCH", "/api/chat/bots/ghost/rotate-secret")).status, 404);
+    assert.equal(await statusOf(s, "PATCH", "/api/chat/bots/ghost/rotate-secret"), 404);
     assert.equal(
-      (await api(s, "PATCH", "/api/chat/bots/bot-a", doc("bots", { name: 3 }))).status,
+      await statusOf(s, "PATCH", "/api/chat/bots/bot-a", doc("bots", { name: 3 })),
       422,
     );
-    assert.equal((await api(s, "DELETE", "/api/chat/bots/bot-c")).status, 204);
-    assert.equal((await api(s, "DELETE", "/api/chat/bots/bot-c")).status, 404);
+    assert.equal(await statusOf(s, "DELETE", "/api/chat/bots/bot-c"), 204);
+    assert.equal(await statusOf(s, "DELETE", "/api/chat/bots/bot-c"), 404);
     assert.equal(
-      (await api(s, "GET", "/api/chat/bots", undefined, { "X-App-Key": "key2" })).status,
+      await statusOf(s, "GET", "/api/chat/bots", undefined, { "X-App-Key": "key2" }),
       401,
     );
   });

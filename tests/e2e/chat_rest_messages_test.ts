@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { withServer } from "../helpers/server.ts";
-import { api, doc, makeMessage, makeThread } from "../chat_rest/helpers.ts";
+import { api, doc, makeMessage, makeThread, statusOf } from "../chat_rest/helpers.ts";
 
 Deno.test("chat REST messages: create with caller id, 409 duplicate, get, list pages, replies, edit, soft and hard delete", async () => {
   await withServer(async (s) => {
@@ -28,26 +28,25 @@ Deno.test("chat REST messages: create with caller id, 409 duplicate, get, list p
     assert.equal(dup.status, 409);
     assert.equal(dup.body.errors[0].title, "Conflict");
     assert.equal(
-      (await api(
+      await statusOf(
         s,
         "POST",
         "/api/chat/threads/ghost/messages",
         doc("messages", { role: "user" }, { id: "z" }),
-      )).status,
+      ),
       404,
     );
     assert.equal(
-      (await api(
+      await statusOf(
         s,
         "POST",
         "/api/chat/threads/t/messages",
         doc("messages", { role: "robot" }, { id: "z" }),
-      )).status,
+      ),
       422,
     );
     assert.equal(
-      (await api(s, "POST", "/api/chat/threads/t/messages", doc("messages", { role: "user" })))
-        .status,
+      await statusOf(s, "POST", "/api/chat/threads/t/messages", doc("messages", { role: "user" })),
       422,
     );
     const badParent = await api(
@@ -82,17 +81,17 @@ Deno.test("chat REST messages: create with caller id, 409 duplicate, get, list p
       "m1",
       "m2",
     ]);
-    assert.equal((await api(s, "GET", "/api/chat/threads/ghost/messages")).status, 404);
+    assert.equal(await statusOf(s, "GET", "/api/chat/threads/ghost/messages"), 404);
 
     const replies = await api(s, "GET", "/api/chat/threads/t/messages/m1/replies?page[size]=3");
     assert.deepEqual(replies.body.data.map((m: any) => m.id), ["m2", "m3", "m4"]);
     const replies2 = await api(s, "GET", replies.body.links.next);
     assert.deepEqual(replies2.body.data.map((m: any) => m.id), ["m5"]);
-    assert.equal((await api(s, "GET", "/api/chat/threads/t/messages/ghost/replies")).status, 404);
+    assert.equal(await statusOf(s, "GET", "/api/chat/threads/t/messages/ghost/replies"), 404);
 
     const got = await api(s, "GET", "/api/chat/threads/t/messages/m2");
     assert.equal(got.body.data.attributes.content, "hi");
-    assert.equal((await api(s, "GET", "/api/chat/threads/t/messages/ghost")).status, 404);
+    assert.equal(await statusOf(s, "GET", "/api/chat/threads/t/messages/ghost"), 404);
 
     const edited = await api(
       s,
@@ -104,16 +103,16 @@ Deno.test("chat REST messages: create with caller id, 409 duplicate, get, list p
     assert.deepEqual(edited.body.data.attributes.content, { text: "new" });
     assert.equal(typeof edited.body.data.attributes.edited_at, "number");
     assert.equal(
-      (await api(s, "PATCH", "/api/chat/threads/t/messages/m2/edit", doc("messages", {}))).status,
+      await statusOf(s, "PATCH", "/api/chat/threads/t/messages/m2/edit", doc("messages", {})),
       422,
     );
     assert.equal(
-      (await api(
+      await statusOf(
         s,
         "PATCH",
         "/api/chat/threads/t/messages/ghost/edit",
         doc("messages", { content: "x" }),
-      )).status,
+      ),
       404,
     );
 
@@ -121,14 +120,14 @@ Deno.test("chat REST messages: create with caller id, 409 duplicate, get, list p
     assert.equal(soft.status, 200);
     assert.equal(soft.body.data.attributes.content, null);
     assert.equal(typeof soft.body.data.attributes.deleted_at, "number");
-    assert.equal((await api(s, "PATCH", "/api/chat/threads/t/messages/m3/delete")).status, 409);
+    assert.equal(await statusOf(s, "PATCH", "/api/chat/threads/t/messages/m3/delete"), 409);
     assert.equal(
-      (await api(
+      await statusOf(
         s,
         "PATCH",
         "/api/chat/threads/t/messages/m3/edit",
         doc("messages", { content: "x" }),
-      )).status,
+      ),
       409,
     );
     assert.equal(
@@ -137,9 +136,9 @@ Deno.test("chat REST messages: create with caller id, 409 duplicate, get, list p
       true,
     );
 
-    assert.equal((await api(s, "DELETE", "/api/chat/threads/t/messages/m4")).status, 204);
-    assert.equal((await api(s, "GET", "/api/chat/threads/t/messages/m4")).status, 404);
-    assert.equal((await api(s, "DELETE", "/api/chat/threads/t/messages/m4")).status, 404);
+    assert.equal(await statusOf(s, "DELETE", "/api/chat/threads/t/messages/m4"), 204);
+    assert.equal(await statusOf(s, "GET", "/api/chat/threads/t/messages/m4"), 404);
+    assert.equal(await statusOf(s, "DELETE", "/api/chat/threads/t/messages/m4"), 404);
 
     // every write above went through the thread log
     const thread = await api(s, "GET", "/api/chat/threads/t");
@@ -148,12 +147,12 @@ Deno.test("chat REST messages: create with caller id, 409 duplicate, get, list p
     // archived threads refuse new messages
     await api(s, "PATCH", "/api/chat/threads/t/archive");
     assert.equal(
-      (await api(
+      await statusOf(
         s,
         "POST",
         "/api/chat/threads/t/messages",
         doc("messages", { role: "user" }, { id: "late" }),
-      )).status,
+      ),
       409,
     );
   });
@@ -172,45 +171,44 @@ Deno.test("chat REST participants and reactions: add, 409 duplicates, mark-read,
     assert.equal(pa.status, 201);
     assert.equal(pa.body.data.attributes.role, "member");
     assert.equal(
-      (await api(
+      await statusOf(
         s,
         "POST",
         "/api/chat/threads/t/participants",
         doc("participants", { client_id: "alice" }),
-      )).status,
+      ),
       409,
     );
     assert.equal(
-      (await api(
+      await statusOf(
         s,
         "POST",
         "/api/chat/threads/t/participants",
         doc("participants", {}, { id: "p-a" }),
-      )).status,
+      ),
       409,
     );
     assert.equal(
-      (await api(
+      await statusOf(
         s,
         "POST",
         "/api/chat/threads/t/participants",
         doc("participants", { role: "king" }),
-      )).status,
+      ),
       422,
     );
     assert.equal(
-      (await api(s, "POST", "/api/chat/threads/ghost/participants", doc("participants", {})))
-        .status,
+      await statusOf(s, "POST", "/api/chat/threads/ghost/participants", doc("participants", {})),
       404,
     );
     for (const c of ["bob", "carol"]) {
       assert.equal(
-        (await api(
+        await statusOf(
           s,
           "POST",
           "/api/chat/threads/t/participants",
           doc("participants", { client_id: c }),
-        )).status,
+        ),
         201,
       );
     }
@@ -228,21 +226,21 @@ Deno.test("chat REST participants and reactions: add, 409 duplicates, mark-read,
     assert.equal(read.status, 200);
     assert.equal(read.body.data.attributes.last_read_message_id, "m1");
     assert.equal(
-      (await api(
+      await statusOf(
         s,
         "PATCH",
         "/api/chat/threads/t/participants/p-a/mark-read",
         doc("participants", { last_read_message_id: "ghost" }),
-      )).status,
+      ),
       422,
     );
     assert.equal(
-      (await api(
+      await statusOf(
         s,
         "PATCH",
         "/api/chat/threads/t/participants/ghost/mark-read",
         doc("participants", { last_read_message_id: "m1" }),
-      )).status,
+      ),
       404,
     );
     const role = await api(
@@ -253,12 +251,12 @@ Deno.test("chat REST participants and reactions: add, 409 duplicates, mark-read,
     );
     assert.equal(role.body.data.attributes.role, "admin");
     assert.equal(
-      (await api(
+      await statusOf(
         s,
         "PATCH",
         "/api/chat/threads/t/participants/p-a/role",
         doc("participants", { role: "x" }),
-      )).status,
+      ),
       422,
     );
 
@@ -278,35 +276,32 @@ Deno.test("chat REST participants and reactions: add, 409 duplicates, mark-read,
     assert.equal((await react("🎉")).status, 201);
     assert.equal((await react("👍", "ghost")).status, 422);
     assert.equal(
-      (await api(s, "POST", "/api/chat/threads/t/messages/m1/reactions", doc("reactions", {})))
-        .status,
+      await statusOf(s, "POST", "/api/chat/threads/t/messages/m1/reactions", doc("reactions", {})),
       422,
     );
     assert.equal(
-      (await api(
+      await statusOf(
         s,
         "POST",
         "/api/chat/threads/t/messages/ghost/reactions",
         doc("reactions", { emoji: "x", participant_id: "p-a" }),
-      )).status,
+      ),
       404,
     );
     const list = await api(s, "GET", "/api/chat/threads/t/messages/m1/reactions?page[size]=1");
     assert.equal(list.body.data.length, 1);
     assert.equal((await api(s, "GET", list.body.links.next)).body.data[0].attributes.emoji, "🎉");
     assert.equal(
-      (await api(s, "DELETE", `/api/chat/threads/t/messages/m1/reactions/${r1.body.data.id}`))
-        .status,
+      await statusOf(s, "DELETE", `/api/chat/threads/t/messages/m1/reactions/${r1.body.data.id}`),
       204,
     );
     assert.equal(
-      (await api(s, "DELETE", `/api/chat/threads/t/messages/m1/reactions/${r1.body.data.id}`))
-        .status,
+      await statusOf(s, "DELETE", `/api/chat/threads/t/messages/m1/reactions/${r1.body.data.id}`),
       404,
     );
     assert.equal((await react("👍")).status, 201);
 
-    assert.equal((await api(s, "DELETE", "/api/chat/threads/t/participants/p-a")).status, 204);
-    assert.equal((await api(s, "DELETE", "/api/chat/threads/t/participants/p-a")).status, 404);
+    assert.equal(await statusOf(s, "DELETE", "/api/chat/threads/t/participants/p-a"), 204);
+    assert.equal(await statusOf(s, "DELETE", "/api/chat/threads/t/participants/p-a"), 404);
   });
 });

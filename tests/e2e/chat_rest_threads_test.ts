@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { withServer } from "../helpers/server.ts";
-import { api, doc, makeThread } from "../chat_rest/helpers.ts";
+import { api, doc, makeThread, statusOf } from "../chat_rest/helpers.ts";
 
 Deno.test("chat REST threads: create, get, list with pagination and filters, patch, delete", async () => {
   await withServer(async (s) => {
@@ -26,7 +26,7 @@ Deno.test("chat REST threads: create, get, list with pagination and filters, pat
     assert.ok(gen.body.data.id.length > 0);
 
     assert.equal(
-      (await api(s, "POST", "/api/chat/threads", doc("threads", {}, { id: "th-1" }))).status,
+      await statusOf(s, "POST", "/api/chat/threads", doc("threads", {}, { id: "th-1" })),
       409,
     );
     for (const id of ["th-2", "th-3", "th-4"]) await makeThread(s, id);
@@ -34,7 +34,7 @@ Deno.test("chat REST threads: create, get, list with pagination and filters, pat
     const got = await api(s, "GET", "/api/chat/threads/th-1");
     assert.equal(got.status, 200);
     assert.equal(got.body.data.attributes.title, "One");
-    assert.equal((await api(s, "GET", "/api/chat/threads/nope")).status, 404);
+    assert.equal(await statusOf(s, "GET", "/api/chat/threads/nope"), 404);
 
     // pagination across pages, forwards and backwards
     const p1 = await api(s, "GET", "/api/chat/threads?page[size]=2");
@@ -47,9 +47,9 @@ Deno.test("chat REST threads: create, get, list with pagination and filters, pat
     assert.equal(p3.body.links.next, null);
     const back = await api(s, "GET", p3.body.links.prev);
     assert.deepEqual(back.body.data.map((t: any) => t.id), ["th-2", "th-3"]);
-    assert.equal((await api(s, "GET", "/api/chat/threads?page[size]=0")).status, 400);
-    assert.equal((await api(s, "GET", "/api/chat/threads?page[size]=101")).status, 400);
-    assert.equal((await api(s, "GET", "/api/chat/threads?page[after]=ghost")).status, 400);
+    assert.equal(await statusOf(s, "GET", "/api/chat/threads?page[size]=0"), 400);
+    assert.equal(await statusOf(s, "GET", "/api/chat/threads?page[size]=101"), 400);
+    assert.equal(await statusOf(s, "GET", "/api/chat/threads?page[after]=ghost"), 400);
 
     // patch
     const patched = await api(
@@ -61,11 +61,11 @@ Deno.test("chat REST threads: create, get, list with pagination and filters, pat
     assert.equal(patched.status, 200);
     assert.equal(patched.body.data.attributes.title, "Two");
     assert.equal(
-      (await api(s, "PATCH", "/api/chat/threads/th-2", doc("threads", { title: 7 }))).status,
+      await statusOf(s, "PATCH", "/api/chat/threads/th-2", doc("threads", { title: 7 })),
       422,
     );
     assert.equal(
-      (await api(s, "PATCH", "/api/chat/threads/ghost", doc("threads", { title: "x" }))).status,
+      await statusOf(s, "PATCH", "/api/chat/threads/ghost", doc("threads", { title: "x" })),
       404,
     );
 
@@ -73,7 +73,7 @@ Deno.test("chat REST threads: create, get, list with pagination and filters, pat
     await api(s, "PATCH", "/api/chat/threads/th-3/resolve");
     const resolved = await api(s, "GET", "/api/chat/threads?filter[status]=resolved");
     assert.deepEqual(resolved.body.data.map((t: any) => t.id), ["th-3"]);
-    assert.equal((await api(s, "GET", "/api/chat/threads?filter[status]=bogus")).status, 400);
+    assert.equal(await statusOf(s, "GET", "/api/chat/threads?filter[status]=bogus"), 400);
     await api(
       s,
       "POST",
@@ -90,9 +90,9 @@ Deno.test("chat REST threads: create, get, list with pagination and filters, pat
     assert.equal(byP.body.data[0].relationships.participants.data[0].id, byP.body.included[0].id);
 
     // delete
-    assert.equal((await api(s, "DELETE", "/api/chat/threads/th-4")).status, 204);
-    assert.equal((await api(s, "GET", "/api/chat/threads/th-4")).status, 404);
-    assert.equal((await api(s, "DELETE", "/api/chat/threads/th-4")).status, 404);
+    assert.equal(await statusOf(s, "DELETE", "/api/chat/threads/th-4"), 204);
+    assert.equal(await statusOf(s, "GET", "/api/chat/threads/th-4"), 404);
+    assert.equal(await statusOf(s, "DELETE", "/api/chat/threads/th-4"), 404);
   });
 });
 
@@ -120,27 +120,31 @@ Deno.test("chat REST threads: status transitions, illegal ones answer 409", asyn
     assert.equal((await api(s, "GET", "/api/chat/threads?filter[bot]=b1")).body.data.length, 1);
     // unknown bot -> 422, missing bot -> 422
     assert.equal(
-      (await api(s, "PATCH", "/api/chat/threads/t/assign-bot", doc("threads", { bot_id: "zz" })))
-        .status,
+      await statusOf(
+        s,
+        "PATCH",
+        "/api/chat/threads/t/assign-bot",
+        doc("threads", { bot_id: "zz" }),
+      ),
       422,
     );
     assert.equal(
-      (await api(s, "PATCH", "/api/chat/threads/t/assign-bot", doc("threads"))).status,
+      await statusOf(s, "PATCH", "/api/chat/threads/t/assign-bot", doc("threads")),
       422,
     );
 
     const handoff = await api(s, "PATCH", "/api/chat/threads/t/handoff");
     assert.equal(handoff.body.data.attributes.status, "human");
-    assert.equal((await api(s, "PATCH", "/api/chat/threads/t/handoff")).status, 409);
+    assert.equal(await statusOf(s, "PATCH", "/api/chat/threads/t/handoff"), 409);
     assert.equal(
       (await api(s, "PATCH", "/api/chat/threads/t/resolve")).body.data.attributes.status,
       "resolved",
     );
-    assert.equal((await api(s, "PATCH", "/api/chat/threads/t/resolve")).status, 409);
-    assert.equal((await api(s, "PATCH", "/api/chat/threads/t/handoff")).status, 409);
+    assert.equal(await statusOf(s, "PATCH", "/api/chat/threads/t/resolve"), 409);
+    assert.equal(await statusOf(s, "PATCH", "/api/chat/threads/t/handoff"), 409);
     // reopen through PATCH status=open; other statuses through PATCH are 422
     assert.equal(
-      (await api(s, "PATCH", "/api/chat/threads/t", doc("threads", { status: "human" }))).status,
+      await statusOf(s, "PATCH", "/api/chat/threads/t", doc("threads", { status: "human" })),
       422,
     );
     const reopened = await api(
@@ -151,7 +155,7 @@ Deno.test("chat REST threads: status transitions, illegal ones answer 409", asyn
     );
     assert.equal(reopened.body.data.attributes.status, "open");
     assert.equal(
-      (await api(s, "PATCH", "/api/chat/threads/t", doc("threads", { status: "open" }))).status,
+      await statusOf(s, "PATCH", "/api/chat/threads/t", doc("threads", { status: "open" })),
       200,
     );
     assert.equal(
@@ -164,11 +168,15 @@ Deno.test("chat REST threads: status transitions, illegal ones answer 409", asyn
       assert.equal(r.body.errors[0].status, "409");
     }
     assert.equal(
-      (await api(s, "PATCH", "/api/chat/threads/t/assign-bot", doc("threads", { bot_id: "b1" })))
-        .status,
+      await statusOf(
+        s,
+        "PATCH",
+        "/api/chat/threads/t/assign-bot",
+        doc("threads", { bot_id: "b1" }),
+      ),
       409,
     );
-    assert.equal((await api(s, "PATCH", "/api/chat/threads/ghost/resolve")).status, 404);
+    assert.equal(await statusOf(s, "PATCH", "/api/chat/threads/ghost/resolve"), 404);
   });
 });
 
@@ -196,6 +204,6 @@ Deno.test("chat REST: 401 without credentials, 415 for other media types, 400 ma
     const missing = await api(s, "POST", "/api/chat/threads", {});
     assert.equal(missing.status, 422);
     assert.equal(missing.body.errors[0].source.pointer, "/data");
-    assert.equal((await api(s, "GET", "/api/chat/nothing-here")).status, 404);
+    assert.equal(await statusOf(s, "GET", "/api/chat/nothing-here"), 404);
   });
 });
