@@ -44,12 +44,24 @@ const ranges = (list: [string, number, number | null][]): StreamRanges =>
   new Map([["log", new Map(list.map(([s, from, to]) => [s, [from, to]]))]]);
 const rows = (env: StoreEnv, db: string) => [...env.db(db).getRange()].map(({ key, value }) => [key, value]);
 
-Deno.test("unsure report: a node that hears it renews each stream once, recording its positions", async () => {
+type Node = ReturnType<typeof node>;
+/** Runs `fn` with node `a` (the one that stops itself) and node `b` (which hears it), each on
+ * its own store, closing both after. */
+async function withPair(fn: (a: Node, b: Node, envA: StoreEnv, env: StoreEnv) => Promise<void>) {
   const { env: envA } = tempStore();
   const { env } = tempStore();
   const a = node(envA, "a");
-  const b = node(env, "b");
   try {
+    await fn(a, node(env, "b"), envA, env);
+  } finally {
+    a.unsure.close();
+    await envA.close();
+    await env.close();
+  }
+}
+
+Deno.test("unsure report: a node that hears it renews each stream once, recording its positions", () =>
+  withPair(async (a, b, envA, env) => {
     for (const e of ["p", "q", "r", "s"]) await b.log.append("s", one(e));
     // Node a stopped itself: serials 2-3 of `s` unsure, and `new` (a stream b never wrote).
     const named = a.unsure.stopped("a:r1", 10, ranges([["s", 2, 3], ["new", 1, 1]]));
@@ -95,19 +107,10 @@ Deno.test("unsure report: a node that hears it renews each stream once, recordin
     await c.unsure.renew();
     assert.notEqual(b.log.epoch("s"), epoch);
     assert.equal(b.log.otherHistoryAt("s", 4), true);
-  } finally {
-    a.unsure.close();
-    await envA.close();
-    await env.close();
-  }
-});
+  }));
 
-Deno.test("unsure report: every stream named renews every stream the hearing node holds, with no end", async () => {
-  const { env: envA } = tempStore();
-  const { env } = tempStore();
-  const a = node(envA, "a");
-  const b = node(env, "b");
-  try {
+Deno.test("unsure report: every stream named renews every stream the hearing node holds, with no end", () =>
+  withPair(async (a, b, _envA, env) => {
     await b.log.append("s", one("p"));
     await b.log.append("t", one("q"));
     a.unsure.stopped("a:all", 1, "all");
@@ -122,12 +125,7 @@ Deno.test("unsure report: every stream named renews every stream the hearing nod
     await b.unsure.renew();
     assert.deepEqual([b.log.epoch("s"), b.log.epoch("t")], epochs);
     assert.deepEqual(rows(env, PENDING_DB), [[["a:all", "", ""], "listed"]]);
-  } finally {
-    a.unsure.close();
-    await envA.close();
-    await env.close();
-  }
-});
+  }));
 
 Deno.test("unsure report: one of an earlier version opens the window only; its list is adopted", async () => {
   const { env } = tempStore();
