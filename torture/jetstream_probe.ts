@@ -2,7 +2,10 @@
 // (cluster.ts), outside Switchboard: one plain nats.js client per nats-server, each pinned to
 // its server (no failover), publishes straight to the log's stream every 100 ms and reads the
 // message back by position from the stream's leader (`STREAM.MSG.GET`), as a node does for its
-// own writes. A publish without a reply within 1 s is sent again with the same message id, as
+// own writes: the first answer other than "JetStream system temporarily unavailable" (10008)
+// within the read's wait counts, as for a node (`lib/cluster/link.ts`), since every server
+// takes the read and one that lost sight of JetStream's meta leader answers 10008 at once
+// while the stream's leader answers a little later. A publish without a reply within 1 s is sent again with the same message id, as
 // a node does. The message is an empty write set from a writer no node knows (the
 // `LogMessage` shape of `lib/cluster/replicated_env.ts`) read at a position far in the past:
 // every node skips it as stale (an empty write set that applied would be taken for a skipped
@@ -11,7 +14,7 @@
 // changing any object. What a fault cost JetStream itself is then the longest time no probe
 // on a server that stayed up completed a publish and its read (`stall`), measured exactly like
 // a node's stall (time between acknowledgements).
-import { connect, type JetStreamClient, type JetStreamManager, type NatsConnection } from "nats";
+import { connect, createInbox, type JetStreamClient, type Msg, type NatsConnection } from "nats";
 import { Packr } from "msgpackr";
 import { sleep } from "./common.ts";
 
@@ -48,6 +51,34 @@ function describe(err: unknown): string {
   return (err instanceof Error ? err.message : String(err)).slice(0, 80);
 }
 
+/**
+ * Reads position `seq` of the stream as a node does: the first answer other than a 10008
+ * within `ms` (a 10008 alone fails when the wait ends, nats.js's first-answer request failed
+ * at once); the message's data.
+ */
+function readAt(nc: NatsConnection, seq: number, ms: number): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    let unavailable: unknown;
+    const inbox = createInbox();
+    const finish = (settle: () => void) => {
+      clearTimeout(timer);
+      sub.unsubscribe();
+      settle();
+    };
+    const timer = setTimeout(() => finish(() => reject(unavailable ?? Object.assign(new Error("TIMEOUT"), { code: "TIMEOUT" }))), ms);
+    const sub = nc.subscribe(inbox, {
+      callback: (_err, m: Msg) => {
+        if (m.data.length === 0 && m.headers?.code === 503) return finish(() => reject(Object.assign(new Error("503"), { code: "503" })));
+        const r = JSON.parse(new TextDecoder().decode(m.data)) as { error?: { err_code?: number }; message?: { data?: string } };
+        if (r.error?.err_code === 10008) return void (unavailable = { api_error: r.error });
+        if (r.error) return finish(() => reject({ api_error: r.error }));
+        finish(() => resolve(Uint8Array.from(atob(r.message?.data ?? ""), (c) => c.charCodeAt(0))));
+      },
+    });
+    nc.publish(`$JS.API.STREAM.MSG.GET.${STREAM}`, JSON.stringify({ seq }), { reply: inbox });
+  });
+}
+
 /** Starts one probe per server of `urls`. */
 export function startProbes(urls: string[]): JetStreamProbes {
   const ok: number[][] = urls.map(() => []);
@@ -68,7 +99,6 @@ export function startProbes(urls: string[]): JetStreamProbes {
     });
     conns.push(nc);
     let js: JetStreamClient | undefined;
-    let jsm: JetStreamManager | undefined;
     let n = 0;
     while (!stopped) {
       const id = `nemesis-probe-${server}-${Date.now()}-${n++}`;
@@ -78,10 +108,9 @@ export function startProbes(urls: string[]): JetStreamProbes {
         if (stopped) return;
         try {
           js ??= nc.jetstream({ timeout: TRY_MS });
-          jsm ??= await nc.jetstreamManager({ timeout: TRY_MS, checkAPI: false });
           const ack = await js.publish(SUBJECT, data, { msgID: id, timeout: TRY_MS });
-          const m = await jsm.streams.getMessage(STREAM, { seq: ack.seq });
-          if (m.header?.get("Nats-Msg-Id") !== id) throw new Error(`position ${ack.seq} holds another message`);
+          const stored = codec.unpack(await readAt(nc, ack.seq, TRY_MS)) as { b?: string };
+          if (stored.b !== id) throw new Error(`position ${ack.seq} holds another message`);
           ok[server].push(Date.now());
           break;
         } catch (err) {

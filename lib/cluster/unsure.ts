@@ -13,7 +13,16 @@
  *   for resumes without an epoch) in a replicated write, conditionally: the write reads and
  *   sets a replicated marker per report and stream (`RENEWED_DB`), so of two nodes racing the
  *   later write set read a key the earlier one wrote, runs again and finds it done. Each
- *   stream is renewed once per report.
+ *   stream is renewed once per report;
+ * - pruning (`prune`): a marker is only there so a stream is not renewed twice for one report;
+ *   once its renewal is older than `PRUNE_AFTER_MS` or the window, whichever is longer (the
+ *   report is no longer told then, except by a stopped node restarting) and this node lists
+ *   nothing of its report, it is removed through the log, alike on every node. A renewal that
+ *   comes again after that (a node that listed the report and stayed away that long) costs
+ *   clients one more snapshot, never a protection. This node's list loses its rows of reports
+ *   naming every stream listed that long ago. The epochs and the unsure positions recorded by
+ *   a renewal are kept for good: they are what protects a subscriber (a client without an
+ *   epoch may come back any time).
  */
 import type { Database, Key } from "lmdb";
 import { Packr } from "msgpackr";
@@ -34,7 +43,7 @@ const UNSURE_REPEAT_MS = 5000;
 /** The node-local database of streams this node knows a report for and has not yet seen
  * renewed: keyed `[report, log, stream]`, valued with the stream's `UnsureRange`; a report
  * naming every stream is one row `[report, "", ""]`, valued `"all"` until this node listed
- * its streams, then `"listed"`. */
+ * its streams, then when it listed them (`"listed"` in an earlier version). */
 export const PENDING_DB = "cluster:unsure-renew";
 /** The node-local list of an earlier version (the stopped node's own streams, keyed `[log,
  * stream]`, valued with the first unsure position): moved into `PENDING_DB` on open. */
@@ -45,6 +54,12 @@ export const RENEWED_DB = "cluster:unsure-renewed";
  * their rows may take (each stream's marker, epoch, range and list row are written, so the
  * write set stays well within a message). */
 const RENEW_BATCH = 500;
+/** Markers removed per replicated write, at most (each is read and removed). */
+const PRUNE_BATCH = 500;
+/** How old a renewal's marker must be, at least, before it is pruned (the window, when
+ * longer): long past the time a stopped node takes to rebuild and renew, so a renewal found
+ * done is found so. */
+export const PRUNE_AFTER_MS = 24 * 3600_000;
 const RENEW_PAYLOAD_SHARE = 1 / 8;
 
 /** Per ordered log (by name), streams and their unsure positions. */
@@ -74,8 +89,8 @@ export interface UnsureHost {
 
 const codec = new Packr({ useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0]);
 
-/** One row of `PENDING_DB`. */
-type Pending = UnsureRange | "all" | "listed";
+/** One row of `PENDING_DB` (a number: when a report naming every stream was listed). */
+type Pending = UnsureRange | "all" | "listed" | number;
 
 /** A new report id (random: unique across a node's reports and its restarts on a new disk). */
 export function newReport(nodeId: string): string {
@@ -98,6 +113,7 @@ function widen(a: UnsureRange | undefined, b: UnsureRange): UnsureRange {
 export class UnsureStreams {
   #host: UnsureHost;
   #windowMs: number;
+  #pruneAfterMs: number;
   /** This node's own report while it is told (it stopped itself): its streams, merged with an
    * earlier report still in its window, and until when. */
   #told: { report: string; streams: StreamRanges | "all"; until: number } | undefined;
@@ -105,10 +121,16 @@ export class UnsureStreams {
   #renewing = false;
   /** Set when `renew` was called while it ran: it looks at the list once more. */
   #again = false;
+  /** Runs `prune` every window, from the first `renew` on. */
+  #pruneTimer: ReturnType<typeof setInterval> | undefined;
+  #pruning = false;
 
-  constructor(host: UnsureHost, windowMs: number) {
+  /** `pruneAfterMs`: how old a marker must be to be pruned (`PRUNE_AFTER_MS` or the window,
+   * whichever is longer, unless given). */
+  constructor(host: UnsureHost, windowMs: number, pruneAfterMs = Math.max(windowMs, PRUNE_AFTER_MS)) {
     this.#host = host;
     this.#windowMs = windowMs;
+    this.#pruneAfterMs = pruneAfterMs;
   }
 
   /** Moves the rows of an earlier version's list (`LEGACY_DB`) into `PENDING_DB`. */
@@ -276,12 +298,80 @@ export class UnsureStreams {
     }
     if (renewed > 0) log.info("cluster renewed the epochs of the streams whose subscribers may hold another history", { streams: renewed });
     else if (listed > 0) log.info("cluster found the epochs of the streams whose subscribers may hold another history renewed already", { streams: listed });
+    this.#pruneTimer ??= setInterval(() => void this.prune(), Math.max(1000, Math.min(this.#pruneAfterMs, 3600_000)));
   }
 
-  /** Stops telling (the store closes). */
+  /**
+   * Removes what can no longer matter (see the module comment): the markers (`RENEWED_DB`)
+   * whose renewal is older than `pruneAfterMs` and whose report this node does not list, through
+   * replicated writes of at most `PRUNE_BATCH` (alike on every node; of two nodes racing, the
+   * later write set read a key the earlier one removed, runs again and finds nothing), and this
+   * node's rows of reports naming every stream listed that long ago. Runs (the replicated
+   * part) while this node takes writes; how many markers it removed. Every hour at most, from
+   * the first `renew` on.
+   */
+  async prune(): Promise<number> {
+    if (this.#pruning || this.#host.closed()) return 0;
+    this.#pruning = true;
+    let removed = 0;
+    try {
+      const old = Date.now() - this.#pruneAfterMs;
+      const pending = this.#host.rawDb<Pending>(PENDING_DB);
+      const listed = new Set<string>();
+      const stale: Key[] = [];
+      const dated: Key[] = [];
+      for (const { key, value } of pending.getRange()) {
+        const row = key as string[];
+        if (row[1] === "" && row[2] === "" && typeof value === "number" && value < old) stale.push(key);
+        else {
+          listed.add(row[0]);
+          // An earlier version's mark has no time: it is pruned that long from now.
+          if (value === "listed") dated.push(key);
+        }
+      }
+      if (stale.length > 0 || dated.length > 0) {
+        await pending.transaction(() => {
+          for (const key of stale) pending.remove(key);
+          for (const key of dated) pending.put(key, Date.now());
+        });
+      }
+      while (this.#host.writable()) {
+        const batch: Key[] = [];
+        for (const { key, value } of this.#host.rawDb<number>(RENEWED_DB).getRange()) {
+          if (typeof value === "number" && value < old && !listed.has((key as string[])[0])) batch.push(key);
+          if (batch.length >= PRUNE_BATCH) break;
+        }
+        if (batch.length === 0) break;
+        const done = await this.#host.transaction(() => {
+          const markers = this.#host.db<number>(RENEWED_DB);
+          let n = 0;
+          for (const key of batch) {
+            const when = markers.get(key);
+            if (typeof when === "number" && when < old) {
+              markers.remove(key);
+              n++;
+            }
+          }
+          return n;
+        });
+        removed += done;
+        if (done === 0) break;
+      }
+    } catch (err) {
+      log.warn("cluster could not prune the markers of renewed epochs; trying again later", { error: String(err) });
+    } finally {
+      this.#pruning = false;
+    }
+    if (removed > 0) log.info("cluster pruned the markers of old epoch renewals", { markers: removed });
+    return removed;
+  }
+
+  /** Stops telling and pruning (the store closes). */
   close(): void {
     clearInterval(this.#timer);
     this.#timer = undefined;
+    clearInterval(this.#pruneTimer);
+    this.#pruneTimer = undefined;
   }
 
   /** Replaces each report naming every stream by a row per stream this node's store holds. */
@@ -299,7 +389,7 @@ export class UnsureStreams {
             if (renewed.get([report, name, stream]) === undefined) pending.put([report, name, stream], range);
           }
         }
-        pending.put([report, "", ""], "listed");
+        pending.put([report, "", ""], Date.now());
       }
     });
   }

@@ -18,7 +18,7 @@ import { Packr } from "msgpackr";
 
 /** A node over `env`: its ordered log "log", its report handling, what it published, and
  * whether it takes writes. */
-function node(env: StoreEnv, nodeId: string) {
+function node(env: StoreEnv, nodeId: string, pruneAfterMs?: number) {
   const feed = new LogChangeFeed();
   const transaction = <T>(fn: () => T) => Promise.resolve(env.root.transactionSync(fn));
   const storage = { db: (name: string) => env.db(name), commits: new DirectCommits({ transaction }), remote: feed } as unknown as Storage;
@@ -35,7 +35,7 @@ function node(env: StoreEnv, nodeId: string) {
     maxPayload: 1024 * 1024,
     writable: () => state.writable,
     closed: () => false,
-  }, 60_000);
+  }, 60_000, pruneAfterMs);
   return { log, unsure, sent, state };
 }
 
@@ -44,12 +44,26 @@ const ranges = (list: [string, number, number | null][]): StreamRanges =>
   new Map([["log", new Map(list.map(([s, from, to]) => [s, [from, to]]))]]);
 const rows = (env: StoreEnv, db: string) => [...env.db(db).getRange()].map(({ key, value }) => [key, value]);
 
-Deno.test("unsure report: a node that hears it renews each stream once, recording its positions", async () => {
+type Node = ReturnType<typeof node>;
+/** Runs `fn` with node `a` (the one that stops itself) and node `b` (which hears it), each on
+ * its own store, closing both after. */
+async function withPair(fn: (a: Node, b: Node, envA: StoreEnv, env: StoreEnv) => Promise<void>) {
   const { env: envA } = tempStore();
   const { env } = tempStore();
   const a = node(envA, "a");
   const b = node(env, "b");
   try {
+    await fn(a, b, envA, env);
+  } finally {
+    a.unsure.close();
+    b.unsure.close();
+    await envA.close();
+    await env.close();
+  }
+}
+
+Deno.test("unsure report: a node that hears it renews each stream once, recording its positions", () =>
+  withPair(async (a, b, envA, env) => {
     for (const e of ["p", "q", "r", "s"]) await b.log.append("s", one(e));
     // Node a stopped itself: serials 2-3 of `s` unsure, and `new` (a stream b never wrote).
     const named = a.unsure.stopped("a:r1", 10, ranges([["s", 2, 3], ["new", 1, 1]]));
@@ -95,19 +109,10 @@ Deno.test("unsure report: a node that hears it renews each stream once, recordin
     await c.unsure.renew();
     assert.notEqual(b.log.epoch("s"), epoch);
     assert.equal(b.log.otherHistoryAt("s", 4), true);
-  } finally {
-    a.unsure.close();
-    await envA.close();
-    await env.close();
-  }
-});
+  }));
 
-Deno.test("unsure report: every stream named renews every stream the hearing node holds, with no end", async () => {
-  const { env: envA } = tempStore();
-  const { env } = tempStore();
-  const a = node(envA, "a");
-  const b = node(env, "b");
-  try {
+Deno.test("unsure report: every stream named renews every stream the hearing node holds, with no end", () =>
+  withPair(async (a, b, _envA, env) => {
     await b.log.append("s", one("p"));
     await b.log.append("t", one("q"));
     a.unsure.stopped("a:all", 1, "all");
@@ -121,13 +126,10 @@ Deno.test("unsure report: every stream named renews every stream the hearing nod
     await new Promise((r) => setTimeout(r, 50));
     await b.unsure.renew();
     assert.deepEqual([b.log.epoch("s"), b.log.epoch("t")], epochs);
-    assert.deepEqual(rows(env, PENDING_DB), [[["a:all", "", ""], "listed"]]);
-  } finally {
-    a.unsure.close();
-    await envA.close();
-    await env.close();
-  }
-});
+    const listed = rows(env, PENDING_DB);
+    assert.deepEqual(listed.map(([k]) => k), [["a:all", "", ""]]);
+    assert.equal(typeof listed[0][1], "number", "listed, with when");
+  }));
 
 Deno.test("unsure report: one of an earlier version opens the window only; its list is adopted", async () => {
   const { env } = tempStore();
@@ -150,6 +152,52 @@ Deno.test("unsure report: one of an earlier version opens the window only; its l
     assert.notEqual(b.log.epoch("s"), "0");
     assert.equal(b.log.otherHistoryAt("s", 1), true);
   } finally {
+    b.unsure.close();
     await env.close();
+  }
+});
+
+Deno.test("unsure markers: pruned once old, unless their report is still listed; the epochs and positions kept", async () => {
+  const [{ env: envA }, { env: envC }, { env }] = [tempStore(), tempStore(), tempStore()];
+  const a = node(envA, "a");
+  const c = node(envC, "c");
+  const b = node(env, "b", 300);
+  try {
+    await b.log.append("s", one("p"));
+    await b.log.append("t", one("q"));
+    a.unsure.stopped("a:r1", 10, ranges([["s", 1, 1]]));
+    b.unsure.heard(a.sent[0]);
+    await until("b renews a's stream", () => Promise.resolve(rows(env, RENEWED_DB).length === 1));
+    c.unsure.stopped("c:all", 1, "all");
+    b.unsure.heard(c.sent[0]);
+    await until("b renews every stream for c", () => Promise.resolve(rows(env, RENEWED_DB).length === 3));
+    // An earlier version's mark of a listed report (no time): it gets one.
+    env.db(PENDING_DB).putSync(["x:all", "", ""], "listed");
+    const epochs = [b.log.epoch("s"), b.log.epoch("t")];
+    assert.equal(await b.unsure.prune(), 0, "nothing old enough yet");
+    assert.equal(rows(env, RENEWED_DB).length, 3);
+    assert.equal(typeof env.db(PENDING_DB).get(["x:all", "", ""]), "number");
+
+    // b lists a's report again (as the stopped node does): its marker stays while listed.
+    env.root.transactionSync(() => b.unsure.keep("a:r1", ranges([["s", 1, 1]])));
+    await new Promise((r) => setTimeout(r, 400));
+    // (Its own timer prunes too, every second: the rows tell, not the count.)
+    await b.unsure.prune();
+    assert.deepEqual(rows(env, RENEWED_DB).map(([k]) => k), [["a:r1", "log", "s"]]);
+    assert.deepEqual(rows(env, PENDING_DB).map(([k]) => k), [["a:r1", "log", "s"]], "the lists of every stream pruned");
+    // The renewal found done for the report still listed: nothing renewed again.
+    await b.unsure.renew();
+    assert.deepEqual(rows(env, PENDING_DB), []);
+    assert.deepEqual([b.log.epoch("s"), b.log.epoch("t")], epochs);
+    await new Promise((r) => setTimeout(r, 400));
+    await b.unsure.prune();
+    assert.deepEqual(rows(env, RENEWED_DB), []);
+    // What protects a subscriber is kept: the epochs and the unsure positions.
+    assert.deepEqual([b.log.epoch("s"), b.log.epoch("t")], epochs);
+    assert.equal(b.log.otherHistoryAt("s", 1), true);
+    assert.equal(b.log.otherHistoryAt("t", 1_000_000), true);
+  } finally {
+    for (const n of [a, b, c]) n.unsure.close();
+    for (const e of [envA, envC, env]) await e.close();
   }
 });
