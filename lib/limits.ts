@@ -7,13 +7,6 @@ import { Buffer } from "node:buffer";
 /** UTF-8 byte length of a string (a lone surrogate counts 3, as its encoding U+FFFD does);
  * counted without encoding it (TextEncoder allocates the bytes: 1.5 µs a call under Deno). */
 export function byteLength(s: string): number {
-  // A short ASCII string (a slot name, on every write) is its length: counted here, without
-  // the call into the runtime.
-  if (s.length <= 32) {
-    let i = 0;
-    while (i < s.length && s.charCodeAt(i) < 0x80) i++;
-    if (i === s.length) return i;
-  }
   return Buffer.byteLength(s, "utf8");
 }
 
