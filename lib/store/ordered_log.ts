@@ -18,9 +18,7 @@ interface StreamMeta {
 interface Tracker {
   published: number;
   inflight: number;
-  /** Appends committed out of order, by first position (made when one is: most streams'
-   * trackers live for one append, and never need it). */
-  ready?: Map<number, () => number>;
+  ready: Map<number, () => number>;
   waiters: { position: number; fn: () => void; dropped?: () => void }[];
   purging?: Promise<void>;
 }
@@ -214,9 +212,9 @@ export class OrderedLog implements StreamLog {
       publish?.(first, p.entries, p.result);
       tracker.published = first + count - 1;
       if (tracker.waiters.length) this.#wake(tracker);
-      if (tracker.ready?.size) this.#drain(tracker);
+      if (tracker.ready.size) this.#drain(tracker);
     } else {
-      (tracker.ready ??= new Map()).set(first, () => {
+      tracker.ready.set(first, () => {
         publish?.(first, p.entries, p.result);
         return first + count - 1;
       });
@@ -285,7 +283,7 @@ export class OrderedLog implements StreamLog {
   #replaced(): void {
     for (const [stream, t] of this.#trackers) {
       const dropped = t.waiters.splice(0);
-      t.ready?.clear();
+      t.ready.clear();
       t.published = this.head(stream);
       for (const w of dropped) w.dropped?.();
       this.#release(stream, t);
@@ -303,7 +301,7 @@ export class OrderedLog implements StreamLog {
     tracker.purging = new Promise((r) => (done = r));
     try {
       if (prior) await prior;
-      while (tracker.inflight > 0 || (tracker.ready?.size ?? 0) > 0) {
+      while (tracker.inflight > 0 || tracker.ready.size > 0) {
         await new Promise((r) => setTimeout(r, 1));
       }
       const epoch = newEpoch();
@@ -408,13 +406,13 @@ export class OrderedLog implements StreamLog {
       if (!t) continue;
       if (committed && purged !== undefined) {
         t.published = 0;
-        t.ready?.clear();
+        t.ready.clear();
         for (const f of this.#followers) f.purged(stream, purged);
       }
       if (committed && appended.length > 0) {
         const first = appended[0].position;
         const last = appended[appended.length - 1].position;
-        (t.ready ??= new Map()).set(first, () => {
+        t.ready.set(first, () => {
           for (const f of this.#followers) f.appended(stream, first, appended.map((r) => r.entry));
           return last;
         });
@@ -429,21 +427,19 @@ export class OrderedLog implements StreamLog {
     let t = this.#trackers.get(stream);
     if (!t) {
       // No in-flight append exists for this stream, so the committed head is fully published.
-      t = { published: this.head(stream), inflight: 0, waiters: [] };
+      t = { published: this.head(stream), inflight: 0, ready: new Map(), waiters: [] };
       this.#trackers.set(stream, t);
     }
     return t;
   }
 
   #drain(t: Tracker): void {
-    const ready = t.ready;
-    if (!ready) return;
-    let next = ready.get(t.published + 1);
+    let next = t.ready.get(t.published + 1);
     while (next) {
-      ready.delete(t.published + 1);
+      t.ready.delete(t.published + 1);
       t.published = next();
       if (t.waiters.length) this.#wake(t);
-      next = ready.get(t.published + 1);
+      next = t.ready.get(t.published + 1);
     }
   }
 
@@ -455,7 +451,7 @@ export class OrderedLog implements StreamLog {
   }
 
   #release(stream: string, t: Tracker): void {
-    if (this.#trackers.get(stream) === t && t.inflight === 0 && !t.ready?.size && t.waiters.length === 0 && !t.purging) {
+    if (this.#trackers.get(stream) === t && t.inflight === 0 && t.ready.size === 0 && t.waiters.length === 0 && !t.purging) {
       this.#trackers.delete(stream);
     }
   }
