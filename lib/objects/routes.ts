@@ -3,7 +3,7 @@ import { type Context, Hono } from "hono";
 import type { App, AppRegistry } from "../config/apps.ts";
 import { appCredentials, type AppEnv, appFromCredentials } from "../http/credentials.ts";
 import type { DirectRoute } from "../product.ts";
-import { hasProtoKey, PROTO_PROBLEM } from "../wire/codec.ts";
+import { PROTO_PROBLEM, protoProblem } from "../wire/codec.ts";
 import { MAX_BODY_BYTES, MAX_NAME_BYTES, objectTypeProblem } from "./limits.ts";
 import { ApiError } from "../http/errors.ts";
 import {
@@ -155,13 +155,6 @@ export function objectRoutes(apps: AppRegistry, store: ObjectStore): Hono {
   return new Hono().route("/", r);
 }
 
-/** A body that did not parse as JSON gets `parseBody`'s answer; a body that could not be
- * read, its own error. */
-function notJson(err: unknown): never {
-  if (err instanceof SyntaxError) throw new ApiError(400, "request body is not valid JSON");
-  throw err;
-}
-
 /** The direct routes' response options: one object, its headers copied into each response. */
 const JSON_INIT = { headers: new Headers({ "content-type": "application/json" }) };
 
@@ -198,12 +191,8 @@ export function objectDirect(apps: AppRegistry, store: ObjectStore): DirectRoute
     const h = req.headers;
     const app = appFromCredentials(apps, h.get("x-app-key") ?? undefined, h.get("x-app-secret") ?? undefined);
     const declared = h.get("content-length");
-    // A disabled app falls through to the router, whose credentials check answers 403. The
-    // body is read as JSON at once (no text), so its length must be the declared one.
-    if (
-      !app || app.enabled === false || apps.byIdOrKey(parts[4]) !== app || declared === null ||
-      h.get("transfer-encoding") !== null
-    ) return undefined;
+    // A disabled app falls through to the router, whose credentials check answers 403.
+    if (!app || app.enabled === false || apps.byIdOrKey(parts[4]) !== app || declared === null) return undefined;
     return {
       route: route.path,
       app: app.key,
@@ -212,16 +201,11 @@ export function objectDirect(apps: AppRegistry, store: ObjectStore): DirectRoute
         if (Number(declared) > MAX_BODY_BYTES) {
           return Promise.reject(new ApiError(413, "request body too large"));
         }
-        // Parsed by the runtime from the body's bytes (no string of it made here); the same
-        // answers as the routes' `body`: 400 when not JSON, 422 for a `__proto__` key in a
-        // JSON body, and no byte count (the body is its declared length, checked above).
-        return req.json().then((value: unknown) => {
-          if ((h.get("content-type") ?? "").includes("json") && hasProtoKey(value)) {
-            throw new ApiError(422, PROTO_PROBLEM);
-          }
-          const ops = route.parse(value, parts[7] ?? "");
+        return req.text().then((text) => {
+          if (protoProblem(text, h.get("content-type"))) throw new ApiError(422, PROTO_PROBLEM);
+          const ops = route.parse(parseBody(text), parts[7] ?? "");
           return store.write(refFrom(app, parts[5], parts[6]), ops, route.batch, responses.get(route)!);
-        }, notJson);
+        });
       },
     };
   };
