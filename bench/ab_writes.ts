@@ -10,6 +10,9 @@
 //   AB_OBJECTS=1,10000 AB_WRITERS=64    object counts, and wrk connections
 //   AB_PEERS=0                          skip the HTTP floor, Redis and the durable floor
 //   AB_FLOORS=counter,log,shape         durable floor variants (also: serial; AB_FLOORS= none)
+//   AB_ROTATE=1                         start each round's builds one further along the list
+//                                       (round 2: the second build first), so no build always
+//                                       runs first or last in a round
 // Prints one line per run: writes/s, server CPU per write (process, and its JavaScript thread's
 // share; the machine's share busy, every core = 100%), writes per commit, commits/s and mean commit ms
 // (from the server's /metrics), p99.
@@ -27,6 +30,7 @@ const seconds = Number(Deno.env.get("AB_SECONDS") ?? 5);
 const shapes = (Deno.env.get("AB_OBJECTS") ?? "1,10000").split(",").map(Number);
 const writers = Number(Deno.env.get("AB_WRITERS") ?? 64);
 const peers = Deno.env.get("AB_PEERS") !== "0";
+const rotate = Deno.env.get("AB_ROTATE") === "1";
 const floors = (Deno.env.get("AB_FLOORS") ?? "counter,log,shape").split(",").filter(Boolean) as ("counter" | "log" | "shape" | "serial")[];
 const wrk = findProgram("wrk");
 if (!wrk || bins.length === 0) {
@@ -78,7 +82,8 @@ for (let r = 1; r <= rounds; r++) {
     }
     const targets: { name: string; start: () => Promise<Served> }[] = [
       ...(peers ? floors.map((v) => ({ name: `durable-floor-${v}`, start: () => startDurableFloor(v) })) : []),
-      ...bins.map((bin) => ({ name: bin, start: () => startBuild(bin) })),
+      ...(rotate ? [...bins.slice((r - 1) % bins.length), ...bins.slice(0, (r - 1) % bins.length)] : bins)
+        .map((bin) => ({ name: bin, start: () => startBuild(bin) })),
     ];
     for (const { name: bin, start } of targets) {
       const s = await start();

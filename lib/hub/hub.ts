@@ -77,6 +77,9 @@ const nativeName = (topic: Topic, format: string) => `${format}|${topic.key}`;
  */
 export class Hub {
   #topics = new Map<string, TopicMembers>();
+  /** Per product, its topics with a subscriber: `count` answers 0 for a product with none
+   * without looking the topic up (most durable writes). */
+  #products = new Map<string, number>();
   #native?: NativeTopics;
   #encoders = new Map<string, FrameEncoder>([
     ["json", (frame) => encodeFrame(frame, "json")],
@@ -164,6 +167,7 @@ export class Hub {
     if (!members) {
       members = { topic, subs: new Set(), formats: new Map() };
       this.#topics.set(topic.key, members);
+      this.#products.set(topic.product, (this.#products.get(topic.product) ?? 0) + 1);
     }
     if (members.subs.has(sub)) return;
     members.subs.add(sub);
@@ -181,12 +185,18 @@ export class Hub {
     const format = members.formats.get(sub.format)!;
     format.count--;
     sub.nativeUnsubscribe?.(format.native);
-    if (members.subs.size === 0) this.#topics.delete(topic.key);
+    if (members.subs.size === 0) {
+      this.#topics.delete(topic.key);
+      const left = this.#products.get(topic.product)! - 1;
+      if (left === 0) this.#products.delete(topic.product);
+      else this.#products.set(topic.product, left);
+    }
     for (const fn of this.#subscriptions) fn(members.topic, members.subs.size, -1);
   }
 
   /** Number of subscribers on `topic`. */
   count(topic: Topic): number {
+    if (!this.#products.has(topic.product)) return 0;
     return this.#topics.get(topic.key)?.subs.size ?? 0;
   }
 

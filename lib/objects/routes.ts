@@ -155,12 +155,12 @@ export function objectRoutes(apps: AppRegistry, store: ObjectStore): Hono {
   return new Hono().route("/", r);
 }
 
-/** The direct routes' response headers (copied into each response). */
-const JSON_HEADERS = new Headers({ "content-type": "application/json" });
+/** The direct routes' response options: one object, its headers copied into each response. */
+const JSON_INIT = { headers: new Headers({ "content-type": "application/json" }) };
 
 /** A 200 JSON reply of a direct route. */
 function jsonResponse(reply: unknown): Response {
-  return new Response(JSON.stringify(reply), { headers: JSON_HEADERS });
+  return new Response(JSON.stringify(reply), JSON_INIT);
 }
 
 /**
@@ -172,6 +172,8 @@ function jsonResponse(reply: unknown): Response {
 export function objectDirect(apps: AppRegistry, store: ObjectStore): DirectRoute {
   const [set, patch, ...posts] = WRITES;
   const byAction = new Map(posts.map((w) => [w.path.slice(OBJECT.length + 1), w]));
+  // Each route's reply as a response, made once (not a closure per request).
+  const responses = new Map(WRITES.map((w) => [w, (done: WriteDone) => jsonResponse(w.reply(done))]));
   return (req, path) => {
     if (!path.startsWith(`${BASE}/`) || path.includes("%")) return undefined;
     // ["", "api", "v1", "objects", app_id, type, key, slot or action?]
@@ -201,8 +203,8 @@ export function objectDirect(apps: AppRegistry, store: ObjectStore): DirectRoute
         }
         return req.text().then((text) => {
           if (protoProblem(text, h.get("content-type"))) throw new ApiError(422, PROTO_PROBLEM);
-          const ref = () => refFrom(app, parts[5], parts[6]);
-          return runWrite(store, route, ref, parts[7] ?? "", parseBody(text), jsonResponse);
+          const ops = route.parse(parseBody(text), parts[7] ?? "");
+          return store.write(refFrom(app, parts[5], parts[6]), ops, route.batch, responses.get(route)!);
         });
       },
     };

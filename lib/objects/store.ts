@@ -134,7 +134,7 @@ export class ObjectStore {
    */
   write<T = WriteDone>(ref: ObjectRef, ops: Op[], batch: boolean, reply: (done: WriteDone) => T = itself as (done: WriteDone) => T): Promise<T> {
     const addr = addressOf(ref);
-    return this.streams.append<MaterialOp[]>(addr, (head) => {
+    return this.streams.append<MaterialOp[], T>(addr, (head) => {
       const current = this.#held(addr.stream, head);
       const { record, material } = applyOps(current ?? emptyRecord(), ops);
       return {
@@ -152,7 +152,7 @@ export class ObjectStore {
         },
         result: material,
       };
-    }).then((done) => reply({ log_id: done.position, ops: done.result }));
+    }, undefined, (position, _count, material) => reply({ log_id: position, ops: material }));
   }
 
   /** Replay items after `after`, oldest first; `limit` counts log entries. */

@@ -2,7 +2,7 @@
 // append-only log with contiguous positions, heads, retention trims, purges with epochs, and
 // publishing in position order after commit.
 import type { Database, Key } from "lmdb";
-import type { LogFollower, LogRecord, Prepared, PublishFn, StreamLog } from "../streams/stream_log.ts";
+import type { Appended, LogFollower, LogRecord, Prepared, PublishFn, StreamLog } from "../streams/stream_log.ts";
 import type { Commits, Storage, StreamChange, UnsureRange } from "./storage.ts";
 import { logDbNames, type StoredEntry, unpackEntry as unpack } from "./log_layout.ts";
 
@@ -154,16 +154,18 @@ export class OrderedLog implements StreamLog {
     return out;
   }
 
-  /** Appends entries; see the class contract. Resolves with the first position and result.
-   * A promise chain rather than an async function: every durable write passes here. */
-  append<E, R>(
+  /** Appends entries; see the class contract. Resolves with the first position and result
+   * (or what `settle` makes of them, see `StreamLog.append`). A promise chain rather than an
+   * async function: every durable write passes here. */
+  append<E, R, T = Appended<R>>(
     stream: string,
     prepare: (head: number) => Prepared<E, R>,
     publish?: PublishFn<E, R>,
-  ): Promise<{ position: number; count: number; result: R }> {
+    settle?: (position: number, count: number, result: R) => T,
+  ): Promise<T> {
     // A purge of the stream goes first (then look again: another may have started).
     const purging = this.#trackers.get(stream)?.purging;
-    if (purging) return purging.then(() => this.append(stream, prepare, publish));
+    if (purging) return purging.then(() => this.append(stream, prepare, publish, settle));
     const tracker = this.#track(stream);
     tracker.inflight++;
     let prepared: Prepared<E, R> | undefined;
@@ -187,22 +189,23 @@ export class OrderedLog implements StreamLog {
         else this.#commits.keep(this.#meta, stream, { head, first: meta.first });
       }
       prepared.apply?.(first);
-    }, this.#staged).then(() => this.#appended(stream, tracker, prepared!, first, publish), failed);
+    }, this.#staged).then(() => this.#appended(stream, tracker, prepared!, first, publish, settle), failed);
   }
 
   /** An append's commit is durable: publish in position order and resolve. */
-  #appended<E, R>(
+  #appended<E, R, T>(
     stream: string,
     tracker: Tracker,
     p: Prepared<E, R>,
     first: number,
     publish?: PublishFn<E, R>,
-  ): { position: number; count: number; result: R } {
+    settle?: (position: number, count: number, result: R) => T,
+  ): T {
     const count = p.entries.length;
     if (count === 0) {
       tracker.inflight--;
       this.#release(stream, tracker);
-      return { position: first - 1, count, result: p.result };
+      return settle ? settle(first - 1, count, p.result) : { position: first - 1, count, result: p.result } as T;
     }
     if (tracker.published === first - 1) {
       // Next in order (the usual case): published at once, without a turn through `ready`.
@@ -219,7 +222,7 @@ export class OrderedLog implements StreamLog {
     }
     tracker.inflight--;
     this.#release(stream, tracker);
-    return { position: first, count, result: p.result };
+    return settle ? settle(first, count, p.result) : { position: first, count, result: p.result } as T;
   }
 
   /**

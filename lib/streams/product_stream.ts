@@ -6,7 +6,7 @@
  */
 import type { Hub } from "../hub/hub.ts";
 import type { JoinContext } from "../socket/handler.ts";
-import type { LogRecord, Prepared, StreamLog } from "./stream_log.ts";
+import type { Appended, LogRecord, Prepared, StreamLog } from "./stream_log.ts";
 import { joinStream, type StreamJoinSpec } from "./join.ts";
 import { record } from "../metrics/mod.ts";
 import { tapActive } from "../debug/tap.ts";
@@ -77,17 +77,21 @@ export class ProductStream<E> {
    * Appends atomically (see `StreamLog.append`), then broadcasts every entry's events on the
    * address's topic in position order; `after` runs once the batch is broadcast (webhooks).
    * An entry's excluded socket (see `ExcludedBy`: Pusher's `socket_id`) does not get it live;
-   * it still gets it on replay.
+   * it still gets it on replay. `settle`: see `StreamLog.append`.
    */
-  append<R>(
+  append<R, T = Appended<R>>(
     addr: StreamAddress,
     prepare: (head: number) => Prepared<E, R>,
     after?: (first: number, entries: E[], result: R) => void,
-  ): Promise<{ position: number; count: number; result: R }> {
-    return this.log.append(addr.stream, prepare, (first, entries, result) => {
-      this.#broadcast(addr.topic, first, entries);
-      after?.(first, entries, result);
-    });
+    settle?: (position: number, count: number, result: R) => T,
+  ): Promise<T> {
+    const topic = addr.topic;
+    return this.log.append(addr.stream, prepare, after
+      ? (first, entries, result) => {
+        this.#broadcast(topic, first, entries);
+        after(first, entries, result);
+      }
+      : (first, entries) => this.#broadcast(topic, first, entries), settle);
   }
 
   /** Delivers appended entries to the subscribers of `topic`: the one path for entries

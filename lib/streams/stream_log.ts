@@ -19,6 +19,13 @@ export interface Prepared<E, R> {
   result: R;
 }
 
+/** What an append resolves with by default: its first position, entry count and result. */
+export interface Appended<R> {
+  position: number;
+  count: number;
+  result: R;
+}
+
 /** Called once per append, strictly in position order per stream, after the commit is durable. */
 export type PublishFn<E, R> = (firstPosition: number, entries: E[], result: R) => void;
 
@@ -55,11 +62,14 @@ export interface StreamLog {
   epoch(stream: string): string;
   after<E = unknown>(stream: string, position: number, limit?: number): LogRecord<E>[];
   before<E = unknown>(stream: string, before: number, limit: number): LogRecord<E>[];
-  append<E, R>(
+  /** `settle`, when given, makes what the append resolves with from its first position, count
+   * and result, in the reaction that settles it (one promise reaction fewer than a `then`). */
+  append<E, R, T = Appended<R>>(
     stream: string,
     prepare: (head: number) => Prepared<E, R>,
     publish?: PublishFn<E, R>,
-  ): Promise<{ position: number; count: number; result: R }>;
+    settle?: (position: number, count: number, result: R) => T,
+  ): Promise<T>;
   /** `dropped` runs instead of `fn` when the wait became void (clustered mode: the store was
    * replaced under the log, so position `position` of the old store may never be published). */
   whenPublished(stream: string, position: number, fn: () => void, dropped?: () => void): void;

@@ -121,3 +121,30 @@ Deno.test("Hub.publish(): reach \"cluster\" is also relayed to the other nodes, 
   assert.equal(relayed.length, 1, "an event from another node is not relayed again");
   assert.deepEqual(sub.frames.map((f) => f[3]), ["logged", "ephemeral", "stream", "from-b"]);
 });
+
+Deno.test("Hub.count(): a product's topics count apart, and a product with no subscribed topic left counts 0", () => {
+  const hub = new Hub();
+  const [a, b] = [new Recorder(), new Recorder()];
+  const one = Topic.of("durable", "k", "t:1");
+  const two = Topic.of("durable", "k", "t:2");
+  const other = Topic.of("pubsub", "k", "t:1");
+  assert.equal(hub.count(one), 0);
+  for (const s of [a, b]) hub.attach(s);
+  hub.subscribe(one, a);
+  hub.subscribe(Topic.parse(one.key)!, b);
+  hub.subscribe(two, b);
+  assert.equal(hub.count(Topic.parse(one.key)!), 2);
+  assert.equal(hub.count(two), 1);
+  assert.equal(hub.count(Topic.of("durable", "k", "t:3")), 0);
+  assert.equal(hub.count(other), 0);
+  hub.unsubscribe(two, b);
+  assert.equal(hub.count(two), 0);
+  assert.equal(hub.count(one), 2);
+  hub.unsubscribe(one, a);
+  hub.unsubscribe(one, b);
+  assert.equal(hub.count(one), 0);
+  // Subscribed again after the product had none: counted again.
+  hub.subscribe(two, a);
+  assert.equal(hub.count(two), 1);
+  assert.equal(hub.publish(two, "ev", {}), 1);
+});

@@ -160,3 +160,29 @@ Deno.test("OrderedLog.purge() starts a new epoch, stored with the stream; append
   assert.equal(other.head("s"), 0);
   await env.close();
 });
+
+Deno.test("OrderedLog.append(): settle makes what the append resolves with, after the entries are durable and published; an empty append settles at the head", async () => {
+  const { env } = tempStore();
+  const log = new OrderedLog(env);
+  const published: number[] = [];
+  await log.append("s", one("a"));
+  const settled = await log.append(
+    "s",
+    () => ({ entries: ["b", "c"], result: "r" }),
+    (first) => published.push(first),
+    (position, count, result) => {
+      // Settled after the commit: the entries are stored and published.
+      assert.deepEqual(log.after("s", 1).map((e) => e.entry), ["b", "c"]);
+      assert.deepEqual(published, [2]);
+      return { position, count, result };
+    },
+  );
+  assert.deepEqual(settled, { position: 2, count: 2, result: "r" });
+  assert.deepEqual(await log.append("s", () => ({ entries: [], result: 7 }), undefined, (p, n, r) => [p, n, r]), [3, 0, 7]);
+  // A settle that throws rejects the append (its entries are durable: it ran after the commit).
+  await assert.rejects(log.append("s", one("d"), undefined, () => {
+    throw new Error("reply failed");
+  }), /reply failed/);
+  assert.equal(log.head("s"), 4);
+  await env.close();
+});
