@@ -147,7 +147,6 @@ export async function startNatsCluster(size = 3, partition?: Partition): Promise
         `server_name: ${n.name}`,
         `listen: ${host(i)}:${n.port}`,
         `max_payload: 8MB`,
-        `write_deadline: "2s"`,
         `jetstream { store_dir: "${join(dir, n.name)}", max_memory_store: 64MB, max_file_store: 2GB }`,
         size > 1 ? `cluster { name: sb, listen: ${routeListen}:${n.routePort}, no_advertise: true, routes: [${routes}] }` : "",
       ].join("\n"),
