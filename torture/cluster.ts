@@ -105,6 +105,8 @@ interface Probe {
 /** What one fault cost. */
 interface FaultReport {
   name: string;
+  /** When the fault hit (to line its figures up with the node logs). */
+  at: number;
   stallMs: number;
   /** For a leader fault: until another server led the stream (JetStream's election). */
   rawStallMs: number;
@@ -441,7 +443,7 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     const nodes = r.perNode.map((ms, i) => `node ${i + 1} ${ms === null ? "down" : secs(ms)}`).join(", ");
     const met = r.stallMs <= r.boundMs;
     console.log(
-      `    ${r.name}: stall ${secs(r.stallMs)} s (${nodes}); JetStream's own ${secs(r.jsStallMs)} s ` +
+      `    ${r.name} (at ${new Date(r.at).toISOString().slice(11, 23)}): stall ${secs(r.stallMs)} s (${nodes}); JetStream's own ${secs(r.jsStallMs)} s ` +
         `(probe via ${r.jsPerServer.map((ms, i) => `n${i + 1} ${secs(ms)}`).join(", ")}` +
         (r.rawStallMs > 0 ? `; new leader after ${secs(r.rawStallMs)} s` : "") + `); ` +
         (r.boundMs === Infinity ? "not judged" : `bound ${secs(r.boundMs)} s ${met ? "met" : "MISSED"}`) + `; /readyz slowest ${r.readyzMaxMs} ms` +
@@ -591,6 +593,7 @@ function measure(
   const window = probes.filter((p) => p.at >= t0 && p.at <= t1 && p.node !== fault.node && !diverged.has(p.node));
   return {
     name: fault.name,
+    at: t0,
     stallMs: stall,
     perNode,
     rawStallMs: 0,
