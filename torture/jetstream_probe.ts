@@ -69,7 +69,12 @@ function readAt(nc: NatsConnection, seq: number, ms: number): Promise<Uint8Array
     const sub = nc.subscribe(inbox, {
       callback: (_err, m: Msg) => {
         if (m.data.length === 0 && m.headers?.code === 503) return finish(() => reject(Object.assign(new Error("503"), { code: "503" })));
-        const r = JSON.parse(new TextDecoder().decode(m.data)) as { error?: { err_code?: number }; message?: { data?: string } };
+        let r: { error?: { err_code?: number }; message?: { data?: string } };
+        try {
+          r = JSON.parse(new TextDecoder().decode(m.data));
+        } catch (err) {
+          return finish(() => reject(err));
+        }
         if (r.error?.err_code === 10008) return void (unavailable = { api_error: r.error });
         if (r.error) return finish(() => reject({ api_error: r.error }));
         finish(() => resolve(Uint8Array.from(atob(r.message?.data ?? ""), (c) => c.charCodeAt(0))));
