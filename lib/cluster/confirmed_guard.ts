@@ -10,7 +10,10 @@
  *
  * - position by position, where the old store keeps a record (`cluster:recent`: its last
  *   `CONFLICT_WINDOW` positions), against the source's own records or the log: this names the
- *   first differing position;
+ *   first differing position, unless the digest kept in the record shows that the histories
+ *   differed before it already (the first differing record is the oldest one kept, and the
+ *   positions between it and the last checkpoint are seen only through the digest): the
+ *   difference then lies at or before the position below it;
  * - by the chained digest of the whole history (`fingerprint.ts` `chainDigest`), kept with each
  *   record and, every `CHAIN_CHECKPOINT_EVERY` positions, for good (`cluster:chain`): the
  *   source's digest (at its position, or at a position both keep when the source is past the
@@ -27,14 +30,17 @@ export const CHAIN_CHECKPOINT_EVERY = 4096;
 
 /** Where the history the rebuild would end on differs from the confirmed one. */
 export interface ConfirmedMismatch {
-  /** The first differing position (`chained`: the position whose digests differ; the
-   * difference lies at or before it). */
+  /** The first differing position (`chained`: the difference lies at or before it). */
   seq: number;
-  /** The batch id the old store applied there (its chained digest when `chained`). */
+  /** The batch id the old store applied there (when `chained`: its chained digest there, or
+   * at `seq + 1` when the records differ there and the digest shows an earlier difference). */
   mine: string;
   /** What the source or the log holds there (`undefined`: nothing); a digest when `chained`. */
   theirs: string | undefined;
   chained?: true;
+  /** With `chained`: the last position at which the check saw both histories equal (their
+   * digests, or the rebuild source's position), when known: the difference lies after it. */
+  after?: number;
 }
 
 /** What a store keeps of one position: the batch id, and the chained digest when it has one. */
@@ -74,6 +80,16 @@ function digestAt(side: KeptHistory, seq: number): string | undefined {
 }
 
 /**
+ * When the old store's record `own` at `seq` differs from the other side's batch there: whether
+ * its chained digest shows that the histories differed before `seq` already, given the other
+ * side's digest at `seq - 1` (`before`; undefined when unknown): the digest the old store would
+ * hold at `seq` had it shared that history up to `seq - 1` is not the one it holds.
+ */
+function differedBefore(own: PositionRecord, seq: number, before: string | undefined): boolean {
+  return own.c !== undefined && before !== undefined && chainDigest(before, seq, own.b) !== own.c;
+}
+
+/**
  * The first confirmed position where the source or the log holds another batch than the old
  * store applied (see the module comment), or undefined when there is none. Throws when a read
  * of the log fails (the rebuild is then tried again later).
@@ -85,8 +101,14 @@ export async function firstConfirmedMismatch(check: ConfirmedCheck): Promise<Con
   // below the confirmed one that both sides know.
   const reached = Math.min(from, upTo);
   for (const seq of [...mine.records.keys()].filter((s) => s <= reached).sort((a, b) => a - b)) {
+    const own = mine.records.get(seq)!;
     const theirs = source.records.get(seq)?.b;
-    if (theirs !== undefined && theirs !== mine.records.get(seq)!.b) return { seq, mine: mine.records.get(seq)!.b, theirs };
+    if (theirs === undefined || theirs === own.b) continue;
+    const before = digestAt(source, seq - 1) ?? (seq === 1 ? CHAIN_START : undefined);
+    if (differedBefore(own, seq, before)) {
+      return { seq: seq - 1, mine: own.c!, theirs: digestAt(source, seq), chained: true };
+    }
+    return { seq, mine: own.b, theirs };
   }
   const known = new Set([...mine.records.keys(), ...mine.checkpoints.keys()]);
   let common: number | undefined;
@@ -101,6 +123,10 @@ export async function firstConfirmedMismatch(check: ConfirmedCheck): Promise<Con
   // record there, and the source's digest (when it has one at its position) extended over
   // them and compared wherever the old store knows its own.
   let chain = from === 0 ? CHAIN_START : digestAt(source, from);
+  // The last position at which both histories were seen equal: the common digest above, or
+  // the empty store's start (a source's own history before its position is seen only there).
+  let equal = from === 0 ? 0 : common;
+  const range = () => (equal === undefined ? {} : { after: equal });
   for (let seq = from + 1; seq <= upTo; seq += READ_AT_ONCE) {
     const seqs = Array.from({ length: Math.min(READ_AT_ONCE, upTo - seq + 1) }, (_, i) => seq + i);
     const needed = chain !== undefined ? seqs : seqs.filter((s) => mine.records.has(s));
@@ -109,11 +135,19 @@ export async function firstConfirmedMismatch(check: ConfirmedCheck): Promise<Con
     for (const s of seqs) {
       const theirs = read.get(s);
       const record = mine.records.get(s);
-      if (record && theirs !== record.b) return { seq: s, mine: record.b, theirs };
+      if (record && theirs !== record.b) {
+        // The oldest record kept (or one after a gap) may differ only because the history
+        // before it, seen through the digest alone, already did: named as such.
+        if (differedBefore(record, s, chain)) {
+          return { seq: s - 1, mine: record.c!, theirs: chainDigest(chain!, s, theirs), chained: true, ...range() };
+        }
+        return { seq: s, mine: record.b, theirs };
+      }
       if (chain === undefined) continue;
       chain = chainDigest(chain, s, theirs);
       const own = digestAt(mine, s);
-      if (own !== undefined && own !== chain) return { seq: s, mine: own, theirs: chain, chained: true };
+      if (own !== undefined && own !== chain) return { seq: s, mine: own, theirs: chain, chained: true, ...range() };
+      if (own !== undefined) equal = s;
       // Nothing there (the log ends before the confirmed position): the record check above
       // names it when the old store keeps a record; else the digest further on differs.
     }

@@ -604,7 +604,9 @@ export class ReplicatedEnv implements Storage {
       `the store is kept for an operator`;
     if (this.#refusedFor !== reason) {
       this.#refusedFor = reason;
-      log.error(reason, { confirmed: this.#confirmed, applied: this.#applied, batch: mismatch.mine, log_batch: mismatch.theirs ?? null });
+      // `after`: the digests were last seen equal there (the difference lies between).
+      const after = mismatch.after === undefined ? {} : { after: mismatch.after };
+      log.error(reason, { confirmed: this.#confirmed, applied: this.#applied, batch: mismatch.mine, log_batch: mismatch.theirs ?? null, ...after });
     } else log.warn("cluster rebuild refused again", { position: mismatch.seq, chained: mismatch.chained ?? false, attempt: this.#rebuildAttempts });
     this.#diverged = this.#rebuilding = reason;
     const state = this.#rawDb<string>(POSITION_DB);

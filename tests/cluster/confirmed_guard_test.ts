@@ -220,7 +220,7 @@ Deno.test("cluster guard: a difference older than the positions the stores keep 
     firstConfirmedMismatch({ confirmed, mine, sourcePosition, source, read: (seq) => Promise.resolve(l.get(seq)) });
   const firstKept = to - CHAIN_CHECKPOINT_EVERY + 1;
   // Rebuilt from the whole log: another message at 20, long before the records.
-  assert.deepEqual(await check(log(to, [20])), { seq: CHAIN_CHECKPOINT_EVERY, mine: mine.checkpoints.get(CHAIN_CHECKPOINT_EVERY), theirs: history(CHAIN_CHECKPOINT_EVERY, { odd: [20] }).checkpoints.get(CHAIN_CHECKPOINT_EVERY), chained: true });
+  assert.deepEqual(await check(log(to, [20])), { seq: CHAIN_CHECKPOINT_EVERY, mine: mine.checkpoints.get(CHAIN_CHECKPOINT_EVERY), theirs: history(CHAIN_CHECKPOINT_EVERY, { odd: [20] }).checkpoints.get(CHAIN_CHECKPOINT_EVERY), chained: true, after: 0 });
   assert.equal(await check(log(to)), undefined);
   // From a snapshot before the records whose history differs at 20: its digest at its position.
   const snapshotAt = firstKept - 500;
@@ -241,4 +241,33 @@ Deno.test("cluster guard: a difference older than the positions the stores keep 
   const keptOther = log(to, [firstKept]);
   assert.equal(await firstConfirmedMismatch({ confirmed, mine: unchained, sourcePosition: 0, source: none, read: (seq) => Promise.resolve(oldOther.get(seq)) }), undefined);
   assert.deepEqual(await firstConfirmedMismatch({ confirmed, mine: unchained, sourcePosition: 0, source: none, read: (seq) => Promise.resolve(keptOther.get(seq)) }), { seq: firstKept, mine: `b${firstKept}`, theirs: `other-${firstKept}` });
+});
+
+Deno.test("cluster guard: a difference before the oldest record kept is named as lying at or before the position below it, not at the record", async () => {
+  // As in run G1: the old store keeps records from `firstKept` on and a checkpoint at 4096; the
+  // log holds other batches from `shifted` on (between the checkpoint and the oldest record),
+  // so the oldest record differs too, but it is not where the histories part.
+  const to = CHAIN_CHECKPOINT_EVERY + 900;
+  const firstKept = CHAIN_CHECKPOINT_EVERY + 500;
+  const shifted = CHAIN_CHECKPOINT_EVERY + 160;
+  const mine = history(to, { keepFrom: firstKept });
+  const odd = Array.from({ length: to - shifted + 1 }, (_, i) => shifted + i);
+  const check = (l: Map<number, string>, sourcePosition = 0, source = none) =>
+    firstConfirmedMismatch({ confirmed: to - 10, mine, sourcePosition, source, read: (seq) => Promise.resolve(l.get(seq)) });
+  const refused = await check(log(to, odd));
+  assert.equal(refused?.chained, true, "seen by the digest");
+  assert.equal(refused?.seq, firstKept - 1, "at or before the position below the oldest record");
+  // The digests were last seen equal at the checkpoint: the difference lies between the two.
+  assert.equal(refused?.after, CHAIN_CHECKPOINT_EVERY);
+  assert.ok(refused!.after! < shifted && shifted <= refused!.seq);
+  // A difference exactly at the oldest record is named there, as a position.
+  assert.deepEqual(await check(log(to, [firstKept])), { seq: firstKept, mine: `b${firstKept}`, theirs: `other-${firstKept}` });
+  // The same from a snapshot whose records reach before the oldest record kept: its digest
+  // below that record shows the earlier difference too.
+  const snapshotAt = firstKept + 100;
+  const snap = recent(history(snapshotAt, { odd: odd.filter((s) => s <= snapshotAt) }), shifted - 50);
+  const fromSnapshot = await check(log(to), snapshotAt, snap);
+  assert.equal(fromSnapshot?.chained, true);
+  assert.equal(fromSnapshot?.seq, firstKept - 1);
+  assert.deepEqual(await check(log(to), snapshotAt, recent(history(snapshotAt, { odd: [firstKept] }), shifted - 50)), { seq: firstKept, mine: `b${firstKept}`, theirs: `other-${firstKept}` });
 });
