@@ -93,6 +93,13 @@ export class PeerAgreement {
     this.#pending = new Map([...this.#latest].map(([node, report]) => [node, [report]]));
   }
 
+  /** What this node's agreement with the others depends on besides its own history: the
+   * members, and each peer's latest report (its position, fingerprint there, and whether it
+   * said it diverged), as one string (equal strings: nothing of it changed). */
+  inputs(): string {
+    return JSON.stringify(this.#peers().sort().map((p) => [p, this.#latest.get(p) ?? null, this.#diverged.has(p)]));
+  }
+
   /** The highest position up to which a majority of the members (this node included) applied
    * the log alike, as far as their reports showed (0 when none is known). */
   confirmedUpTo(): number {

@@ -422,9 +422,19 @@ export class ClusterLink {
 
   /** The log's first position still stored (later than 1 once compacted) and its last. */
   async bounds(): Promise<{ first: number; last: number }> {
+    const { first, last } = await this.state();
+    return { first, last };
+  }
+
+  /** The log's bounds (see `bounds`) and the server leading the stream, as it names itself
+   * (undefined when it names none: a single server). */
+  async state(): Promise<{ first: number; last: number; leader?: string }> {
     try {
-      const { state } = await this.#api(`$JS.API.STREAM.INFO.${LOG_STREAM}`, {}) as { state: { first_seq: number; last_seq: number } };
-      return { first: state.first_seq, last: state.last_seq };
+      const { state, cluster } = await this.#api(`$JS.API.STREAM.INFO.${LOG_STREAM}`, {}) as {
+        state: { first_seq: number; last_seq: number };
+        cluster?: { leader?: string };
+      };
+      return { first: state.first_seq, last: state.last_seq, leader: cluster?.leader };
     } catch (err) {
       throw new Error(describe(err));
     }

@@ -72,6 +72,21 @@ export async function rebuildSource(link: ClusterLink, first: number, tries = SN
   }
 }
 
+/**
+ * What a rebuild reads from NATS, as one string (equal strings: a rebuild would read the same):
+ * the server leading the stream (whose replica every read of the log is answered from), the
+ * log's bounds, and the newest snapshot. A node whose rebuilt store was found disagreeing with
+ * the others holds its next rebuild while this and the others' reports stay the same
+ * (`replicated_env.ts` `#stillHeld`).
+ */
+export async function rebuildInputs(link: ClusterLink): Promise<string> {
+  const [state, snapshot] = await Promise.all([
+    link.state(),
+    link.objectStore(SNAPSHOT_BUCKET).then((objects) => objects.info(SNAPSHOT_OBJECT)),
+  ]);
+  return JSON.stringify([state.leader ?? null, state.first, state.last, snapshot ? [snapshot.description, snapshot.nuid] : null]);
+}
+
 /** After a failed read of the snapshot: moves `link` to the next server from `--nats` and
  * resolves once it is connected there (see `rebuildSource`; a node restoring a snapshot before
  * it starts, `snapshots.ts`, does the same). */

@@ -53,7 +53,7 @@ import type { ClusterLink } from "./link.ts";
 import { requestPositions } from "./read_your_writes.ts";
 import { CHAIN_START, chainDigest, positionDigest, WindowFingerprint } from "./fingerprint.ts";
 import { PeerAgreement } from "./agreement.ts";
-import { DIVERGED_KEY, type RebuildSource, rebuildSource, replaceStore } from "./rebuild.ts";
+import { DIVERGED_KEY, type RebuildSource, rebuildInputs, rebuildSource, replaceStore } from "./rebuild.ts";
 import { CHAIN_CHECKPOINT_EVERY, firstConfirmedMismatch, type KeptHistory, type PositionRecord } from "./confirmed_guard.ts";
 import { OverlayReads, WriteOverlay } from "./overlay.ts";
 import { LEGACY_DB, newReport, PENDING_DB, type StreamRanges, UNSURE_MS, UNSURE_SUBJECT, UnsureStreams } from "./unsure.ts";
@@ -259,6 +259,11 @@ export class ReplicatedEnv implements Storage {
   #rebuildTimer: ReturnType<typeof setTimeout> | undefined;
   /** Rebuilds tried since the node last stopped itself. */
   #rebuildAttempts = 0;
+  /** What the last rebuild read from NATS (`rebuildInputs`), read as it began. */
+  #rebuildRead: string | undefined;
+  /** Set while the next rebuild is held (`#stillHeld`): the others' reports when the rebuilt
+   * store was found disagreeing, what that rebuild read, and whether the hold was logged. */
+  #hold: { peers: string; read: string; logged: boolean } | undefined;
   /** The last position a majority confirmed when this node stopped itself (0: none known; see
    * `CONFIRMED_KEY`). */
   #confirmed = 0;
@@ -342,9 +347,13 @@ export class ReplicatedEnv implements Storage {
     if (this.#localDbs.has(LEGACY_DB)) this.#unsure.adoptLegacy();
     this.#peers = new PeerAgreement(link.nodeId, (seq) => this.#print.at(seq), (seq, peers) => {
       if (this.#diverged) return;
+      // Found disagreeing with a store it rebuilt: the next rebuild is held until something it
+      // depends on changes (`#stillHeld`).
+      const rebuilt = this.#rebuilding !== undefined && this.#rebuildRead !== undefined;
       this.#stopSelf(
         `cluster unavailable: this node applied the log differently from a majority of the nodes (${peers.join(", ")}) ` +
           `by position ${seq} (a NATS stream replica diverged); it rebuilds its store from the log`,
+        rebuilt ? { peers: this.#peers.inputs(), read: this.#rebuildRead!, logged: false } : undefined,
       );
     });
   }
@@ -380,8 +389,9 @@ export class ReplicatedEnv implements Storage {
    * are told (also which streams' subscribers may hold the other history: `#markUnsure`), and a
    * rebuild is scheduled.
    */
-  #stopSelf(reason: string): void {
+  #stopSelf(reason: string, hold?: { peers: string; read: string; logged: boolean }): void {
     const first = !this.#diverged && !this.#rebuilding;
+    this.#hold = hold;
     this.#diverged = reason;
     this.#rebuilding ??= reason;
     log.error(reason);
@@ -450,8 +460,11 @@ export class ReplicatedEnv implements Storage {
 
   #scheduleRebuild(): void {
     if (this.#rebuildTimer || this.#closed) return;
-    const pause = Math.min(MAX_REBUILD_PAUSE_MS, (this.#opts.rebuildPauseMs ?? 1000) * 2 ** Math.min(this.#rebuildAttempts, 10));
-    this.#rebuildAttempts++;
+    // While held, what it depends on is looked at every pause (no attempt counted): a change
+    // starts the rebuild at once.
+    const base = this.#opts.rebuildPauseMs ?? 1000;
+    const pause = this.#hold ? base : Math.min(MAX_REBUILD_PAUSE_MS, base * 2 ** Math.min(this.#rebuildAttempts, 10));
+    if (!this.#hold) this.#rebuildAttempts++;
     this.#rebuildTimer = setTimeout(() => {
       void this.#rebuild().finally(() => {
         this.#rebuildTimer = undefined;
@@ -469,6 +482,8 @@ export class ReplicatedEnv implements Storage {
   async #rebuild(): Promise<void> {
     const reason = this.#diverged;
     if (!reason || this.#closed) return;
+    if (this.#hold && (await this.#stillHeld())) return;
+    if (!this.#diverged || this.#closed) return;
     log.warn("cluster node rebuilding its store", { applied: this.#applied, attempt: this.#rebuildAttempts });
     try {
       if ((await this.#replace()) !== "replaced") return;
@@ -496,6 +511,7 @@ export class ReplicatedEnv implements Storage {
     if (this.#diverged || this.#closed) return;
     this.#rebuilding = undefined;
     this.#rebuildAttempts = 0;
+    this.#rebuildRead = undefined;
     this.#lastAppend = Date.now();
     log.info("cluster node rebuilt its store and takes writes again", { position: this.#applied });
     void this.#unsure.renew();
@@ -508,6 +524,8 @@ export class ReplicatedEnv implements Storage {
    * position a majority confirmed (`#refused`: nothing is replaced).
    */
   async #replace(): Promise<"replaced" | "refused" | "closed"> {
+    // Read first: anything that changes while the rebuild reads ends a later hold.
+    this.#rebuildRead = await rebuildInputs(this.#link).catch(() => undefined);
     const { first } = await this.#link.bounds();
     const source = await rebuildSource(this.#link, first);
     try {
@@ -560,6 +578,40 @@ export class ReplicatedEnv implements Storage {
     this.#reportApplied();
     this.#scheduleRepair(this.#knownTail);
     return "replaced";
+  }
+
+  /**
+   * Whether the next rebuild is still held. A rebuild's outcome is a function of what it reads
+   * from NATS (the stream leader's replica of the log, the log's bounds, the newest snapshot:
+   * `rebuildInputs`) and of the others' reports it is judged by (the members and each one's
+   * latest position, fingerprint and diverged flag: `PeerAgreement#inputs`). So once a store it
+   * rebuilt was found disagreeing with a majority, rebuilding again while all of these are
+   * unchanged would replay the log into the same disagreement (run G1, docs/cluster.md: node 2
+   * replayed the whole log 14 times while the others, stopped, kept their reports). It is held
+   * (logged once) until one of them changes: a peer writes, rebuilds, restarts or leaves, the
+   * stream gets another leader, the log grows or is compacted, a snapshot is stored. A failed
+   * look counts as a change (the rebuild then tries, as before). A restart rebuilds once anyway.
+   */
+  async #stillHeld(): Promise<boolean> {
+    const hold = this.#hold!;
+    const read = await rebuildInputs(this.#link).catch(() => undefined);
+    const peers = this.#peers.inputs();
+    if (this.#hold !== hold) return true; // stopped again meanwhile: that stop decides
+    if (read !== undefined && read === hold.read && peers === hold.peers) {
+      if (!hold.logged) {
+        hold.logged = true;
+        log.warn("cluster rebuild held: the store it rebuilt disagrees with a majority, and nothing a rebuild reads or is judged by has changed since", {
+          applied: this.#applied,
+        });
+      }
+      return true;
+    }
+    this.#hold = undefined;
+    if (hold.logged) {
+      const changed = read === undefined ? "unknown" : read !== hold.read ? "log" : "peers";
+      log.warn("cluster rebuild no longer held", { changed });
+    }
+    return false;
   }
 
   /**

@@ -1,0 +1,108 @@
+// A node whose rebuilt store a majority disagrees with does not rebuild again, replaying the
+// log each time, while nothing a rebuild reads or is judged by has changed (run G1 in
+// docs/cluster.md: node 2 rebuilt 14 times against peers that kept the same reports). Node 3 is
+// fed another message at one position (SWITCHBOARD_FAULT_FORK_AT) and stops; once stopped it
+// reads yet another message at a later position, one no majority confirmed when it stopped
+// (SWITCHBOARD_FAULT_OTHER_AT), so the guard lets its rebuild through and the store it
+// rebuilds disagrees with the two others again. It then holds its next rebuild, with the log
+// and the others' reports unchanged, and rebuilds once they change (a write through node 1);
+// restarted without the fault, it rebuilds and takes writes again.
+import assert from "node:assert/strict";
+import { call } from "../pubsub/helpers.ts";
+import type { TestServer } from "../helpers/server.ts";
+import { startForkedCluster, until } from "./cluster.ts";
+import { appendAt, path } from "./writers.ts";
+
+const FORK_AT = 40;
+const OTHER_AT = FORK_AT + 3;
+const KEY = "held";
+const STOPPED = /applied the log differently from a majority of the nodes/;
+const HELD = /cluster rebuild held/g;
+const RESUMED = /cluster rebuild no longer held/g;
+const REPLACED = /cluster store replaced/g;
+const REBUILDING = /cluster node rebuilding its store/g;
+
+/** How many lines of `node`'s log match `re`. */
+function count(node: TestServer, re: RegExp): number {
+  return node.output().match(re)?.length ?? 0;
+}
+
+/** /readyz of `node`: its status and reason. */
+async function readyz(node: TestServer): Promise<{ status: number; reason?: string }> {
+  const r = await fetch(`${node.baseUrl}/readyz`);
+  const body = await r.json();
+  return { status: r.status, reason: body.reason };
+}
+
+Deno.test({
+  name: "cluster rebuild hold: a node whose rebuilt store still disagrees rebuilds again only once something changed",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    let faults = true;
+    // A short pause: without the hold, the rebuilds would follow each other within seconds.
+    const cluster = await startForkedCluster(
+      (): Record<string, string> =>
+        faults
+          ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT), SWITCHBOARD_FAULT_OTHER_AT: String(OTHER_AT), SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "100" }
+          : {},
+    );
+    try {
+      const [n1, n2] = cluster.nodes;
+      let n3 = cluster.nodes[2];
+      let last = 0;
+      for (let i = 1; last < OTHER_AT + 3; i++) last = await appendAt(n1, KEY, `v${i}`);
+      await until("node 3 stops itself", () => Promise.resolve(STOPPED.test(n3.output())), 30_000);
+      // The healthy nodes give the streams node 3 named a new epoch (a write): then they are idle.
+      for (const node of [n1, n2]) {
+        await until("the epoch renewal is done", () => Promise.resolve(/cluster (renewed|found) the epochs of the streams/.test(node.output())), 30_000);
+      }
+      // It rebuilds, disagrees again and holds its next rebuild (before the hold, it rebuilt
+      // again and again: a few rounds show it).
+      await until(
+        "node 3 rebuilt and stopped again",
+        () => Promise.resolve(count(n3, HELD) >= 1 || count(n3, REPLACED) >= 4),
+        90_000,
+      );
+      assert.ok(count(n3, REPLACED) >= 1, "it rebuilt");
+      assert.ok(count(n3, /applied the log differently from a majority of the nodes/g) >= 2, "it stopped again after a rebuild");
+
+      // Nothing changes: no rebuild, no replay (and the hold is logged once). Without the hold
+      // the rebuilds went on, the pause doubling from 100 ms.
+      const replaced = count(n3, REPLACED);
+      const rebuilding = count(n3, REBUILDING);
+      const held = count(n3, HELD);
+      for (let i = 0; i < 24; i++) {
+        await new Promise((r) => setTimeout(r, 500));
+        const ready = await readyz(n3);
+        assert.equal(ready.status, 503);
+        assert.match(ready.reason ?? "", STOPPED);
+      }
+      assert.equal(count(n3, REPLACED), replaced, "no store replaced while held");
+      assert.equal(count(n3, REBUILDING), rebuilding, "no rebuild tried while held");
+      assert.equal(held, 1, "the hold is logged");
+      assert.equal(count(n3, HELD), held, "the hold is logged once");
+      assert.equal(count(n3, RESUMED), 0);
+
+      // A write through node 1 changes the log and the others' reports: node 3 rebuilds (and,
+      // the fault still playing, disagrees and holds again).
+      await appendAt(n1, KEY, "after");
+      await until("node 3 rebuilds again", () => Promise.resolve(count(n3, REPLACED) > replaced), 60_000);
+      assert.ok(count(n3, RESUMED) >= 1, "it said the hold ended");
+      await until("node 3 holds again", () => Promise.resolve(count(n3, HELD) > held), 60_000);
+
+      // Restarted without the fault: it rebuilds, agrees with the others and takes writes.
+      await cluster.kill(2);
+      faults = false;
+      n3 = await cluster.restart(2);
+      await until("node 3 takes writes again", async () => (await readyz(n3)).status === 200, 60_000);
+      await appendAt(n3, KEY, "healed");
+      await until("node 3 holds the majority's object", async () => {
+        const [a, b] = await Promise.all([call(n1, "GET", path(KEY)), call(n3, "GET", path(KEY))]);
+        return a.status === 200 && JSON.stringify(a.body) === JSON.stringify(b.body);
+      });
+    } finally {
+      await cluster.stop();
+    }
+  },
+});
