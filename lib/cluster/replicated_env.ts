@@ -49,7 +49,7 @@ import type { Commits, RemoteChanges, Storage } from "../store/storage.ts";
 import { LogChangeFeed, rangesWritten, type Write } from "./log_changes.ts";
 import { forkedWrites } from "./fork.ts";
 import { log } from "../log/mod.ts";
-import type { ClusterLink } from "./link.ts";
+import { type ClusterLink, LOG_STREAM } from "./link.ts";
 import { requestPositions } from "./read_your_writes.ts";
 import { CHAIN_START, chainDigest, positionDigest, WindowFingerprint } from "./fingerprint.ts";
 import { PeerAgreement } from "./agreement.ts";
@@ -205,6 +205,12 @@ function decodeSeq(data: Uint8Array): number {
   return data.byteLength === 8 ? new DataView(data.buffer, data.byteOffset).getFloat64(0) : NaN;
 }
 
+/** A held rebuild (see `ReplicatedEnv#stillHeld`). */
+type Hold = { peers?: string; read: string; logged: boolean };
+
+/** JetStream's advisory of a new leader of the log's stream. */
+const ELECTED_SUBJECT = `$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${LOG_STREAM}`;
+
 /** Tunables, mostly for tests. */
 export interface ReplicationOptions {
   /** A write not applied within this many ms fails with 503 (its outcome is then unknown). */
@@ -259,11 +265,15 @@ export class ReplicatedEnv implements Storage {
   #rebuildTimer: ReturnType<typeof setTimeout> | undefined;
   /** Rebuilds tried since the node last stopped itself. */
   #rebuildAttempts = 0;
-  /** What the last rebuild read from NATS (`rebuildInputs`), read as it began. */
+  /** What the last rebuild read from NATS (`#readInputs`), read as it began. */
   #rebuildRead: string | undefined;
   /** Set while the next rebuild is held (`#stillHeld`): the others' reports when the rebuilt
-   * store was found disagreeing, what that rebuild read, and whether the hold was logged. */
-  #hold: { peers: string; read: string; logged: boolean } | undefined;
+   * store was found disagreeing (none for a refused rebuild: they do not decide a refusal),
+   * what that rebuild read, and whether the hold was logged (it then looks every pause). */
+  #hold: Hold | undefined;
+  /** Stream leader elections heard (JetStream's advisories), and their subscription. */
+  #elections = 0;
+  #unsubscribeElections: (() => void) | undefined;
   /** The last position a majority confirmed when this node stopped itself (0: none known; see
    * `CONFIRMED_KEY`). */
   #confirmed = 0;
@@ -389,7 +399,7 @@ export class ReplicatedEnv implements Storage {
    * are told (also which streams' subscribers may hold the other history: `#markUnsure`), and a
    * rebuild is scheduled.
    */
-  #stopSelf(reason: string, hold?: { peers: string; read: string; logged: boolean }): void {
+  #stopSelf(reason: string, hold?: Hold): void {
     const first = !this.#diverged && !this.#rebuilding;
     this.#hold = hold;
     this.#diverged = reason;
@@ -460,11 +470,13 @@ export class ReplicatedEnv implements Storage {
 
   #scheduleRebuild(): void {
     if (this.#rebuildTimer || this.#closed) return;
-    // While held, what it depends on is looked at every pause (no attempt counted): a change
-    // starts the rebuild at once.
+    // Once held (looked at after the usual pause, found unchanged), what it depends on is
+    // looked at every pause, no attempt counted: a change starts the rebuild at once, never
+    // sooner than the usual pause after the last attempt.
     const base = this.#opts.rebuildPauseMs ?? 1000;
-    const pause = this.#hold ? base : Math.min(MAX_REBUILD_PAUSE_MS, base * 2 ** Math.min(this.#rebuildAttempts, 10));
-    if (!this.#hold) this.#rebuildAttempts++;
+    const held = this.#hold?.logged === true;
+    const pause = held ? base : Math.min(MAX_REBUILD_PAUSE_MS, base * 2 ** Math.min(this.#rebuildAttempts, 10));
+    if (!held) this.#rebuildAttempts++;
     this.#rebuildTimer = setTimeout(() => {
       void this.#rebuild().finally(() => {
         this.#rebuildTimer = undefined;
@@ -525,7 +537,7 @@ export class ReplicatedEnv implements Storage {
    */
   async #replace(): Promise<"replaced" | "refused" | "closed"> {
     // Read first: anything that changes while the rebuild reads ends a later hold.
-    this.#rebuildRead = await rebuildInputs(this.#link).catch(() => undefined);
+    this.#rebuildRead = await this.#readInputs();
     const { first } = await this.#link.bounds();
     const source = await rebuildSource(this.#link, first);
     try {
@@ -580,27 +592,39 @@ export class ReplicatedEnv implements Storage {
     return "replaced";
   }
 
+  /** What a rebuild reads from NATS (`rebuild.ts` `rebuildInputs`) and the stream leader
+   * elections heard so far (a leader that lost the stream and won it back between two looks
+   * may hold other messages), as one string; undefined when it could not be read. */
+  async #readInputs(): Promise<string | undefined> {
+    const elections = this.#elections;
+    const read = await rebuildInputs(this.#link).catch(() => undefined);
+    return read === undefined ? undefined : `${read} ${elections}`;
+  }
+
   /**
    * Whether the next rebuild is still held. A rebuild's outcome is a function of what it reads
    * from NATS (the stream leader's replica of the log, the log's bounds, the newest snapshot:
-   * `rebuildInputs`) and of the others' reports it is judged by (the members and each one's
-   * latest position, fingerprint and diverged flag: `PeerAgreement#inputs`). So once a store it
-   * rebuilt was found disagreeing with a majority, rebuilding again while all of these are
-   * unchanged would replay the log into the same disagreement (run G1, docs/cluster.md: node 2
-   * replayed the whole log 14 times while the others, stopped, kept their reports). It is held
+   * `#readInputs`) and, once its store is replaced, of the others' reports it is judged by (the
+   * members and each one's latest position, fingerprint and diverged flag:
+   * `PeerAgreement#inputs`). So once a store it rebuilt was found disagreeing with a majority,
+   * rebuilding again while all of these are unchanged would replay the log into the same
+   * disagreement (run G1, docs/cluster.md: node 2 replayed the whole log 14 times while the
+   * others, stopped, kept their reports); and once a rebuild was refused (`#refused`), trying
+   * again while what it reads is unchanged would read the log into the same refusal. It is held
    * (logged once) until one of them changes: a peer writes, rebuilds, restarts or leaves, the
    * stream gets another leader, the log grows or is compacted, a snapshot is stored. A failed
    * look counts as a change (the rebuild then tries, as before). A restart rebuilds once anyway.
    */
   async #stillHeld(): Promise<boolean> {
     const hold = this.#hold!;
-    const read = await rebuildInputs(this.#link).catch(() => undefined);
-    const peers = this.#peers.inputs();
+    const read = await this.#readInputs();
+    const peers = hold.peers === undefined ? undefined : this.#peers.inputs();
     if (this.#hold !== hold) return true; // stopped again meanwhile: that stop decides
     if (read !== undefined && read === hold.read && peers === hold.peers) {
       if (!hold.logged) {
         hold.logged = true;
-        log.warn("cluster rebuild held: the store it rebuilt disagrees with a majority, and nothing a rebuild reads or is judged by has changed since", {
+        log.warn("cluster rebuild held: nothing it reads or is judged by has changed since its last attempt", {
+          after: hold.peers === undefined ? "refused" : "disagreement",
           applied: this.#applied,
         });
       }
@@ -661,6 +685,8 @@ export class ReplicatedEnv implements Storage {
       log.error(reason, { confirmed: this.#confirmed, applied: this.#applied, batch: mismatch.mine, log_batch: mismatch.theirs ?? null, ...after });
     } else log.warn("cluster rebuild refused again", { position: mismatch.seq, chained: mismatch.chained ?? false, attempt: this.#rebuildAttempts });
     this.#diverged = this.#rebuilding = reason;
+    // Tried again once what it read changed (`#stillHeld`).
+    this.#hold = this.#rebuildRead === undefined ? undefined : { read: this.#rebuildRead, logged: false };
     const state = this.#rawDb<string>(POSITION_DB);
     await state.put(DIVERGED_KEY, reason).catch(() => {});
     return true;
@@ -758,6 +784,7 @@ export class ReplicatedEnv implements Storage {
       if (seq > this.#applied) this.#scheduleRepair(seq);
     });
     this.#unsubscribeUnsure = this.#link.subscribe(UNSURE_SUBJECT, (data) => this.#unsure.heard(data));
+    this.#unsubscribeElections = this.#link.subscribe(ELECTED_SUBJECT, () => void this.#elections++);
     this.#unsubscribeApplied = this.#link.subscribe(APPLIED_SUBJECT, (data) => {
       try {
         const { n, q, h, d } = codec.unpack(data) as { n: string; q: number; h: string; d?: 1 };
@@ -893,6 +920,7 @@ export class ReplicatedEnv implements Storage {
     this.#consumer?.stop();
     this.#unsubscribeTail?.();
     this.#unsubscribeApplied?.();
+    this.#unsubscribeElections?.();
     this.#unsubscribeUnsure?.();
     this.#unsure.close();
     clearInterval(this.#tailTimer);

@@ -106,3 +106,57 @@ Deno.test({
     }
   },
 });
+
+// The same for a refused rebuild (lib/cluster/confirmed_guard.ts): node 3, once stopped, reads
+// another message at a position a majority confirmed, so every rebuild is refused; it is not
+// tried again, reading the log, while what it reads is unchanged, and is once the log changes.
+Deno.test({
+  name: "cluster rebuild hold: a refused rebuild is tried again only once what it reads changed",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const cluster = await startForkedCluster({
+      SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT),
+      SWITCHBOARD_FAULT_OTHER_AT: "20",
+      SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "100",
+    });
+    try {
+      const [n1, n2, n3] = cluster.nodes;
+      let last = 0;
+      for (let i = 1; last < FORK_AT + 3; i++) last = await appendAt(n1, `${KEY}-refused`, `v${i}`);
+      await until("node 3 stops itself", () => Promise.resolve(STOPPED.test(n3.output())), 30_000);
+      for (const node of [n1, n2]) {
+        await until("the epoch renewal is done", () => Promise.resolve(/cluster (renewed|found) the epochs of the streams/.test(node.output())), 30_000);
+      }
+      const REFUSED = /the log no longer holds writes a majority confirmed \(position 20\)/;
+      await until("node 3 refuses its rebuild", async () => REFUSED.test((await readyz(n3)).reason ?? ""), 60_000);
+      await until(
+        "node 3 holds its next rebuild",
+        () => Promise.resolve(count(n3, HELD) >= 1 || count(n3, REBUILDING) >= 5),
+        90_000,
+      );
+      const rebuilding = count(n3, REBUILDING);
+      const held = count(n3, HELD);
+      for (let i = 0; i < 24; i++) {
+        await new Promise((r) => setTimeout(r, 500));
+        const ready = await readyz(n3);
+        assert.equal(ready.status, 503);
+        assert.match(ready.reason ?? "", REFUSED);
+      }
+      assert.equal(count(n3, REBUILDING), rebuilding, "no rebuild tried while held");
+      assert.equal(held, 1, "the hold is logged");
+      assert.equal(count(n3, HELD), held, "the hold is logged once");
+      assert.match(n3.output(), /cluster rebuild held.*after=refused/);
+      assert.equal(count(n3, REPLACED), 0, "its store is kept");
+
+      // The log grows: tried again (refused again, the fault still playing), then held again.
+      await appendAt(n1, `${KEY}-refused`, "after");
+      await until("node 3 tries again", () => Promise.resolve(count(n3, REBUILDING) > rebuilding), 60_000);
+      await until("node 3 holds again", () => Promise.resolve(count(n3, HELD) > held), 60_000);
+      assert.match(n3.output(), /cluster rebuild refused again/);
+      assert.equal(count(n3, REPLACED), 0, "its store is kept");
+    } finally {
+      await cluster.stop();
+    }
+  },
+});
