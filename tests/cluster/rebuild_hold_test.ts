@@ -25,6 +25,21 @@ const RESUMED = /cluster rebuild no longer held/g;
 const REPLACED = /cluster store replaced/g;
 const REBUILDING = /cluster node rebuilding its store/g;
 
+/** Whether the last of `node`'s rebuild lines says its rebuild is held (none when it is not). */
+function holding(node: TestServer): boolean {
+  const lines = node.output().split("\n").filter((l) => /cluster rebuild (held|no longer held)|cluster node rebuilding its store/.test(l));
+  return /cluster rebuild held/.test(lines.at(-1) ?? "");
+}
+
+/** The healthy nodes gave the streams node 3 named a new epoch (a write each: they then are
+ * idle), and a while passed for node 3 to see it. */
+async function renewed(nodes: TestServer[]): Promise<void> {
+  for (const node of nodes) {
+    await until("the epoch renewal is done", () => Promise.resolve(/cluster (renewed|found) the epochs of the streams/.test(node.output())), 30_000);
+  }
+  await new Promise((r) => setTimeout(r, 2000));
+}
+
 /** How many lines of `node`'s log match `re`. */
 function count(node: TestServer, re: RegExp): number {
   return node.output().match(re)?.length ?? 0;
@@ -76,15 +91,12 @@ Deno.test({
       let last = 0;
       for (let i = 1; last < OTHER_AT + 3; i++) last = await appendAt(n1, KEY, `v${i}`);
       await until("node 3 stops itself", () => Promise.resolve(STOPPED.test(n3.output())), 30_000);
-      // The healthy nodes give the streams node 3 named a new epoch (a write): then they are idle.
-      for (const node of [n1, n2]) {
-        await until("the epoch renewal is done", () => Promise.resolve(/cluster (renewed|found) the epochs of the streams/.test(node.output())), 30_000);
-      }
+      await renewed([n1, n2]);
       // It rebuilds, disagrees again and holds its next rebuild (before the hold, it rebuilt
       // again and again: a few rounds show it).
       await until(
         "node 3 rebuilt and stopped again",
-        () => Promise.resolve(count(n3, HELD) >= 1 || count(n3, REPLACED) >= 4),
+        () => Promise.resolve(holding(n3) || count(n3, REPLACED) >= 4),
         90_000,
       );
       assert.ok(count(n3, REPLACED) >= 1, "it rebuilt");
@@ -95,6 +107,7 @@ Deno.test({
       const replaced = count(n3, REPLACED);
       const rebuilding = count(n3, REBUILDING);
       const held = count(n3, HELD);
+      const resumed = count(n3, RESUMED);
       for (let i = 0; i < 24; i++) {
         await new Promise((r) => setTimeout(r, 500));
         const ready = await readyz(n3);
@@ -103,9 +116,9 @@ Deno.test({
       }
       assert.equal(count(n3, REPLACED), replaced, "no store replaced while held");
       assert.equal(count(n3, REBUILDING), rebuilding, "no rebuild tried while held");
-      assert.equal(held, 1, "the hold is logged");
+      assert.ok(held >= 1, "the hold is logged");
       assert.equal(count(n3, HELD), held, "the hold is logged once");
-      assert.equal(count(n3, RESUMED), 0);
+      assert.equal(count(n3, RESUMED), resumed);
 
       // The stream gets another leader (whose replica might hold other messages): node 3
       // rebuilds (and, the fault still playing, disagrees and holds again).
@@ -119,7 +132,7 @@ Deno.test({
       const heldBefore = count(n3, HELD);
       await appendAt(n1, KEY, "after");
       await until("node 3 rebuilds again", () => Promise.resolve(count(n3, REPLACED) > replacedBefore), 60_000);
-      assert.ok(count(n3, RESUMED) >= 2, "it said the hold ended");
+      assert.ok(count(n3, RESUMED) >= resumed + 2, "it said the hold ended");
       await until("node 3 holds again", () => Promise.resolve(count(n3, HELD) > heldBefore), 60_000);
 
       // Restarted without the fault: it rebuilds, agrees with the others and takes writes.
@@ -156,14 +169,12 @@ Deno.test({
       let last = 0;
       for (let i = 1; last < FORK_AT + 3; i++) last = await appendAt(n1, `${KEY}-refused`, `v${i}`);
       await until("node 3 stops itself", () => Promise.resolve(STOPPED.test(n3.output())), 30_000);
-      for (const node of [n1, n2]) {
-        await until("the epoch renewal is done", () => Promise.resolve(/cluster (renewed|found) the epochs of the streams/.test(node.output())), 30_000);
-      }
+      await renewed([n1, n2]);
       const REFUSED = /the log no longer holds writes a majority confirmed \(position 20\)/;
       await until("node 3 refuses its rebuild", async () => REFUSED.test((await readyz(n3)).reason ?? ""), 60_000);
       await until(
         "node 3 holds its next rebuild",
-        () => Promise.resolve(count(n3, HELD) >= 1 || count(n3, REBUILDING) >= 5),
+        () => Promise.resolve(holding(n3) || count(n3, REBUILDING) >= 5),
         90_000,
       );
       const rebuilding = count(n3, REBUILDING);
@@ -175,7 +186,7 @@ Deno.test({
         assert.match(ready.reason ?? "", REFUSED);
       }
       assert.equal(count(n3, REBUILDING), rebuilding, "no rebuild tried while held");
-      assert.equal(held, 1, "the hold is logged");
+      assert.ok(held >= 1, "the hold is logged");
       assert.equal(count(n3, HELD), held, "the hold is logged once");
       assert.match(n3.output(), /cluster rebuild held.*after=refused/);
       assert.equal(count(n3, REPLACED), 0, "its store is kept");
