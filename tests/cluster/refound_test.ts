@@ -1,0 +1,134 @@
+// The operator's way back when every node refuses to rebuild (lib/cluster/refound.ts,
+// docs/cluster.md "When every node refuses to rebuild (operator)"). Node 3 is fed another
+// message at position 40 and stops; node 1 another one at 60, and nodes 1 and 2 then disagree
+// with each other and with node 3: every node stops. Every node then reads yet another message
+// at position 20 (as from a stream leader whose replica diverged there), so every rebuild is
+// refused: the whole cluster answers 503. The operator stops the nodes, runs `switchboard
+// cluster status` and `switchboard cluster refound` as documented, and starts them again (the
+// fault hooks still on): every node takes writes, every acknowledged write is on every node,
+// their objects are identical, and a subscriber resuming gets a reset snapshot.
+import assert from "node:assert/strict";
+import { call, sdkFor } from "../pubsub/helpers.ts";
+import { serverCommand, type TestServer } from "../helpers/server.ts";
+import { RawSocket } from "../helpers/raw_socket.ts";
+import { startCluster, until } from "./cluster.ts";
+import { appendAt, path } from "./writers.ts";
+
+const OTHER_AT = 20;
+const REFUSED = /the log no longer holds writes a majority confirmed/;
+const KEY = "refound";
+
+/** `switchboard cluster ...` as an operator runs it (the binary when SWITCHBOARD_BIN is set). */
+async function cli(args: string[]): Promise<{ code: number; out: string }> {
+  const { cmd, args: pre } = serverCommand();
+  const r = await new Deno.Command(cmd, { args: [...pre, "cluster", ...args], stdout: "piped", stderr: "piped" }).output();
+  const dec = new TextDecoder();
+  return { code: r.code, out: dec.decode(r.stdout) + dec.decode(r.stderr) };
+}
+
+async function readyz(node: TestServer): Promise<{ status: number; reason?: string }> {
+  const r = await fetch(`${node.baseUrl}/readyz`);
+  const body = await r.json();
+  return { status: r.status, reason: body.reason };
+}
+
+Deno.test({
+  name: "cluster refound: every node refuses to rebuild; status + refound bring the cluster back with every acknowledged write",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const faults: Record<number, Record<string, string>> = {
+      0: { SWITCHBOARD_FAULT_FORK_AT: "60", SWITCHBOARD_FAULT_OTHER_AT: String(OTHER_AT) },
+      1: { SWITCHBOARD_FAULT_OTHER_AT: String(OTHER_AT) },
+      2: { SWITCHBOARD_FAULT_FORK_AT: "40", SWITCHBOARD_FAULT_OTHER_AT: String(OTHER_AT) },
+    };
+    const cluster = await startCluster({
+      env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000" },
+      nodeEnv: (i) => faults[i],
+    });
+    try {
+      const [n1, n2] = cluster.nodes;
+      // A subscriber's cursor on a channel, taken early (a majority confirmed it).
+      const topic = "pubsub:key1:refound-news";
+      await sdkFor(n2).trigger("refound-news", "e", { n: 1 });
+      const sock = await RawSocket.connect(n2.wsUrl("key1"));
+      const first = await sock.join(topic, {});
+      assert.equal(first.status, "ok");
+      await sock.close();
+      const cursor = { after_serial: first.response.serial, epoch: first.response.epoch };
+      // Written through node 2 until every node stopped; value -> its acked position.
+      const written = new Map<string, number>();
+      for (let i = 1; i < 200; i++) {
+        const r = await fetch(`${n2.baseUrl}${path(KEY)}/append`, {
+          method: "POST",
+          headers: n2.headers(n2.apps[0]),
+          body: JSON.stringify({ slot: "l", value: `v${i}` }),
+        });
+        await r.body?.cancel();
+        if (r.status === 200) written.set(`v${i}`, Number(r.headers.get("switchboard-position")));
+        else break;
+      }
+      assert.ok(written.size >= 40, `writes acknowledged before the cluster stopped: ${written.size}`);
+      for (const node of cluster.nodes) {
+        await until("the node refuses to rebuild", async () => REFUSED.test((await readyz(node)).reason ?? ""), 90_000);
+      }
+      const write = await call(n1, "POST", `${path(KEY)}/append`, { slot: "l", value: "refused" });
+      assert.equal(write.status, 503);
+
+      // The operator: stop every node, look at the stores, re-found on the one the status names.
+      const dirs = cluster.nodes.map((n) => n.dataDir);
+      const early = await cli(["refound", "--data-dir", dirs[1], "--nats", cluster.nats.urls.join(",")]);
+      assert.notEqual(early.code, 0);
+      assert.match(early.out, /in use by process|nodes still running/, early.out);
+      for (let i = 0; i < 3; i++) await cluster.nodes[i].stop();
+      const status = await cli(["status", "--data-dir", dirs[0], dirs[1], dirs[2]]);
+      assert.equal(status.code, 0, status.out);
+      assert.match(status.out, /diverged: +yes/);
+      const chosen = /re-found on: (\S+) \(holds/.exec(status.out)?.[1];
+      assert.ok(chosen && chosen !== dirs[2], status.out);
+      // Node 3 confirmed less: re-founding on it would lose what nodes 1 and 2 confirmed.
+      const wrong = await cli(["refound", "--data-dir", dirs[2], "--nats", cluster.nats.urls.join(","), dirs[0], dirs[1]]);
+      assert.notEqual(wrong.code, 0);
+      assert.match(wrong.out, /refusing to re-found on .*nothing changed/, wrong.out);
+      const others = dirs.filter((d) => d !== chosen);
+      const done = await cli(["refound", "--data-dir", chosen, "--nats", cluster.nats.urls.join(","), ...others]);
+      assert.equal(done.code, 0, done.out);
+      const base = Number(/re-founded the cluster log on \S+ at position (\d+)/.exec(done.out)?.[1]);
+      assert.ok(base >= Math.max(...written.values()), done.out);
+      assert.match((await cli(["status", "--data-dir", chosen])).out, /diverged: +no/);
+
+      // Started again on their kept data dirs, the fault hooks still on.
+      const order = [dirs.indexOf(chosen), ...others.map((d) => dirs.indexOf(d))];
+      for (const i of order) await cluster.restart(i);
+      const nodes = cluster.nodes;
+      for (const node of nodes) await until("the node takes writes again", async () => (await readyz(node)).status === 200, 90_000);
+      for (const i of order.slice(1)) assert.match(nodes[i].output(), new RegExp(`cluster store replaced.*position.*${base}`));
+      // Every node takes writes, and holds every acknowledged write where it was acked.
+      for (const [i, node] of nodes.entries()) written.set(`after-${i}`, await appendAt(node, KEY, `after-${i}`));
+      await until("every node holds the same object", async () => {
+        const bodies = await Promise.all(nodes.map((n) => call(n, "GET", path(KEY))));
+        return bodies.every((b) => JSON.stringify(b.body) === JSON.stringify(bodies[0].body) && b.body.state.l.includes("after-2"));
+      }, 30_000);
+      // Every acknowledged write, in the order of its position (a write that got a 503 may be
+      // there too: its outcome was unknown).
+      const list: string[] = (await call(nodes[0], "GET", path(KEY))).body.state.l;
+      const acked = [...written].sort((a, b) => a[1] - b[1]).map(([v]) => v);
+      assert.deepEqual(list.filter((v) => written.has(v)), acked);
+      // A subscriber resuming from its old cursor gets a fresh snapshot, on every node.
+      await until("every stream's epoch is renewed", () => Promise.resolve(/cluster renewed the epochs/.test(nodes.map((n) => n.output()).join(""))), 30_000);
+      for (const node of nodes) {
+        await until("a resume from the old cursor is reset", async () => {
+          const s = await RawSocket.connect(node.wsUrl("key1"));
+          try {
+            const reply = await s.join(topic, cursor);
+            return reply.status === "ok" && reply.response.replay === "reset";
+          } finally {
+            await s.close();
+          }
+        }, 30_000);
+      }
+    } finally {
+      await cluster.stop();
+    }
+  },
+});
