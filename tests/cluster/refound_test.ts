@@ -11,6 +11,8 @@ import assert from "node:assert/strict";
 import { call, sdkFor } from "../pubsub/helpers.ts";
 import { serverCommand, type TestServer } from "../helpers/server.ts";
 import { RawSocket } from "../helpers/raw_socket.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
+import { connect } from "nats";
 import { startCluster, until } from "./cluster.ts";
 import { appendAt, path } from "./writers.ts";
 
@@ -30,6 +32,17 @@ async function readyz(node: TestServer): Promise<{ status: number; reason?: stri
   const r = await fetch(`${node.baseUrl}/readyz`);
   const body = await r.json();
   return { status: r.status, reason: body.reason };
+}
+
+/** The log stream's first and last position and message count. */
+async function logState(urls: string[]): Promise<number[]> {
+  const nc = await connect({ servers: urls });
+  try {
+    const { state } = await (await nc.jetstreamManager()).streams.info("SWITCHBOARD");
+    return [state.first_seq, state.last_seq, state.messages];
+  } finally {
+    await nc.close();
+  }
 }
 
 Deno.test({
@@ -77,9 +90,19 @@ Deno.test({
 
       // The operator: stop every node, look at the stores, re-found on the one the status names.
       const dirs = cluster.nodes.map((n) => n.dataDir);
-      const early = await cli(["refound", "--data-dir", dirs[1], "--nats", cluster.nats.urls.join(",")]);
+      const nats = cluster.nats.urls.join(",");
+      const logBefore = await logState(cluster.nats.urls);
+      const early = await cli(["refound", "--data-dir", dirs[1], "--nats", nats]);
       assert.notEqual(early.code, 0);
-      assert.match(early.out, /in use by process|nodes still running/, early.out);
+      assert.match(early.out, /data dir .* is in use by process \d+: stop every node first \(nothing changed\)/, early.out);
+      // A copy of a running node's store (not locked): the nodes' heartbeats are heard.
+      const copy = tempDir("sb-refound-copy-");
+      const { cmd, args: pre } = serverCommand();
+      const backup = await new Deno.Command(cmd, { args: [...pre, "backup", `${copy}/switchboard.mdb`, "--data-dir", dirs[1]], stdout: "null", stderr: "null" }).output();
+      assert.equal(backup.code, 0);
+      const running = await cli(["refound", "--data-dir", copy, "--nats", nats]);
+      assert.notEqual(running.code, 0);
+      assert.match(running.out, /nodes still running: node-1, node-2, node-3; stop every node first \(nothing changed\)/, running.out);
       for (let i = 0; i < 3; i++) await cluster.nodes[i].stop();
       const status = await cli(["status", "--data-dir", dirs[0], dirs[1], dirs[2]]);
       assert.equal(status.code, 0, status.out);
@@ -89,7 +112,8 @@ Deno.test({
       // Node 3 confirmed less: re-founding on it would lose what nodes 1 and 2 confirmed.
       const wrong = await cli(["refound", "--data-dir", dirs[2], "--nats", cluster.nats.urls.join(","), dirs[0], dirs[1]]);
       assert.notEqual(wrong.code, 0);
-      assert.match(wrong.out, /refusing to re-found on .*nothing changed/, wrong.out);
+      assert.match(wrong.out, /refusing to re-found on .*confirmed up to position \d+, past .* \(nothing changed/, wrong.out);
+      assert.deepEqual(await logState(cluster.nats.urls), logBefore, "the refusals changed nothing");
       const others = dirs.filter((d) => d !== chosen);
       const done = await cli(["refound", "--data-dir", chosen, "--nats", cluster.nats.urls.join(","), ...others]);
       assert.equal(done.code, 0, done.out);
