@@ -5,7 +5,7 @@
 // at position 20 (as from a stream leader whose replica diverged there), so every rebuild is
 // refused: the whole cluster answers 503. The operator stops the nodes, runs `switchboard
 // cluster status` and `switchboard cluster refound` as documented, and starts them again (the
-// fault hooks still on): every node takes writes, every acknowledged write is on every node,
+// fault hooks still on; node 3 on an emptied data dir): every node takes writes, every acknowledged write is on every node,
 // their objects are identical, and a subscriber resuming gets a reset snapshot.
 import assert from "node:assert/strict";
 import { call, sdkFor } from "../pubsub/helpers.ts";
@@ -121,12 +121,17 @@ Deno.test({
       assert.ok(base >= Math.max(...written.values()), done.out);
       assert.match((await cli(["status", "--data-dir", chosen])).out, /diverged: +no/);
 
-      // Started again on their kept data dirs, the fault hooks still on.
-      const order = [dirs.indexOf(chosen), ...others.map((d) => dirs.indexOf(d))];
-      for (const i of order) await cluster.restart(i);
+      // Started again, the fault hooks still on: the other one of nodes 1 and 2 on its kept
+      // data dir (it rebuilds from the new base, the guard checking its confirmed history),
+      // node 3 on an emptied one (it restores the new base before it listens).
+      const kept = [0, 1].find((i) => dirs[i] !== chosen)!;
+      for (const entry of Deno.readDirSync(dirs[2])) Deno.removeSync(`${dirs[2]}/${entry.name}`, { recursive: true });
+      for (const i of [dirs.indexOf(chosen), kept, 2]) await cluster.restart(i);
       const nodes = cluster.nodes;
       for (const node of nodes) await until("the node takes writes again", async () => (await readyz(node)).status === 200, 90_000);
-      for (const i of order.slice(1)) assert.match(nodes[i].output(), new RegExp(`cluster store replaced.*position.*${base}`));
+      assert.match(nodes[kept].output(), new RegExp(`cluster store replaced.*position.*${base}`));
+      assert.doesNotMatch(nodes[kept].output(), /ERROR +cluster unavailable: the log no longer holds|cluster rebuild refused again/, "the guard passed");
+      assert.match(nodes[2].output(), new RegExp(`cluster store restored from a snapshot.*position.*${base}`));
       // Every node takes writes, and holds every acknowledged write where it was acked.
       for (const [i, node] of nodes.entries()) written.set(`after-${i}`, await appendAt(node, KEY, `after-${i}`));
       await until("every node holds the same object", async () => {
