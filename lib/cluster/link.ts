@@ -62,7 +62,7 @@ const SEEK_MS = 1000;
 
 /** The JetStream stream holding every replicated write, and its one subject. */
 export const LOG_STREAM = "SWITCHBOARD";
-const LOG_SUBJECT = "sb.log";
+export const LOG_SUBJECT = "sb.log";
 
 /** A JetStream request waiting for its answer (a read, the log's bounds, a publish): when and
  * how often it was sent, and how to send it again. */

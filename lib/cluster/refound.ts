@@ -35,18 +35,20 @@ import { ConfigError } from "../config/config.ts";
 import { StoreEnv, storePath } from "../store/env.ts";
 import { DataDirLockedError, lockDataDir } from "../store/lock.ts";
 import { firstConfirmedMismatch, type KeptHistory, type PositionRecord } from "./confirmed_guard.ts";
-import { LOG_STREAM } from "./link.ts";
+import { LOG_STREAM, LOG_SUBJECT } from "./link.ts";
 import { DIVERGED_KEY, SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "./rebuild.ts";
 import { CONFIRMED_KEY, POSITION_DB, UNSURE_FROM_KEY, UNSURE_REPORT_KEY } from "./replicated_env.ts";
 import { readyRestored } from "./snapshots.ts";
 import { newReport, PENDING_DB } from "./unsure.ts";
 
-/** The log stream's one subject (`link.ts`). */
-const LOG_SUBJECT = "sb.log";
 /** Node heartbeats (`nodes.ts`, every second): one heard means a node runs. */
 const NODES_SUBJECT = "sb.nodes";
 /** How long the refound listens for a heartbeat before it changes anything. */
 const LISTEN_MS = 3500;
+/** A replica its leader has not heard from for this long (ns) counts as offline: nats-server
+ * 2.9.10 sets no `offline` flag for a killed server's replica, only its `active` grows (a live
+ * replica's stays under about 1.5 s). */
+const SILENT_REPLICA_NS = 5e9;
 /** How long a JetStream request is retried (a stream just made has no leader for a moment). */
 const RETRY_MS = 30_000;
 
@@ -255,6 +257,19 @@ export async function refound(opts: RefoundOptions): Promise<string> {
     if (running.length) throw new ConfigError(`nodes still running: ${running.sort().join(", ")}; stop every node first (nothing changed)`);
     const jsm = await retried(() => nc!.jetstreamManager({ timeout: 2000 }));
     const replicas = nc.info?.cluster ? 3 : 1;
+    // Every replica of the old log up: one that comes back later could bring its old history.
+    const old = await retried(async () => {
+      try {
+        return await jsm.streams.info(LOG_STREAM);
+      } catch (err) {
+        if (/not found/i.test(String(err))) return undefined;
+        throw err;
+      }
+    });
+    const offline = (old?.cluster?.replicas ?? []).filter((r) => r.offline || (r.active ?? 0) > SILENT_REPLICA_NS).map((r) => r.name);
+    if (offline.length) {
+      throw new ConfigError(`the log's replicas on ${offline.join(", ")} are offline: start every nats-server first (nothing changed)`);
+    }
 
     // The snapshot: the store's copy without node-local rows and without the diverged mark.
     const file = join(work, "snapshot.mdb");

@@ -45,6 +45,17 @@ async function logState(urls: string[]): Promise<number[]> {
   }
 }
 
+/** How many of the log's replicas its leader reports offline, or has not heard from for 5 s. */
+async function offlineReplicas(urls: string[]): Promise<number> {
+  const nc = await connect({ servers: urls });
+  try {
+    const info = await (await nc.jetstreamManager({ timeout: 2000 })).streams.info("SWITCHBOARD");
+    return (info.cluster?.replicas ?? []).filter((r) => r.offline || r.active > 5e9).length;
+  } finally {
+    await nc.close();
+  }
+}
+
 Deno.test({
   name: "cluster refound: every node refuses to rebuild; status + refound bring the cluster back with every acknowledged write",
   sanitizeOps: false,
@@ -109,6 +120,15 @@ Deno.test({
       assert.match(status.out, /diverged: +yes/);
       const chosen = /re-found on: (\S+) \(holds/.exec(status.out)?.[1];
       assert.ok(chosen && chosen !== dirs[2], status.out);
+      // A nats-server down: one of the log's replicas is offline, and would bring its old
+      // history back when it returns.
+      await cluster.nats.kill(2);
+      await until("the log's replica on the killed server is offline", async () => (await offlineReplicas(cluster.nats.urls.slice(0, 2))) > 0, 30_000);
+      const down = await cli(["refound", "--data-dir", chosen, "--nats", nats]);
+      assert.notEqual(down.code, 0);
+      assert.match(down.out, /the log's replicas on \S+ are offline: start every nats-server first \(nothing changed\)/, down.out);
+      await cluster.nats.restart(2);
+      await until("every replica of the log is back", async () => (await offlineReplicas(cluster.nats.urls)) === 0 && (await logState(cluster.nats.urls))[1] === logBefore[1], 30_000);
       // Node 3 confirmed less: re-founding on it would lose what nodes 1 and 2 confirmed.
       const wrong = await cli(["refound", "--data-dir", dirs[2], "--nats", cluster.nats.urls.join(","), dirs[0], dirs[1]]);
       assert.notEqual(wrong.code, 0);
