@@ -35,7 +35,7 @@ import { ConfigError } from "../config/config.ts";
 import { StoreEnv, storePath } from "../store/env.ts";
 import { DataDirLockedError, lockDataDir } from "../store/lock.ts";
 import { firstConfirmedMismatch, type KeptHistory, type PositionRecord } from "./confirmed_guard.ts";
-import { LOG_STREAM, LOG_SUBJECT } from "./link.ts";
+import { LOG_STREAM, logStreamConfig } from "./link.ts";
 import { DIVERGED_KEY, SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "./rebuild.ts";
 import { CONFIRMED_KEY, POSITION_DB, UNSURE_FROM_KEY, UNSURE_REPORT_KEY } from "./replicated_env.ts";
 import { readyRestored } from "./snapshots.ts";
@@ -256,7 +256,7 @@ export async function refound(opts: RefoundOptions): Promise<string> {
     const running = await runningNodes(nc, opts.listenMs ?? LISTEN_MS);
     if (running.length) throw new ConfigError(`nodes still running: ${running.sort().join(", ")}; stop every node first (nothing changed)`);
     const jsm = await retried(() => nc!.jetstreamManager({ timeout: 2000 }));
-    const replicas = nc.info?.cluster ? 3 : 1;
+    const replicas = logStreamConfig(nc).num_replicas;
     // Every replica of the old log up: one that comes back later could bring its old history.
     const old = await retried(async () => {
       try {
@@ -301,7 +301,7 @@ export async function refound(opts: RefoundOptions): Promise<string> {
 
     // The log, empty, its next position right after the snapshot's.
     await deleteStream(jsm, LOG_STREAM);
-    await retried(() => jsm.streams.add({ name: LOG_STREAM, subjects: [LOG_SUBJECT], num_replicas: replicas, duplicate_window: 120_000_000_000 }));
+    await retried(() => jsm.streams.add(logStreamConfig(nc!)));
     if (position > 0) await retried(() => jsm.streams.purge(LOG_STREAM, { seq: position + 1 }));
     const { state } = await retried(() => jsm.streams.info(LOG_STREAM));
     if (state.first_seq !== position + 1 || state.messages !== 0) {
