@@ -3,6 +3,7 @@ import process from "node:process";
 import { ConfigError, helpText, parseConfig } from "./lib/config/config.ts";
 import { startSwitchboard } from "./lib/server.ts";
 import { runBackup } from "./lib/store/backup.ts";
+import { clusterStatus, refound } from "./lib/cluster/refound.ts";
 import { isCommitFailure } from "./lib/store/errors.ts";
 import { DataDirLockedError } from "./lib/store/lock.ts";
 import { VERSION } from "./lib/version.ts";
@@ -17,6 +18,19 @@ async function main() {
   if (config.command === "backup") {
     await runBackup(config.dataDir, config.backupPath!);
     return console.log(`backup written to ${config.backupPath}`);
+  }
+  if (config.command === "cluster-status") {
+    return console.log(await clusterStatus([config.dataDir, ...config.otherDataDirs!]));
+  }
+  if (config.command === "cluster-refound") {
+    const nats = config.nats!.split(",").map((u) => u.trim()).filter(Boolean);
+    try {
+      return console.log(await refound({ dataDir: config.dataDir, nats, others: config.otherDataDirs! }));
+    } catch (err) {
+      if (err instanceof ConfigError) throw err;
+      console.error(`switchboard: cluster refound failed: ${String(err)}; run it again with every node still stopped (each run does the whole)`);
+      process.exit(1);
+    }
   }
   const logFormat = resolveLogFormat(config.logFormat);
   configureLog(

@@ -64,6 +64,18 @@ const SEEK_MS = 1000;
 export const LOG_STREAM = "SWITCHBOARD";
 const LOG_SUBJECT = "sb.log";
 
+/** The log stream's configuration, alike wherever it is made (a node's first start, the
+ * operator's refound): file storage, 3 replicas on a NATS cluster (1 on a lone server), a
+ * 2-minute duplicate window for the publish retries' message ids. */
+export function logStreamConfig(nc: NatsConnection) {
+  return {
+    name: LOG_STREAM,
+    subjects: [LOG_SUBJECT],
+    num_replicas: nc.info?.cluster ? 3 : 1,
+    duplicate_window: 120_000_000_000,
+  };
+}
+
 /** A JetStream request waiting for its answer (a read, the log's bounds, a publish): when and
  * how often it was sent, and how to send it again. */
 interface Pending {
@@ -187,18 +199,13 @@ export class ClusterLink {
     while (Date.now() < deadline) {
       try {
         const jsm = await nc.jetstreamManager({ timeout: 2000 });
-        const replicas = nc.info?.cluster ? 3 : 1;
+        const config = logStreamConfig(nc);
         try {
           await jsm.streams.info(LOG_STREAM);
         } catch {
-          await jsm.streams.add({
-            name: LOG_STREAM,
-            subjects: [LOG_SUBJECT],
-            num_replicas: replicas,
-            duplicate_window: 120_000_000_000,
-          });
+          await jsm.streams.add(config);
         }
-        return new ClusterLink(nc, jsm, nodeId, replicas, servers);
+        return new ClusterLink(nc, jsm, nodeId, config.num_replicas, servers);
       } catch (err) {
         lastError = err;
         await new Promise((r) => setTimeout(r, 250));

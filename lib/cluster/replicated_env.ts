@@ -162,14 +162,14 @@ const APPLIED_SUBJECT = "sb.applied";
 
 /** The key (in the position database) of the first position a stopped node applied after the
  * last one a majority confirmed (its clients' copies may differ from there). */
-const UNSURE_FROM_KEY = "diverged_from";
+export const UNSURE_FROM_KEY = "diverged_from";
 /** The key (in the position database) of the id of the report a stopped node tells
  * (`unsure.ts`): the same across its restarts, so each stream is renewed once for it. */
-const UNSURE_REPORT_KEY = "unsure_report";
+export const UNSURE_REPORT_KEY = "unsure_report";
 /** The key (in the position database) of the last position a majority confirmed when this
  * node stopped itself: its store's history up to there is acknowledged, and a rebuild that
  * would end on another history there is refused (`confirmed_guard.ts`). */
-const CONFIRMED_KEY = "confirmed";
+export const CONFIRMED_KEY = "confirmed";
 
 /** The longest pause before an attempt at rebuilding a node that stopped itself (the pause
  * doubles from `rebuildPauseMs` at each attempt that failed or ended diverged again). */

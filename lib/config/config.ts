@@ -30,9 +30,11 @@ export interface Config {
   nodeId: string;
   /** The operators' console's admin secret: the console at `/console/` is on when set. */
   consoleSecret?: string;
-  command: "serve" | "help" | "version" | "backup";
+  command: "serve" | "help" | "version" | "backup" | "cluster-status" | "cluster-refound";
   /** Destination of `backup`. */
   backupPath?: string;
+  /** `cluster status` / `cluster refound`: other nodes' data dirs (copies) to compare with. */
+  otherDataDirs?: string[];
 }
 
 interface FlagSpec {
@@ -69,6 +71,10 @@ export function helpText(version: string): string {
     "",
     "Usage: switchboard [flags]            start the server",
     "       switchboard backup <path>      write a consistent copy of the data to <path>",
+    "       switchboard cluster status --data-dir <dir> [<other dir> ...]",
+    "                                      a stopped node's store: diverged mark, confirmed position",
+    "       switchboard cluster refound --data-dir <dir> --nats <urls> [<other dir> ...]",
+    "                                      make that store the cluster log's new base (every node stopped)",
     "",
     "Flags (each also read from the environment variable shown):",
   ];
@@ -100,6 +106,17 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
       if (!config.backupPath) throw new ConfigError("backup needs a destination path: switchboard backup <path>");
       continue;
     }
+    if (arg === "cluster" && i === 0) {
+      const sub = argv[++i];
+      if (sub !== "status" && sub !== "refound") throw new ConfigError("cluster needs status or refound: switchboard cluster status --data-dir <dir>");
+      config.command = sub === "status" ? "cluster-status" : "cluster-refound";
+      config.otherDataDirs = [];
+      continue;
+    }
+    if (config.otherDataDirs && !arg.startsWith("-")) {
+      config.otherDataDirs.push(arg);
+      continue;
+    }
     const [name, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
     const spec = FLAGS.find((f) => f.flag === name);
     if (!spec) throw new ConfigError(`unknown flag ${name} (see --help)`);
@@ -119,6 +136,9 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
   }
   if (config.consoleSecret !== undefined && config.consoleSecret.length < 16) {
     throw new ConfigError("--console-secret must be at least 16 characters (it opens every app's console)");
+  }
+  if (config.command === "cluster-refound" && config.nats === undefined) {
+    throw new ConfigError("cluster refound needs --nats: switchboard cluster refound --data-dir <dir> --nats <urls>");
   }
   if (config.nats !== undefined && config.appsFile === undefined && config.command === "serve") {
     throw new ConfigError("--nats needs --apps: every node of a cluster serves the same apps file");
