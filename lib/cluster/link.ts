@@ -207,6 +207,9 @@ export class ClusterLink {
         }
         return new ClusterLink(nc, jsm, nodeId, config.num_replicas, servers);
       } catch (err) {
+        // Said once: a node starting before JetStream has its meta leader otherwise says
+        // nothing between `starting` and its first log read.
+        if (lastError === undefined) log.warn("cluster waiting for NATS JetStream", { error: describe(err) });
         lastError = err;
         await new Promise((r) => setTimeout(r, 250));
       }

@@ -8,6 +8,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn, type ChildProcess } from "node:child_process";
+import { connect } from "nats";
 
 /** A free loopback TCP port (bound once and released). */
 export async function freePort(): Promise<number> {
@@ -124,8 +125,33 @@ export interface NatsCluster {
   partition?: Partition;
 }
 
+/**
+ * Resolves once JetStream answers through `urls` (a fresh cluster first elects its meta
+ * leader, 4-9 s with nats-server 2.9.10 and longer on a loaded machine: a node started before
+ * that waits for it inside its own start, which a test's start timeout then counted; CI saw a
+ * first node print nothing after `starting` for 20 s). Fails after `ms`.
+ */
+async function waitJetStream(urls: string[], ms: number): Promise<void> {
+  const nc = await connect({ servers: urls, timeout: 2000, waitOnFirstConnect: true, maxReconnectAttempts: -1 });
+  const deadline = Date.now() + ms;
+  try {
+    for (;;) {
+      try {
+        const jsm = await nc.jetstreamManager({ timeout: 2000 });
+        await jsm.getAccountInfo();
+        return;
+      } catch (err) {
+        if (Date.now() > deadline) throw new Error(`JetStream not usable at ${urls.join(",")} within ${ms} ms: ${err}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    }
+  } finally {
+    await nc.close();
+  }
+}
+
 /** Starts `size` nats-server nodes clustered on loopback with JetStream on; resolves once each
- * accepts connections. */
+ * accepts connections and JetStream answers. */
 export async function startNatsCluster(size = 3, partition?: Partition): Promise<NatsCluster> {
   const dir = mkdtempSync(join(tmpdir(), "sb-nats-"));
   const nodes: Node[] = [];
@@ -162,6 +188,7 @@ export async function startNatsCluster(size = 3, partition?: Partition): Promise
     await waitPort(host(i), n.port, 10_000, () => err);
   };
   await Promise.all(nodes.map(start));
+  const urls = nodes.map((n, i) => `nats://${host(i)}:${n.port}`);
   const stopNode = async (n: Node, signal: NodeJS.Signals) => {
     const p = n.proc;
     if (!p || p.exitCode !== null || p.signalCode !== null) return;
@@ -169,8 +196,8 @@ export async function startNatsCluster(size = 3, partition?: Partition): Promise
     p.kill(signal);
     await exited;
   };
-  return {
-    urls: nodes.map((n, i) => `nats://${host(i)}:${n.port}`),
+  const cluster: NatsCluster = {
+    urls,
     dir,
     partition,
     kill: (i) => stopNode(nodes[i], "SIGKILL"),
@@ -196,6 +223,13 @@ export async function startNatsCluster(size = 3, partition?: Partition): Promise
       }
     },
   };
+  try {
+    await waitJetStream(urls, 60_000);
+  } catch (err) {
+    await cluster.stop();
+    throw err;
+  }
+  return cluster;
 }
 
 /** Sends `signal` to `proc` while it runs (see `signal` above for why not `proc.kill`). */

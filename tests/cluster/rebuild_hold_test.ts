@@ -72,6 +72,16 @@ async function readyz(node: TestServer): Promise<{ status: number; reason?: stri
   return { status: r.status, reason: body.reason };
 }
 
+/** Watches `node` for 12 s: its /readyz answers 503 with `reason` throughout. */
+async function staysStopped(node: TestServer, reason: RegExp): Promise<void> {
+  for (let i = 0; i < 24; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    const ready = await readyz(node);
+    assert.equal(ready.status, 503);
+    assert.match(ready.reason ?? "", reason);
+  }
+}
+
 Deno.test({
   name: "cluster rebuild hold: a node whose rebuilt store still disagrees rebuilds again only once something changed",
   sanitizeOps: false,
@@ -108,12 +118,7 @@ Deno.test({
       const rebuilding = count(n3, REBUILDING);
       const held = count(n3, HELD);
       const resumed = count(n3, RESUMED);
-      for (let i = 0; i < 24; i++) {
-        await new Promise((r) => setTimeout(r, 500));
-        const ready = await readyz(n3);
-        assert.equal(ready.status, 503);
-        assert.match(ready.reason ?? "", STOPPED);
-      }
+      await staysStopped(n3, STOPPED);
       assert.equal(count(n3, REPLACED), replaced, "no store replaced while held");
       assert.equal(count(n3, REBUILDING), rebuilding, "no rebuild tried while held");
       assert.ok(held >= 1, "the hold is logged");
@@ -179,12 +184,7 @@ Deno.test({
       );
       const rebuilding = count(n3, REBUILDING);
       const held = count(n3, HELD);
-      for (let i = 0; i < 24; i++) {
-        await new Promise((r) => setTimeout(r, 500));
-        const ready = await readyz(n3);
-        assert.equal(ready.status, 503);
-        assert.match(ready.reason ?? "", REFUSED);
-      }
+      await staysStopped(n3, REFUSED);
       assert.equal(count(n3, REBUILDING), rebuilding, "no rebuild tried while held");
       assert.ok(held >= 1, "the hold is logged");
       assert.equal(count(n3, HELD), held, "the hold is logged once");
