@@ -8,11 +8,18 @@
 import { Packr } from "msgpackr";
 import type { ClusterLink } from "./link.ts";
 
-const SUBJECT = "sb.nodes";
+/** The core NATS subject of the nodes' heartbeats. */
+export const NODES_SUBJECT = "sb.nodes";
+const SUBJECT = NODES_SUBJECT;
 const codec = new Packr({ useRecords: false });
 
 /** `a`: the sender's applied log position. */
 type Message = { n: string; k: "hello" | "alive" | "bye"; a: number };
+
+/** The node that sent heartbeat `data` (throws on bytes that are not a heartbeat). */
+export function heartbeatSender(data: Uint8Array): string {
+  return String((codec.unpack(data) as Message).n);
+}
 
 /** Heartbeat and node timeout. */
 export interface NodeTiming {

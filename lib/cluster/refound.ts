@@ -29,7 +29,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { connect, type JetStreamManager, type NatsConnection, StorageType } from "nats";
-import { Packr } from "msgpackr";
 import type { Database, Key } from "lmdb";
 import { ConfigError } from "../config/config.ts";
 import { StoreEnv, storePath } from "../store/env.ts";
@@ -40,9 +39,8 @@ import { DIVERGED_KEY, SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "./rebuild.ts";
 import { CONFIRMED_KEY, POSITION_DB, UNSURE_FROM_KEY, UNSURE_REPORT_KEY } from "./replicated_env.ts";
 import { readyRestored } from "./snapshots.ts";
 import { newReport, PENDING_DB } from "./unsure.ts";
+import { heartbeatSender, NODES_SUBJECT } from "./nodes.ts";
 
-/** Node heartbeats (`nodes.ts`, every second): one heard means a node runs. */
-const NODES_SUBJECT = "sb.nodes";
 /** How long the refound listens for a heartbeat before it changes anything. */
 const LISTEN_MS = 3500;
 /** A replica its leader has not heard from for this long (ns) counts as offline: nats-server
@@ -196,15 +194,13 @@ async function retried<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Running nodes heard on `sb.nodes` within `ms`. */
+/** Running nodes heard on `sb.nodes` (their heartbeats, `nodes.ts`, every second) within `ms`. */
 async function runningNodes(nc: NatsConnection, ms: number): Promise<string[]> {
-  const codec = new Packr({ useRecords: false } as ConstructorParameters<typeof Packr>[0]);
   const heard = new Set<string>();
   const sub = nc.subscribe(NODES_SUBJECT, {
     callback: (_err, msg) => {
       try {
-        const m = codec.unpack(msg.data) as { n?: string };
-        heard.add(String(m?.n ?? "a node"));
+        heard.add(heartbeatSender(msg.data));
       } catch {
         heard.add("a node");
       }
