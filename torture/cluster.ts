@@ -481,6 +481,11 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     for (const [i, node] of cluster.nodes.entries()) {
       for (const line of crashLines(earlier[i] + node.output())) failures.push(`node ${i + 1}: ${line}`);
     }
+    // How stopped nodes got back: refused rebuilds (the log lost history they confirmed) and
+    // the snapshots taken on their request (`lib/cluster/rebuild.ts` `wantSnapshot`).
+    const logs = cluster.nodes.map((n, i) => earlier[i] + n.output()).join("\n");
+    counts["rebuilds refused"] = logs.match(/ERROR +cluster unavailable: the log no longer holds/g)?.length ?? 0;
+    counts["snapshots stored on request"] = logs.match(/cluster snapshot stored .*asked_for=/g)?.length ?? 0;
   } finally {
     await probe.stop();
     if (failures.length > 0 || Deno.env.get("SWITCHBOARD_NEMESIS_KEEP_LOGS")) {

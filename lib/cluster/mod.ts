@@ -80,7 +80,8 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
       // After presence and occupancy dropped the gone node's part: its topics' new owners.
       nodes.onGone((node) => hub.ownerGone((topic) => ownerOf(topic.key, [...nodes.live(), node]) === node));
       const every = tunable("SWITCHBOARD_CLUSTER_SNAPSHOT_EVERY", 100_000);
-      stops.push(startSnapshots(link, env, nodes, { every, checkMs: heartbeatMs }));
+      const hearAsks = tunable("SWITCHBOARD_FAULT_IGNORE_SNAPSHOT_ASKS", 0) === 0;
+      stops.push(startSnapshots(link, env, nodes, { every, checkMs: heartbeatMs, hearAsks }));
       stops.push(() => nodes.stop());
     },
     async stop() {

@@ -9,6 +9,10 @@
  * - else the empty store at position 0, when the log was never compacted (the whole log is
  *   replayed).
  *
+ * When the log no longer holds history a majority confirmed (`confirmed_guard.ts` refuses the
+ * rebuild), the node asks the others for a snapshot past it (`wantSnapshot`) and starts from
+ * that one next.
+ *
  * The node marks itself diverged in its store (`DIVERGED_KEY`) as soon as it stops; the
  * replacing commit clears the mark together with the old state. So a crash at any point leaves
  * either the old state with the mark (the restarted node rebuilds again before it serves) or a
@@ -26,6 +30,30 @@ import type { ClusterLink } from "./link.ts";
 /** The JetStream object store and object holding the newest snapshot (`snapshots.ts`). */
 export const SNAPSHOT_BUCKET = "sb-snapshots";
 export const SNAPSHOT_OBJECT = "lmdb";
+
+/** Core NATS subject on which a node whose rebuild was refused asks for a snapshot reaching a
+ * position (`wantSnapshot`; `snapshots.ts` takes it). */
+export const SNAPSHOT_WANTED_SUBJECT = "sb.snapshot.wanted";
+
+/** What a node whose rebuild was refused asks for: a snapshot at `p` or later, taken by a live
+ * node other than `n` (the asking node, stopped). */
+export interface SnapshotWanted {
+  n: string;
+  p: number;
+}
+
+/**
+ * Asks the other nodes for a snapshot at `position` or later (the last position a majority
+ * confirmed when this node stopped). A rebuild is refused when the log, as the stream's leader
+ * holds it now, no longer holds history a majority confirmed (a JetStream replica lost or
+ * renumbered it: runs R1, D0, G1, docs/cluster.md); a snapshot past that position, taken by a
+ * node whose history a majority confirmed there, holds it, so a rebuild from it reads only the
+ * log after it. Fire and forget: asked again at each refusal.
+ */
+export function wantSnapshot(link: ClusterLink, position: number): void {
+  const wanted: SnapshotWanted = { n: link.nodeId, p: position };
+  link.publish(SNAPSHOT_WANTED_SUBJECT, new TextEncoder().encode(JSON.stringify(wanted)));
+}
 
 /** The key (in the position database) marking a store that applied another history than the
  * majority; its value is the reason. */

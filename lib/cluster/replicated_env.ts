@@ -53,7 +53,7 @@ import { type ClusterLink, LOG_STREAM } from "./link.ts";
 import { requestPositions } from "./read_your_writes.ts";
 import { CHAIN_START, chainDigest, positionDigest, WindowFingerprint } from "./fingerprint.ts";
 import { PeerAgreement } from "./agreement.ts";
-import { DIVERGED_KEY, type RebuildSource, rebuildInputs, rebuildSource, replaceStore } from "./rebuild.ts";
+import { DIVERGED_KEY, type RebuildSource, rebuildInputs, rebuildSource, replaceStore, wantSnapshot } from "./rebuild.ts";
 import { CHAIN_CHECKPOINT_EVERY, firstConfirmedMismatch, type KeptHistory, type PositionRecord } from "./confirmed_guard.ts";
 import { OverlayReads, WriteOverlay } from "./overlay.ts";
 import { LEGACY_DB, newReport, PENDING_DB, type StreamRanges, UNSURE_MS, UNSURE_SUBJECT, UnsureStreams } from "./unsure.ts";
@@ -588,6 +588,10 @@ export class ReplicatedEnv implements Storage {
     this.#lastApply = Date.now();
     this.#follow();
     this.#reportApplied();
+    // The peers' latest reports judged now, up to the position rebuilt: a store rebuilt from a
+    // snapshot at the log's tail applies nothing more until the next write (in an idle cluster
+    // it would wait for a majority until then).
+    this.#peers.applied(this.#applied);
     this.#scheduleRepair(this.#knownTail);
     return "replaced";
   }
@@ -642,8 +646,10 @@ export class ReplicatedEnv implements Storage {
    * Whether replacing the store by `source` (and the log after it) would discard history a
    * majority confirmed (`confirmed_guard.ts`): then the node stays stopped with the reason,
    * logged at error level and kept in the diverged mark, its store untouched for an operator;
-   * the rebuild is tried again after the usual pause (a later stream leader may hold the
-   * confirmed history again).
+   * it asks the other nodes for a snapshot reaching the confirmed position (`rebuild.ts`
+   * `wantSnapshot`), and the rebuild is tried again after the usual pause (from that snapshot
+   * once stored, which holds the confirmed history without the log; or a later stream leader
+   * may hold it again).
    */
   async #refused(source: RebuildSource): Promise<boolean> {
     if (this.#confirmed <= 0) return false;
@@ -682,9 +688,14 @@ export class ReplicatedEnv implements Storage {
       this.#refusedFor = reason;
       // `after`: the digests were last seen equal there (the difference lies between).
       const after = mismatch.after === undefined ? {} : { after: mismatch.after };
-      log.error(reason, { confirmed: this.#confirmed, applied: this.#applied, batch: mismatch.mine, log_batch: mismatch.theirs ?? null, ...after });
+      // `snapshot_asked`: whether the others were asked for a snapshot reaching `confirmed`.
+      const asked = source.position < this.#confirmed;
+      log.error(reason, { confirmed: this.#confirmed, applied: this.#applied, batch: mismatch.mine, log_batch: mismatch.theirs ?? null, ...after, snapshot_asked: asked });
     } else log.warn("cluster rebuild refused again", { position: mismatch.seq, chained: mismatch.chained ?? false, attempt: this.#rebuildAttempts });
     this.#diverged = this.#rebuilding = reason;
+    // A snapshot reaching the confirmed position holds that history without the log: asked
+    // of the others (each refusal), it changes what the next rebuild reads.
+    if (source.position < this.#confirmed) wantSnapshot(this.#link, this.#confirmed);
     // Tried again once what it read changed (`#stillHeld`).
     this.#hold = this.#rebuildRead === undefined ? undefined : { read: this.#rebuildRead, logged: false };
     const state = this.#rawDb<string>(POSITION_DB);

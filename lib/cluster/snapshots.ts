@@ -7,7 +7,9 @@
  * among the live nodes) writes a compacted copy of its LMDB, without its node-local databases,
  * to the JetStream object store `sb-snapshots` (replicated like the log), then purges the log
  * up to the previous snapshot's position, never past a position a live node has not applied.
- * The stream thus keeps between `every` and 2 × `every` positions.
+ * The stream thus keeps between `every` and 2 × `every` positions. A node whose rebuild the log
+ * refuses asks for a snapshot reaching a position (`rebuild.ts` `wantSnapshot`): the owner among
+ * the live nodes other than the asking one takes it as soon as it applied that position.
  *
  * A node whose position the log no longer reaches (a new node after a compaction, or one back
  * after a long absence) replaces its store with the newest snapshot before it opens it
@@ -21,9 +23,9 @@ import { Readable, Writable } from "node:stream";
 import { log } from "../log/mod.ts";
 import { StoreEnv } from "../store/env.ts";
 import type { ClusterLink } from "./link.ts";
-import type { NodeWatch } from "./nodes.ts";
+import { type NodeWatch, ownerOf } from "./nodes.ts";
 import { NODE_LOCAL_DB, POSITION_DB, type ReplicatedEnv, UNLISTED_NODE_LOCAL } from "./replicated_env.ts";
-import { DIVERGED_KEY, readElsewhere, SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "./rebuild.ts";
+import { DIVERGED_KEY, readElsewhere, SNAPSHOT_BUCKET, SNAPSHOT_OBJECT, SNAPSHOT_WANTED_SUBJECT, type SnapshotWanted } from "./rebuild.ts";
 
 // Where the newest snapshot is (a node rebuilding its store reads it too).
 const BUCKET = SNAPSHOT_BUCKET;
@@ -135,31 +137,52 @@ export interface SnapshotOptions {
   every: number;
   /** How often the owner checks whether one is due. */
   checkMs: number;
+  /** Whether stopped nodes' requests are heard (false: the fault hook
+   * `SWITCHBOARD_FAULT_IGNORE_SNAPSHOT_ASKS`, as if they were lost). */
+  hearAsks: boolean;
 }
 
-/** Starts taking snapshots on this node while it owns them (see the module comment); returns
- * the stop function. */
+/** Starts taking snapshots on this node while it owns them (see the module comment), and when
+ * a stopped node asks for one (`rebuild.ts` `wantSnapshot`: the owner among the live nodes
+ * other than the asking one takes it once it applied the position asked for); returns the stop
+ * function. */
 export function startSnapshots(link: ClusterLink, env: ReplicatedEnv, nodes: NodeWatch, opts: SnapshotOptions): () => void {
   let newest = 0;
   let busy = false;
+  /** The latest request heard and not yet met. */
+  let wanted: SnapshotWanted | undefined;
+  const unsubscribe = !opts.hearAsks ? () => {} : link.subscribe(SNAPSHOT_WANTED_SUBJECT, (data) => {
+    try {
+      const asked = JSON.parse(new TextDecoder().decode(data)) as SnapshotWanted;
+      if (typeof asked.n === "string" && Number.isSafeInteger(asked.p) && asked.p > newest && asked.n !== nodes.me) wanted = asked;
+    } catch { /* not a request */ }
+  });
   const timer = setInterval(() => {
     // A node that stopped itself (or is rebuilding) holds no history the others agree with.
-    if (busy || env.stopped || env.applied - newest < opts.every || !nodes.owns(SNAPSHOT_TOPIC)) return;
+    if (busy || env.stopped) return;
+    if (wanted && wanted.p <= newest) wanted = undefined;
+    const asked = wanted !== undefined && env.applied >= wanted.p &&
+      ownerOf(SNAPSHOT_TOPIC, nodes.live().filter((n) => n !== wanted!.n)) === nodes.me;
+    if (!asked && (env.applied - newest < opts.every || !nodes.owns(SNAPSHOT_TOPIC))) return;
     busy = true;
-    snapshot(link, env, nodes, opts.every)
+    snapshot(link, env, nodes, asked ? { reaching: wanted!.p } : { every: opts.every })
       .then((position) => (newest = position))
       .catch((err) => log.warn("cluster snapshot failed", { error: String(err) }))
       .finally(() => (busy = false));
   }, opts.checkMs);
-  return () => clearInterval(timer);
+  return () => {
+    clearInterval(timer);
+    unsubscribe();
+  };
 }
 
-/** Stores a snapshot when one is due, then compacts the log; returns the newest snapshot's
- * position. */
-async function snapshot(link: ClusterLink, env: ReplicatedEnv, nodes: NodeWatch, every: number): Promise<number> {
+/** Stores a snapshot when one is due (`every` positions past the newest, or none yet
+ * `reaching` the position a stopped node asked for), then compacts the log; returns the newest
+ * snapshot's position. */
+async function snapshot(link: ClusterLink, env: ReplicatedEnv, nodes: NodeWatch, due: { every: number } | { reaching: number }): Promise<number> {
   const store = await link.objectStore(BUCKET);
   const previous = Number((await store.info(OBJECT))?.description ?? 0);
-  if (env.applied - previous < every) return previous;
+  if ("every" in due ? env.applied - previous < due.every : previous >= due.reaching) return previous;
   const dir = await mkdtemp(join(tmpdir(), "sb-snapshot-"));
   try {
     const file = join(dir, "snapshot.mdb");
@@ -171,7 +194,7 @@ async function snapshot(link: ClusterLink, env: ReplicatedEnv, nodes: NodeWatch,
     await store.put({ name: OBJECT, description: String(position) }, body);
     const below = Math.min(previous, nodes.lowestApplied()) + 1;
     if (below > 1) await link.purge(below);
-    log.info("cluster snapshot stored", { position, log_purged_below: below });
+    log.info("cluster snapshot stored", { position, log_purged_below: below, ...("reaching" in due ? { asked_for: due.reaching } : {}) });
     return position;
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -5,7 +5,8 @@
 // stream leader whose replica diverged there). It then keeps its store: it refuses the rebuild,
 // says why on /readyz and to writers (503), holds every acknowledged write, and does so again
 // when restarted (the confirmed position is kept in its store). Restarted once the log agrees
-// with its confirmed history, it rebuilds and ends equal to the majority.
+// with its confirmed history, it rebuilds and ends equal to the majority. The healthy nodes
+// ignore its requests for a snapshot here (see asked_snapshot_test.ts for those).
 import assert from "node:assert/strict";
 import { call } from "../pubsub/helpers.ts";
 import type { TestServer } from "../helpers/server.ts";
@@ -21,6 +22,9 @@ const OTHER_AT = 20;
 const REFUSED = new RegExp(`the log no longer holds writes a majority confirmed \\(position ${OTHER_AT}\\)`);
 const STOPPED = /applied the log differently from a majority of the nodes/;
 const KEY = "guarded";
+/** The healthy nodes do not hear node 3 ask for a snapshot (a snapshot reaching its confirmed
+ * position would let it rebuild without reading the log there: asked_snapshot_test.ts). */
+const NO_ASKED_SNAPSHOT = { SWITCHBOARD_FAULT_IGNORE_SNAPSHOT_ASKS: "1" };
 
 /** /readyz of `node`: its status and reason. */
 async function readyz(node: TestServer): Promise<{ status: number; reason?: string }> {
@@ -63,6 +67,7 @@ Deno.test({
     const cluster = await startForkedCluster(
       (): Record<string, string> =>
         faults ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT), SWITCHBOARD_FAULT_OTHER_AT: String(OTHER_AT) } : {},
+      NO_ASKED_SNAPSHOT,
     );
     try {
       const [n1] = cluster.nodes;
@@ -127,7 +132,7 @@ Deno.test({
     const cluster = await startForkedCluster({
       SWITCHBOARD_FAULT_FORK_AT: String(LONG_FORK_AT),
       SWITCHBOARD_FAULT_OTHER_AT: String(OTHER_AT),
-    });
+    }, NO_ASKED_SNAPSHOT);
     try {
       const [n1] = cluster.nodes;
       // Small objects: each write appends to one of 64 lists; key -> [value, acked position].
