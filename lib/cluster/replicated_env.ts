@@ -365,6 +365,9 @@ export class ReplicatedEnv implements Storage {
           `by position ${seq} (a NATS stream replica diverged); it rebuilds its store from the log`,
         rebuilt ? { peers: this.#peers.inputs(), read: this.#rebuildRead!, logged: false } : undefined,
       );
+      // The log it rebuilt from holds other messages than the majority applied, by `seq`: a
+      // snapshot reaching there (which the others agreed on) is read instead of them.
+      if (rebuilt) wantSnapshot(this.#link, seq);
     });
   }
 

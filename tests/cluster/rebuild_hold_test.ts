@@ -7,7 +7,7 @@
 // rebuilds disagrees with the two others again. It then holds its next rebuild, with the log
 // and the others' reports unchanged, and rebuilds once they change (the stream gets another
 // leader; a write through node 1); restarted without the fault, it rebuilds and takes writes
-// again.
+// again. In both tests here the healthy nodes ignore node 3's requests for a snapshot.
 import assert from "node:assert/strict";
 import { connect } from "nats";
 import { LOG_STREAM } from "../../lib/cluster/link.ts";
@@ -24,6 +24,9 @@ const HELD = /cluster rebuild held/g;
 const RESUMED = /cluster rebuild no longer held/g;
 const REPLACED = /cluster store replaced/g;
 const REBUILDING = /cluster node rebuilding its store/g;
+/** The healthy nodes ignore node 3's requests for a snapshot: one reaching the position it
+ * disagrees at, or its confirmed one, would end the hold (asked_snapshot_test.ts). */
+const NO_ASKED_SNAPSHOT = { SWITCHBOARD_FAULT_IGNORE_SNAPSHOT_ASKS: "1" };
 
 /** Whether the last of `node`'s rebuild lines says its rebuild is held (none when it is not). */
 function holding(node: TestServer): boolean {
@@ -94,6 +97,7 @@ Deno.test({
         faults
           ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT), SWITCHBOARD_FAULT_OTHER_AT: String(OTHER_AT), SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "100" }
           : {},
+      NO_ASKED_SNAPSHOT,
     );
     try {
       const [n1, n2] = cluster.nodes;
@@ -159,8 +163,6 @@ Deno.test({
 // The same for a refused rebuild (lib/cluster/confirmed_guard.ts): node 3, once stopped, reads
 // another message at a position a majority confirmed, so every rebuild is refused; it is not
 // tried again, reading the log, while what it reads is unchanged, and is once the log changes.
-// The healthy nodes ignore its requests for a snapshot (one would end the refusal:
-// asked_snapshot_test.ts).
 Deno.test({
   name: "cluster rebuild hold: a refused rebuild is tried again only once what it reads changed",
   sanitizeOps: false,
@@ -170,7 +172,7 @@ Deno.test({
       SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT),
       SWITCHBOARD_FAULT_OTHER_AT: "20",
       SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "100",
-    }, { SWITCHBOARD_FAULT_IGNORE_SNAPSHOT_ASKS: "1" });
+    }, NO_ASKED_SNAPSHOT);
     try {
       const [n1, n2, n3] = cluster.nodes;
       let last = 0;
