@@ -205,8 +205,9 @@ function decodeSeq(data: Uint8Array): number {
   return data.byteLength === 8 ? new DataView(data.buffer, data.byteOffset).getFloat64(0) : NaN;
 }
 
-/** A held rebuild (see `ReplicatedEnv#stillHeld`). */
-type Hold = { peers?: string; read: string; logged: boolean };
+/** A held rebuild (see `ReplicatedEnv#stillHeld`); `wanted`: the position a snapshot was asked
+ * to reach (`rebuild.ts` `wantSnapshot`), asked again at each look (a request may be lost). */
+type Hold = { peers?: string; read: string; logged: boolean; wanted?: number };
 
 /** JetStream's advisory of a new leader of the log's stream. */
 const ELECTED_SUBJECT = `$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${LOG_STREAM}`;
@@ -363,7 +364,7 @@ export class ReplicatedEnv implements Storage {
       this.#stopSelf(
         `cluster unavailable: this node applied the log differently from a majority of the nodes (${peers.join(", ")}) ` +
           `by position ${seq} (a NATS stream replica diverged); it rebuilds its store from the log`,
-        rebuilt ? { peers: this.#peers.inputs(), read: this.#rebuildRead!, logged: false } : undefined,
+        rebuilt ? { peers: this.#peers.inputs(), read: this.#rebuildRead!, logged: false, wanted: seq } : undefined,
       );
       // The log it rebuilt from holds other messages than the majority applied, by `seq`: a
       // snapshot reaching there (which the others agreed on) is read instead of them.
@@ -628,6 +629,7 @@ export class ReplicatedEnv implements Storage {
     const peers = hold.peers === undefined ? undefined : this.#peers.inputs();
     if (this.#hold !== hold) return true; // stopped again meanwhile: that stop decides
     if (read !== undefined && read === hold.read && peers === hold.peers) {
+      if (hold.wanted !== undefined) wantSnapshot(this.#link, hold.wanted);
       if (!hold.logged) {
         hold.logged = true;
         log.warn("cluster rebuild held: nothing it reads or is judged by has changed since its last attempt", {
@@ -692,15 +694,15 @@ export class ReplicatedEnv implements Storage {
       // `after`: the digests were last seen equal there (the difference lies between).
       const after = mismatch.after === undefined ? {} : { after: mismatch.after };
       // `snapshot_asked`: whether the others were asked for a snapshot reaching `confirmed`.
-      const asked = source.position < this.#confirmed;
-      log.error(reason, { confirmed: this.#confirmed, applied: this.#applied, batch: mismatch.mine, log_batch: mismatch.theirs ?? null, ...after, snapshot_asked: asked });
+      log.error(reason, { confirmed: this.#confirmed, applied: this.#applied, batch: mismatch.mine, log_batch: mismatch.theirs ?? null, ...after, snapshot_asked: source.position < this.#confirmed });
     } else log.warn("cluster rebuild refused again", { position: mismatch.seq, chained: mismatch.chained ?? false, attempt: this.#rebuildAttempts });
     this.#diverged = this.#rebuilding = reason;
     // A snapshot reaching the confirmed position holds that history without the log: asked
     // of the others (each refusal), it changes what the next rebuild reads.
-    if (source.position < this.#confirmed) wantSnapshot(this.#link, this.#confirmed);
+    const wanted = source.position < this.#confirmed ? this.#confirmed : undefined;
+    if (wanted !== undefined) wantSnapshot(this.#link, wanted);
     // Tried again once what it read changed (`#stillHeld`).
-    this.#hold = this.#rebuildRead === undefined ? undefined : { read: this.#rebuildRead, logged: false };
+    this.#hold = this.#rebuildRead === undefined ? undefined : { read: this.#rebuildRead, logged: false, wanted };
     const state = this.#rawDb<string>(POSITION_DB);
     await state.put(DIVERGED_KEY, reason).catch(() => {});
     return true;
