@@ -10,8 +10,9 @@
  *   replayed).
  *
  * When the log no longer holds history a majority confirmed (`confirmed_guard.ts` refuses the
- * rebuild), the node asks the others for a snapshot past it (`wantSnapshot`) and starts from
- * that one next.
+ * rebuild) or holds other messages than they applied (the rebuilt store disagrees again), the
+ * node asks the others for a snapshot past that position (`wantSnapshot`) and starts from that
+ * one next.
  *
  * The node marks itself diverged in its store (`DIVERGED_KEY`) as soon as it stops; the
  * replacing commit clears the mark together with the old state. So a crash at any point leaves
@@ -31,24 +32,26 @@ import type { ClusterLink } from "./link.ts";
 export const SNAPSHOT_BUCKET = "sb-snapshots";
 export const SNAPSHOT_OBJECT = "lmdb";
 
-/** Core NATS subject on which a node whose rebuild was refused asks for a snapshot reaching a
- * position (`wantSnapshot`; `snapshots.ts` takes it). */
+/** Core NATS subject on which a stopped node the log cannot bring back asks for a snapshot
+ * reaching a position (`wantSnapshot`; `snapshots.ts` takes it). */
 export const SNAPSHOT_WANTED_SUBJECT = "sb.snapshot.wanted";
 
-/** What a node whose rebuild was refused asks for: a snapshot at `p` or later, taken by a live
- * node other than `n` (the asking node, stopped). */
+/** What a stopped node asks for: a snapshot at `p` or later, taken by a live node other than
+ * `n` (the asking node). */
 export interface SnapshotWanted {
   n: string;
   p: number;
 }
 
 /**
- * Asks the other nodes for a snapshot at `position` or later (the last position a majority
- * confirmed when this node stopped). A rebuild is refused when the log, as the stream's leader
- * holds it now, no longer holds history a majority confirmed (a JetStream replica lost or
- * renumbered it: runs R1, D0, G1, docs/cluster.md); a snapshot past that position, taken by a
- * node whose history a majority confirmed there, holds it, so a rebuild from it reads only the
- * log after it. Fire and forget: asked again at each refusal.
+ * Asks the other nodes for a snapshot at `position` or later. A rebuild is refused when the
+ * log, as the stream's leader holds it now, no longer holds history a majority confirmed (a
+ * JetStream replica lost or renumbered it: runs R1, D0, G1, docs/cluster.md), and a store
+ * rebuilt from the log disagrees with the majority when it holds other messages than they
+ * applied; a snapshot past that position (the last one confirmed when the node stopped, or the
+ * one it disagrees at), taken by a node whose history a majority confirmed there, holds their
+ * history, so a rebuild from it reads only the log after it. Fire and forget: asked again at
+ * each refusal and at each look of a held rebuild.
  */
 export function wantSnapshot(link: ClusterLink, position: number): void {
   const wanted: SnapshotWanted = { n: link.nodeId, p: position };

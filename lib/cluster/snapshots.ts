@@ -7,8 +7,8 @@
  * among the live nodes) writes a compacted copy of its LMDB, without its node-local databases,
  * to the JetStream object store `sb-snapshots` (replicated like the log), then purges the log
  * up to the previous snapshot's position, never past a position a live node has not applied.
- * The stream thus keeps between `every` and 2 × `every` positions. A node whose rebuild the log
- * refuses asks for a snapshot reaching a position (`rebuild.ts` `wantSnapshot`): the owner among
+ * The stream thus keeps between `every` and 2 × `every` positions. A stopped node the log cannot
+ * bring back asks for a snapshot reaching a position (`rebuild.ts` `wantSnapshot`): the owner among
  * the live nodes other than the asking one takes it as soon as it applied that position.
  *
  * A node whose position the log no longer reaches (a new node after a compaction, or one back
