@@ -19,6 +19,7 @@ import {
   StorageType,
 } from "nats";
 import { log } from "../log/mod.ts";
+import "./nats_transport.ts";
 
 /** Client pings: a server that answers none of `MAX_PINGS_OUT` pings sent `PING_MS` apart is
  * left for another one from `--nats` (a frozen server is noticed in a few seconds, not the

@@ -29,6 +29,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { connect, type JetStreamManager, type NatsConnection, StorageType } from "nats";
+import "./nats_transport.ts";
 import type { Database, Key } from "lmdb";
 import { ConfigError } from "../config/config.ts";
 import { StoreEnv, storePath } from "../store/env.ts";
