@@ -41,6 +41,9 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Switchboa
       dataDir: dataDirs[i],
       args: ["--nats", urls, "--node-id", `node-${i + 1}`],
       env: { ...opts.env, ...opts.nodeEnv?.(i) },
+      // A node restarted with a store marked diverged rebuilds (or reads the whole log into a
+      // refused rebuild) before it listens: a minute on a long nemesis log.
+      startMs: 120_000,
     });
     dataDirs[i] = server.dataDir;
     nodes[i] = server;

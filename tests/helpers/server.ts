@@ -52,6 +52,8 @@ export interface StartOptions {
   dataDir?: string;
   args?: string[];
   env?: Record<string, string>;
+  /** How long it may take to listen (default 20 s); killed past it. */
+  startMs?: number;
 }
 
 const root = new URL("../../", import.meta.url).pathname;
@@ -94,7 +96,11 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   let out = "";
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 20_000);
+    // Killed when it does not listen in time: a test that fails here leaves no process behind.
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      reject(new Error(`server did not start:\n${out}`));
+    }, opts.startMs ?? 20_000);
     const onData = (chunk: Buffer) => {
       out += chunk.toString();
       const m = out.match(/listening on http:\/\/[^:]+:(\d+)/);
