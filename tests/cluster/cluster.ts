@@ -29,6 +29,11 @@ export interface ClusterOptions {
   partition?: Partition;
 }
 
+/** Node environment in which the healthy nodes do not hear a stopped node ask for a snapshot
+ * (`lib/cluster/rebuild.ts` `wantSnapshot`): one reaching the position it disagrees at, or its
+ * confirmed one, would end a refusal or a hold (asked_snapshot_test.ts runs those). */
+export const NO_ASKED_SNAPSHOT = { SWITCHBOARD_FAULT_IGNORE_SNAPSHOT_ASKS: "1" };
+
 /** Starts NATS (3 servers) and `nodes` Switchboard nodes on it (node i prefers NATS server i). */
 export async function startCluster(opts: ClusterOptions = {}): Promise<SwitchboardCluster> {
   const nats = await startNatsCluster(3, opts.partition);

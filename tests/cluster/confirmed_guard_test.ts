@@ -10,7 +10,7 @@
 import assert from "node:assert/strict";
 import { call } from "../pubsub/helpers.ts";
 import type { TestServer } from "../helpers/server.ts";
-import { startForkedCluster, until } from "./cluster.ts";
+import { NO_ASKED_SNAPSHOT, startForkedCluster, until } from "./cluster.ts";
 import { appendAt, path } from "./writers.ts";
 import { CHAIN_CHECKPOINT_EVERY, firstConfirmedMismatch, type KeptHistory, type PositionRecord } from "../../lib/cluster/confirmed_guard.ts";
 import { CHAIN_START, chainDigest } from "../../lib/cluster/fingerprint.ts";
@@ -22,9 +22,6 @@ const OTHER_AT = 20;
 const REFUSED = new RegExp(`the log no longer holds writes a majority confirmed \\(position ${OTHER_AT}\\)`);
 const STOPPED = /applied the log differently from a majority of the nodes/;
 const KEY = "guarded";
-/** The healthy nodes do not hear node 3 ask for a snapshot (a snapshot reaching its confirmed
- * position would let it rebuild without reading the log there: asked_snapshot_test.ts). */
-const NO_ASKED_SNAPSHOT = { SWITCHBOARD_FAULT_IGNORE_SNAPSHOT_ASKS: "1" };
 
 /** /readyz of `node`: its status and reason. */
 async function readyz(node: TestServer): Promise<{ status: number; reason?: string }> {

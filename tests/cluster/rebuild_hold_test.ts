@@ -13,7 +13,7 @@ import { connect } from "nats";
 import { LOG_STREAM } from "../../lib/cluster/link.ts";
 import { call } from "../pubsub/helpers.ts";
 import type { TestServer } from "../helpers/server.ts";
-import { startForkedCluster, until } from "./cluster.ts";
+import { NO_ASKED_SNAPSHOT, startForkedCluster, until } from "./cluster.ts";
 import { appendAt, path } from "./writers.ts";
 
 const FORK_AT = 40;
@@ -24,9 +24,6 @@ const HELD = /cluster rebuild held/g;
 const RESUMED = /cluster rebuild no longer held/g;
 const REPLACED = /cluster store replaced/g;
 const REBUILDING = /cluster node rebuilding its store/g;
-/** The healthy nodes ignore node 3's requests for a snapshot: one reaching the position it
- * disagrees at, or its confirmed one, would end the hold (asked_snapshot_test.ts). */
-const NO_ASKED_SNAPSHOT = { SWITCHBOARD_FAULT_IGNORE_SNAPSHOT_ASKS: "1" };
 
 /** Whether the last of `node`'s rebuild lines says its rebuild is held (none when it is not). */
 function holding(node: TestServer): boolean {
