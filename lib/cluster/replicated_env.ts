@@ -686,6 +686,9 @@ export class ReplicatedEnv implements Storage {
       },
     });
     if (!mismatch) return false;
+    // A snapshot reaching the confirmed position holds that history without the log: asked of
+    // the others (each refusal), it changes what the next rebuild reads.
+    const wanted = source.position < this.#confirmed ? this.#confirmed : undefined;
     const where = mismatch.chained ? `at or before position ${mismatch.seq}` : `position ${mismatch.seq}`;
     const reason = `cluster unavailable: the log no longer holds writes a majority confirmed (${where}); ` +
       `the store is kept for an operator`;
@@ -694,12 +697,9 @@ export class ReplicatedEnv implements Storage {
       // `after`: the digests were last seen equal there (the difference lies between).
       const after = mismatch.after === undefined ? {} : { after: mismatch.after };
       // `snapshot_asked`: whether the others were asked for a snapshot reaching `confirmed`.
-      log.error(reason, { confirmed: this.#confirmed, applied: this.#applied, batch: mismatch.mine, log_batch: mismatch.theirs ?? null, ...after, snapshot_asked: source.position < this.#confirmed });
+      log.error(reason, { confirmed: this.#confirmed, applied: this.#applied, batch: mismatch.mine, log_batch: mismatch.theirs ?? null, ...after, snapshot_asked: wanted !== undefined });
     } else log.warn("cluster rebuild refused again", { position: mismatch.seq, chained: mismatch.chained ?? false, attempt: this.#rebuildAttempts });
     this.#diverged = this.#rebuilding = reason;
-    // A snapshot reaching the confirmed position holds that history without the log: asked
-    // of the others (each refusal), it changes what the next rebuild reads.
-    const wanted = source.position < this.#confirmed ? this.#confirmed : undefined;
     if (wanted !== undefined) wantSnapshot(this.#link, wanted);
     // Tried again once what it read changed (`#stillHeld`).
     this.#hold = this.#rebuildRead === undefined ? undefined : { read: this.#rebuildRead, logged: false, wanted };
