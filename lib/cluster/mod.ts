@@ -69,7 +69,7 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
       stops.push(startBus(link, hub));
       stops.push(startLagSampler());
       const heartbeatMs = tunable("SWITCHBOARD_PRESENCE_HEARTBEAT_MS", 1000);
-      const nodes = new NodeWatch(link, { heartbeatMs, timeoutMs: heartbeatMs * 3.5 }, () => env.applied);
+      const nodes = new NodeWatch(link, { heartbeatMs, timeoutMs: heartbeatMs * 3.5 }, () => ({ applied: env.applied, stopped: env.stopped }));
       env.useMembers(() => nodes.members());
       // Stopped last (stops run in order): the goodbye follows the final presence and counts.
       hub.useOwner((topic) => nodes.owns(topic.key));

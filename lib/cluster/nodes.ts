@@ -1,6 +1,7 @@
 /**
- * Which nodes are alive, and the log position each has applied (compaction never purges past
- * the lowest), from heartbeats on core NATS (`sb.nodes`): a node silent for
+ * Which nodes are alive, the log position each has applied (compaction never purges past
+ * the lowest) and whether each stopped itself (`ReplicatedEnv.stopped`: it serves 503 until it
+ * rebuilds), from heartbeats on core NATS (`sb.nodes`): a node silent for
  * `timeoutMs` (crashed, cut off) is gone, one that stops cleanly says so at once. Each topic has
  * one owner among the live nodes (rendezvous hashing), the node that reports its cluster-wide
  * changes (webhooks), so they are sent once, not once per node.
@@ -13,12 +14,21 @@ export const NODES_SUBJECT = "sb.nodes";
 const SUBJECT = NODES_SUBJECT;
 const codec = new Packr({ useRecords: false });
 
-/** `a`: the sender's applied log position. */
-type Message = { n: string; k: "hello" | "alive" | "bye"; a: number };
+/** `a`: the sender's applied log position; `s`: set while the sender stopped itself (absent
+ * from a node of an earlier version: serving). */
+type Message = { n: string; k: "hello" | "alive" | "bye"; a: number; s?: 1 };
 
 /** The node that sent heartbeat `data` (throws on bytes that are not a heartbeat). */
 export function heartbeatSender(data: Uint8Array): string {
   return String((codec.unpack(data) as Message).n);
+}
+
+/** What this node's heartbeats tell about it. */
+export interface NodeState {
+  /** The log position it applied. */
+  applied: number;
+  /** Whether it stopped itself (`ReplicatedEnv.stopped`). */
+  stopped: boolean;
 }
 
 /** Heartbeat and node timeout. */
@@ -49,21 +59,21 @@ export function ownerOf(topic: string, nodes: Iterable<string>): string | undefi
 export class NodeWatch {
   readonly me: string;
   #link: ClusterLink;
-  /** Other live nodes: when last heard, and the log position each last reported. */
-  #seen = new Map<string, { at: number; applied: number }>();
+  /** Other live nodes: when last heard, the log position each last reported, and whether it
+   * last said it stopped itself. */
+  #seen = new Map<string, { at: number; applied: number; stopped: boolean }>();
   /** Every node heard from that has not said goodbye, live now or not. */
   #members = new Set<string>();
-  #applied: () => number;
+  #state: () => NodeState;
   #gone: ((node: string) => void)[] = [];
   #beat: ReturnType<typeof setInterval>;
   #unsubscribe: () => void;
 
-  /** Starts sending heartbeats (with this node's applied log position) and watching the
-   * other nodes'. */
-  constructor(link: ClusterLink, timing: NodeTiming, applied: () => number) {
+  /** Starts sending heartbeats (with this node's `state`) and watching the other nodes'. */
+  constructor(link: ClusterLink, timing: NodeTiming, state: () => NodeState) {
     this.me = link.nodeId;
     this.#link = link;
-    this.#applied = applied;
+    this.#state = state;
     this.#unsubscribe = link.subscribe(SUBJECT, (data) => {
       const m = codec.unpack(data) as Message;
       if (m.n === this.me) return;
@@ -72,7 +82,7 @@ export class NodeWatch {
         return this.#forget(m.n);
       }
       this.heard(m.n);
-      this.#seen.get(m.n)!.applied = m.a;
+      Object.assign(this.#seen.get(m.n)!, { applied: m.a, stopped: m.s === 1 });
       if (m.k === "hello") this.#send("alive");
     });
     this.#beat = setInterval(() => {
@@ -90,7 +100,7 @@ export class NodeWatch {
     this.#members.add(node);
     const seen = this.#seen.get(node);
     if (seen) seen.at = Date.now();
-    else this.#seen.set(node, { at: Date.now(), applied: 0 });
+    else this.#seen.set(node, { at: Date.now(), applied: 0, stopped: false });
   }
 
   /** Calls `fn` when a node is gone (after it left the live set). */
@@ -110,9 +120,17 @@ export class NodeWatch {
     return [this.me, ...this.#seen.keys()];
   }
 
+  /** The live nodes that serve, this one included unless it stopped itself: those whose last
+   * heartbeat did not say they stopped themselves (a stopped node applies nothing until it
+   * rebuilds, so work that needs the log applied, such as snapshots, goes to the others). */
+  serving(): string[] {
+    const others = [...this.#seen].filter(([, seen]) => !seen.stopped).map(([node]) => node);
+    return this.#state().stopped ? others : [this.me, ...others];
+  }
+
   /** The lowest log position applied by a live node (0 for one not heard from yet). */
   lowestApplied(): number {
-    let low = this.#applied();
+    let low = this.#state().applied;
     for (const { applied } of this.#seen.values()) low = Math.min(low, applied);
     return low;
   }
@@ -130,7 +148,8 @@ export class NodeWatch {
   }
 
   #send(k: Message["k"]): void {
-    this.#link.publish(SUBJECT, codec.pack({ n: this.me, k, a: this.#applied() }));
+    const { applied, stopped } = this.#state();
+    this.#link.publish(SUBJECT, codec.pack({ n: this.me, k, a: applied, ...(stopped ? { s: 1 } : {}) } satisfies Message));
   }
 
   #forget(node: string): void {

@@ -4,12 +4,13 @@
  *
  * Every node's LMDB holds the whole data set at the log position it records. Once the log has
  * grown `every` positions past the newest snapshot, one node (the owner of `SNAPSHOT_TOPIC`
- * among the live nodes) writes a compacted copy of its LMDB, without its node-local databases,
- * to the JetStream object store `sb-snapshots` (replicated like the log), then purges the log
- * up to the previous snapshot's position, never past a position a live node has not applied.
+ * among the live nodes that serve: not one that stopped itself, which applies nothing) writes
+ * a compacted copy of its LMDB, without its node-local databases, to the JetStream object store
+ * `sb-snapshots` (replicated like the log), then purges the log up to the previous snapshot's
+ * position, never past a position a live node has not applied.
  * The stream thus keeps between `every` and 2 × `every` positions. A stopped node the log cannot
  * bring back asks for a snapshot reaching a position (`rebuild.ts` `wantSnapshot`): the owner among
- * the live nodes other than the asking one takes it as soon as it applied that position.
+ * the serving nodes other than the asking one takes it as soon as it applied that position.
  *
  * A node whose position the log no longer reaches (a new node after a compaction, or one back
  * after a long absence) replaces its store with the newest snapshot before it opens it
@@ -31,7 +32,7 @@ import { DIVERGED_KEY, readElsewhere, SNAPSHOT_BUCKET, SNAPSHOT_OBJECT, SNAPSHOT
 const BUCKET = SNAPSHOT_BUCKET;
 const OBJECT = SNAPSHOT_OBJECT;
 /** The topic whose owner node takes the snapshots. */
-const SNAPSHOT_TOPIC = "cluster:snapshot";
+export const SNAPSHOT_TOPIC = "cluster:snapshot";
 
 /** The log position recorded in the LMDB store at `path` (0 for a new store); `clearNodeOnly`
  * empties the node-local databases the store's node declared (a snapshot holds no node's own
@@ -143,7 +144,7 @@ export interface SnapshotOptions {
 }
 
 /** Starts taking snapshots on this node while it owns them (see the module comment), and when
- * a stopped node asks for one (`rebuild.ts` `wantSnapshot`: the owner among the live nodes
+ * a stopped node asks for one (`rebuild.ts` `wantSnapshot`: the owner among the serving nodes
  * other than the asking one takes it once it applied the position asked for); returns the stop
  * function. */
 export function startSnapshots(link: ClusterLink, env: ReplicatedEnv, nodes: NodeWatch, opts: SnapshotOptions): () => void {
@@ -161,9 +162,10 @@ export function startSnapshots(link: ClusterLink, env: ReplicatedEnv, nodes: Nod
     // A node that stopped itself (or is rebuilding) holds no history the others agree with.
     if (busy || env.stopped) return;
     if (wanted && wanted.p <= newest) wanted = undefined;
+    const serving = nodes.serving();
     const asked = wanted !== undefined && env.applied >= wanted.p &&
-      ownerOf(SNAPSHOT_TOPIC, nodes.live().filter((n) => n !== wanted!.n)) === nodes.me;
-    if (!asked && (env.applied - newest < opts.every || !nodes.owns(SNAPSHOT_TOPIC))) return;
+      ownerOf(SNAPSHOT_TOPIC, serving.filter((n) => n !== wanted!.n)) === nodes.me;
+    if (!asked && (env.applied - newest < opts.every || ownerOf(SNAPSHOT_TOPIC, serving) !== nodes.me)) return;
     busy = true;
     snapshot(link, env, nodes, asked ? { reaching: wanted!.p } : { every: opts.every })
       .then((position) => (newest = position))
