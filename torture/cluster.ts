@@ -8,7 +8,12 @@
 //
 // A node fed other messages by a NATS replica that diverged stops itself (`lib/cluster/
 // agreement.ts`) and rebuilds its store by itself (`lib/cluster/rebuild.ts`); once writes stop,
-// such nodes must be back (ready) within 2 minutes, and are checked like the others. At the
+// such nodes must be back (ready) within 2 minutes, and are checked like the others. One fault
+// makes that happen on purpose, since JetStream does it only now and then: node 1 is restarted
+// with the fault hooks of a diverged replica (`SWITCHBOARD_FAULT_FORK_AT` a few hundred
+// positions ahead, `SWITCHBOARD_FAULT_OTHER_AT` at a position a majority confirmed), so it
+// stops, its rebuild from the log is refused, and it must come back within 2 minutes through a
+// snapshot it asks the others for (`rebuild.ts` `wantSnapshot`), with the path it took printed. At the
 // end, each nats-server's store files are compared (`nats_replicas.ts`): the positions at which
 // JetStream's replicas hold different messages are counted.
 //
@@ -60,6 +65,8 @@ async function readyWithin(server: TestServer, ms: number): Promise<boolean> {
   return false;
 }
 
+/** How far ahead of the newest acknowledged position the forked node is fed another message. */
+const FORK_AHEAD = 300;
 /** A node's answer once it stopped itself (`lib/cluster/agreement.ts`). */
 const DIVERGED = /applied the log differently from a majority of the nodes/;
 const LISTS = 3;
@@ -225,9 +232,12 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
   const partition = makePartition();
   if (typeof partition === "string") console.log(`    network partition: skipped (${partition})`);
   let cluster: SwitchboardCluster;
+  /** Fault hooks for a node's next start (the fork fault's). */
+  const hooks: Record<string, string>[] = [{}, {}, {}];
   try {
     cluster = await startCluster({
       env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "500", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: String(DEADLINE_MS) },
+      nodeEnv: (i) => hooks[i],
       partition: typeof partition === "string" ? undefined : partition,
     });
   } catch (err) {
@@ -240,8 +250,12 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
   const frozen = new Set<number>();
   /** The output of each node's earlier processes (before a restart). */
   const earlier = ["", "", ""];
-  /** Nodes that stopped themselves: they applied the log differently from the others. */
+  /** Nodes that stopped themselves: they applied the log differently from the others (the
+   * fork fault's node aside, while it runs: `forked`). */
   const diverged = new Set<number>();
+  const forked = new Set<number>();
+  /** The highest log position acknowledged (`Switchboard-Position`). */
+  let tail = 0;
   const natsDown = new Set<number>();
   const acks: number[][] = [[], [], []];
   const probes: Probe[] = [];
@@ -271,9 +285,10 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
         op.answered = Date.now();
         if (res.status === 200) {
           op.logId = json.log_id;
+          tail = Math.max(tail, Number(res.headers.get("switchboard-position") ?? 0));
           acks[node].push(op.answered);
         } else if (res.status !== 503) failures.push(`${kind} on node ${node + 1}: ${res.status} ${JSON.stringify(json)}`);
-        else if (DIVERGED.test(JSON.stringify(json))) {
+        else if (DIVERGED.test(JSON.stringify(json)) && !forked.has(node)) {
           diverged.add(node);
           await sleep(100); // refused at once while it rebuilds
         }
@@ -292,7 +307,7 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
       if ("stopped" in e.data) return resolve();
       const { node, at, ms, status, body } = e.data;
       if (down.has(node) && status === 0) return;
-      if (body && DIVERGED.test(body)) diverged.add(node);
+      if (body && DIVERGED.test(body) && !forked.has(node)) diverged.add(node);
       const reason = status === 503 && body ? (JSON.parse(body) as { reason?: string }).reason : undefined;
       probes.push({ node, at, ms, status, reason });
     };
@@ -354,6 +369,38 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
         earlier[1] += cluster.nodes[1].output();
         await cluster.restart(1);
         mark(1, false);
+      },
+    },
+    {
+      // What a replica that diverged does to a node, made to happen: restarted with the fork
+      // hooks, node 1 stops a few hundred positions on, and its rebuild reads another message
+      // at a position a majority confirmed, so it is refused; the snapshot it asks for brings
+      // it back (the healing is part of the fault: the next one waits for it).
+      name: "Switchboard node fed another message (fork hooks), back through an asked snapshot",
+      node: 0,
+      async apply() {
+        mark(0, true);
+        forked.add(0);
+        await cluster.kill(0);
+        earlier[0] += cluster.nodes[0].output();
+        hooks[0] = { SWITCHBOARD_FAULT_FORK_AT: String(tail + FORK_AHEAD), SWITCHBOARD_FAULT_OTHER_AT: String(tail) };
+        await cluster.restart(0);
+        hooks[0] = {};
+      },
+      async heal() {
+        const back = await readyWithin(cluster.nodes[0], 120_000);
+        const output = cluster.nodes[0].output();
+        const path = [
+          DIVERGED.test(output) ? "stopped" : "did not stop",
+          /snapshot_asked=true/.test(output) ? "rebuild refused, snapshot asked" : "no refusal",
+          /cluster store replaced/.test(output) ? "store replaced" : "store not replaced",
+        ];
+        console.log(`    fork fault: node 1 ${back ? "ready again" : "NOT ready within 120 s"} (${path.join(", ")})`);
+        if (!back) failures.push("node 1 (fork fault) was not ready again within 120 s");
+        counts["fork faults back through an asked snapshot"] = (counts["fork faults back through an asked snapshot"] ?? 0) +
+          (back && /snapshot_asked=true/.test(output) ? 1 : 0);
+        forked.delete(0);
+        mark(0, false);
       },
     },
     // A fault that may leave a replica behind for a while (a freeze) comes after the kills.
