@@ -22,11 +22,16 @@
  *   fresh snapshot, whatever history it was sent. The other nodes, started on their kept
  *   stores, rebuild from that snapshot through `rebuild.ts`, and the guard checks that it
  *   holds their confirmed history.
+ *
+ * A run that fails part way is run again: each run does the whole (the fault hook
+ * `SWITCHBOARD_FAULT_REFOUND_EXIT_AFTER`, `exitAfter`, lets tests/cluster/refound_crash_test.ts
+ * crash it between the steps).
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createReadStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import process from "node:process";
 import { Readable } from "node:stream";
 import { connect, type JetStreamManager, type NatsConnection, StorageType } from "nats";
 import "./nats_transport.ts";
@@ -50,6 +55,21 @@ const LISTEN_MS = 3500;
 const SILENT_REPLICA_NS = 5e9;
 /** How long a JetStream request is retried (a stream just made has no leader for a moment). */
 const RETRY_MS = 30_000;
+
+/** The exit code of a refound crashed by the fault hook (`exitAfter`). */
+export const FAULT_EXIT_CODE = 70;
+
+/**
+ * The fault hook `SWITCHBOARD_FAULT_REFOUND_EXIT_AFTER` (tests only): when it names `step`
+ * (`snapshot`: the snapshot stored, the log untouched; `stream`: the log made again and purged,
+ * the store still marked), the process exits there at once, as a crash would: nothing is closed,
+ * released or removed.
+ */
+function exitAfter(step: "snapshot" | "stream"): void {
+  if (process.env.SWITCHBOARD_FAULT_REFOUND_EXIT_AFTER !== step) return;
+  console.error(`switchboard: fault hook: cluster refound exits after the ${step} step`);
+  process.exit(FAULT_EXIT_CODE);
+}
 
 /** What one store holds, as the status prints it. */
 export interface StoreStatus {
@@ -295,6 +315,7 @@ export async function refound(opts: RefoundOptions): Promise<string> {
     });
     const info = await retried(() => objects.info(SNAPSHOT_OBJECT));
     if (Number(info?.description) !== position) throw new Error(`the snapshot reads back at ${info?.description}, not ${position}`);
+    exitAfter("snapshot");
 
     // The log, empty, its next position right after the snapshot's.
     await deleteStream(jsm, LOG_STREAM);
@@ -304,6 +325,7 @@ export async function refound(opts: RefoundOptions): Promise<string> {
     if (state.first_seq !== position + 1 || state.messages !== 0) {
       throw new Error(`the new log starts at ${state.first_seq} with ${state.messages} messages, not empty at ${position + 1}`);
     }
+    exitAfter("stream");
 
     // Last, the store itself: it is the base; every stream's epoch is renewed once it takes
     // writes (a report naming every stream, `unsure.ts`).
