@@ -14,12 +14,16 @@ import {
   type JetStreamManager,
   type Msg,
   type NatsConnection,
+  type ObjectInfo,
   type ObjectStore,
+  type ObjectStoreMeta,
+  type ObjectStoreOptions,
   type PubAck,
   StorageType,
 } from "nats";
 import { log } from "../log/mod.ts";
 import "./nats_transport.ts";
+import { putFile } from "./object_put.ts";
 
 /** Client pings: a server that answers none of `MAX_PINGS_OUT` pings sent `PING_MS` apart is
  * left for another one from `--nats` (a frozen server is noticed in a few seconds, not the
@@ -548,7 +552,17 @@ export class ClusterLink {
 
   /** The JetStream object store `bucket`, created when missing with the log's replicas. */
   objectStore(bucket: string): Promise<ObjectStore> {
-    return this.js.views.os(bucket, { replicas: this.#replicas, storage: StorageType.File });
+    return this.js.views.os(bucket, this.#objectOptions());
+  }
+
+  /** Stores `file` as object `meta.name` of the object store `bucket` (as `objectStore`), a
+   * few chunks at a time (`object_put.ts`); the stored object's info. */
+  putObject(bucket: string, meta: ObjectStoreMeta, file: string): Promise<ObjectInfo> {
+    return putFile(this.js, bucket, this.#objectOptions(), meta, file);
+  }
+
+  #objectOptions(): Partial<ObjectStoreOptions> {
+    return { replicas: this.#replicas, storage: StorageType.File };
   }
 
   /**

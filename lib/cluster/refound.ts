@@ -28,13 +28,12 @@
  * crash it between the steps).
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { createReadStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
-import { Readable } from "node:stream";
 import { connect, type JetStreamManager, type NatsConnection, StorageType } from "nats";
 import "./nats_transport.ts";
+import { putFile } from "./object_put.ts";
 import type { Database, Key } from "lmdb";
 import { ConfigError } from "../config/config.ts";
 import { StoreEnv, storePath } from "../store/env.ts";
@@ -308,11 +307,9 @@ export async function refound(opts: RefoundOptions): Promise<string> {
     // The only snapshot, at the store's position.
     await deleteStream(jsm, `OBJ_${SNAPSHOT_BUCKET}`);
     const js = nc.jetstream();
-    const objects = await retried(() => js.views.os(SNAPSHOT_BUCKET, { replicas, storage: StorageType.File }));
-    await retried(async () => {
-      const body = Readable.toWeb(createReadStream(file)) as unknown as ReadableStream<Uint8Array>;
-      await objects.put({ name: SNAPSHOT_OBJECT, description: String(position) }, body);
-    });
+    const options = { replicas, storage: StorageType.File };
+    await retried(() => putFile(js, SNAPSHOT_BUCKET, options, { name: SNAPSHOT_OBJECT, description: String(position) }, file));
+    const objects = await retried(() => js.views.os(SNAPSHOT_BUCKET, options));
     const info = await retried(() => objects.info(SNAPSHOT_OBJECT));
     if (Number(info?.description) !== position) throw new Error(`the snapshot reads back at ${info?.description}, not ${position}`);
     exitAfter("snapshot");

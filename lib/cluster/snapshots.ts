@@ -16,11 +16,11 @@
  * after a long absence) replaces its store with the newest snapshot before it opens it
  * (`restoreIfBehind`), then follows the log from the snapshot's position.
  */
-import { createReadStream, createWriteStream, renameSync, rmSync } from "node:fs";
+import { createWriteStream, renameSync, rmSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Readable, Writable } from "node:stream";
+import { Writable } from "node:stream";
 import { log } from "../log/mod.ts";
 import { StoreEnv } from "../store/env.ts";
 import type { ClusterLink } from "./link.ts";
@@ -192,11 +192,10 @@ async function snapshot(link: ClusterLink, env: ReplicatedEnv, nodes: NodeWatch,
     const position = await positionOf(file, true);
     // Only a history a majority of the nodes confirmed is stored (nodes rebuild from it).
     if (!(await env.confirmed(position, 10_000))) throw new Error(`position ${position} not confirmed by a majority of the nodes`);
-    const body = Readable.toWeb(createReadStream(file)) as unknown as ReadableStream<Uint8Array>;
-    await store.put({ name: OBJECT, description: String(position) }, body);
+    const { size } = await link.putObject(BUCKET, { name: OBJECT, description: String(position) }, file);
     const below = Math.min(previous, nodes.lowestApplied()) + 1;
     if (below > 1) await link.purge(below);
-    log.info("cluster snapshot stored", { position, log_purged_below: below, ...("reaching" in due ? { asked_for: due.reaching } : {}) });
+    log.info("cluster snapshot stored", { position, bytes: size, log_purged_below: below, ...("reaching" in due ? { asked_for: due.reaching } : {}) });
     return position;
   } finally {
     await rm(dir, { recursive: true, force: true });

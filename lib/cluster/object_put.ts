@@ -1,0 +1,65 @@
+/**
+ * A file stored in a JetStream object store a few chunks at a time. nats.js 2.x's
+ * `ObjectStore.put` publishes each 128 KiB chunk as soon as it has read it and waits for the
+ * acks only once the whole body is read, so a snapshot of a long-running cluster went to the
+ * servers all at once: in a long nemesis run nats-server 2.9.10 then answered every JetStream
+ * request `10008` (system temporarily unavailable) for the rest of the run, and every chunk
+ * whose publish failed before the body ended was an unhandled rejection (docs/cluster.md,
+ * "Runs of the fork fault"). Here the store's publishes are counted, the body is read only
+ * while fewer than `window` chunks await their ack, and each chunk's publish is marked handled
+ * (the put still fails with the first error, and nats.js removes the chunks it stored).
+ */
+import { createReadStream } from "node:fs";
+import type { JetStreamClient, ObjectInfo, ObjectStoreMeta, ObjectStoreOptions } from "nats";
+
+/** Bytes read from the file at a time: one object-store chunk (nats.js's default size). */
+const CHUNK = 128 * 1024;
+/** Chunk publishes awaiting their ack at most, by default (512 KiB in flight). */
+const WINDOW = 4;
+
+/** Stores `file` as object `meta.name` of the object store `bucket` (created with `options`
+ * when missing), with at most `window` chunk publishes awaiting their ack; the stored object's
+ * info. */
+export async function putFile(
+  js: JetStreamClient,
+  bucket: string,
+  options: Partial<ObjectStoreOptions>,
+  meta: ObjectStoreMeta,
+  file: string,
+  window = WINDOW,
+): Promise<ObjectInfo> {
+  let inflight = 0;
+  let wake: (() => void) | undefined;
+  // The store's JetStream client: the same one, with its publishes counted and marked handled.
+  const counted = Object.create(js, {
+    publish: {
+      value(...args: Parameters<JetStreamClient["publish"]>) {
+        inflight++;
+        const ack = js.publish(...args);
+        ack.catch(() => {}).finally(() => {
+          inflight--;
+          wake?.();
+        });
+        return ack;
+      },
+    },
+  }) as JetStreamClient;
+  const store = await counted.views.os(bucket, options);
+  const chunks = createReadStream(file, { highWaterMark: CHUNK })[Symbol.asyncIterator]();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      while (inflight >= window) await new Promise<void>((resolve) => (wake = resolve));
+      const next = await chunks.next();
+      if (next.done) controller.close();
+      else controller.enqueue(new Uint8Array(next.value as Buffer));
+    },
+    async cancel() {
+      await chunks.return?.();
+    },
+  }, { highWaterMark: 0 });
+  try {
+    return await store.put(meta, body);
+  } finally {
+    await chunks.return?.();
+  }
+}
