@@ -1,10 +1,10 @@
 /**
  * A file stored in a JetStream object store a few chunks at a time. nats.js 2.x's
  * `ObjectStore.put` publishes each 128 KiB chunk as soon as it has read it and waits for the
- * acks only once the whole body is read, so a snapshot of a long-running cluster went to the
- * servers all at once: in a long nemesis run nats-server 2.9.10 then answered every JetStream
- * request `10008` (system temporarily unavailable) for the rest of the run, and every chunk
- * whose publish failed before the body ended was an unhandled rejection (docs/cluster.md,
+ * acks only once the whole body is read: a snapshot of hundreds of megabytes was then read into
+ * the node's memory and queued on its one NATS connection, ahead of the node's log appends and
+ * reads, and every chunk whose publish failed before the body ended was an unhandled rejection
+ * (3,427 of them in a long nemesis run, when JetStream ran out of storage: docs/cluster.md,
  * "Runs of the fork fault"). Here the store's publishes are counted, the body is read only
  * while fewer than `window` chunks await their ack, and each chunk's publish is marked handled
  * (the put still fails with the first error, and nats.js removes the chunks it stored).

@@ -173,7 +173,10 @@ export async function startNatsCluster(size = 3, partition?: Partition): Promise
         `server_name: ${n.name}`,
         `listen: ${host(i)}:${n.port}`,
         `max_payload: 8MB`,
-        `jetstream { store_dir: "${join(dir, n.name)}", max_memory_store: 64MB, max_file_store: 2GB }`,
+        // The long nemesis's log reaches about 2 GB (write sets of long lists, up to 140 KB):
+        // at its limit JetStream 2.9.10 turns itself off (docs/cluster.md, "Disk for
+        // JetStream"), so the limit is set well above what a run writes.
+        `jetstream { store_dir: "${join(dir, n.name)}", max_memory_store: 64MB, max_file_store: 16GB }`,
         size > 1 ? `cluster { name: sb, listen: ${routeListen}:${n.routePort}, no_advertise: true, routes: [${routes}] }` : "",
       ].join("\n"),
     );
