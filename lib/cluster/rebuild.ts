@@ -103,19 +103,30 @@ export async function rebuildSource(link: ClusterLink, first: number, tries = SN
   }
 }
 
-/**
- * What a rebuild reads from NATS, as one string (equal strings: a rebuild would read the same):
- * the server leading the stream (whose replica every read of the log is answered from), the
- * log's bounds, and the newest snapshot. A node whose rebuilt store was found disagreeing with
- * the others holds its next rebuild while this and the others' reports stay the same
- * (`replicated_env.ts` `#stillHeld`).
+/** What a rebuild reads from NATS, as strings (equal strings: a rebuild would read the same).
+ * `full`: the server leading the stream (whose replica every read of the log is answered from),
+ * the log's bounds, and the newest snapshot. `refusal`: the same without the log's last
+ * position; a refused rebuild (`confirmed_guard.ts`) found other history at or before a
+ * position a majority confirmed, which the log growing past it does not change (another
+ * leader, a compaction or a snapshot may). A stopped node holds its next rebuild while the one
+ * its hold is about and the others' reports stay the same (`replicated_env.ts` `#stillHeld`).
  */
-export async function rebuildInputs(link: ClusterLink): Promise<string> {
+export interface RebuildInputs {
+  full: string;
+  refusal: string;
+}
+
+/** Reads what a rebuild reads from NATS (see `RebuildInputs`). */
+export async function rebuildInputs(link: ClusterLink): Promise<RebuildInputs> {
   const [state, snapshot] = await Promise.all([
     link.state(),
     link.objectStore(SNAPSHOT_BUCKET).then((objects) => objects.info(SNAPSHOT_OBJECT)),
   ]);
-  return JSON.stringify([state.leader ?? null, state.first, state.last, snapshot ? [snapshot.description, snapshot.nuid] : null]);
+  const newest = snapshot ? [snapshot.description, snapshot.nuid] : null;
+  return {
+    full: JSON.stringify([state.leader ?? null, state.first, state.last, newest]),
+    refusal: JSON.stringify([state.leader ?? null, state.first, newest]),
+  };
 }
 
 /** After a failed read of the snapshot: moves `link` to the next server from `--nats` and

@@ -53,7 +53,7 @@ import { type ClusterLink, LOG_STREAM } from "./link.ts";
 import { requestPositions } from "./read_your_writes.ts";
 import { CHAIN_START, chainDigest, positionDigest, WindowFingerprint } from "./fingerprint.ts";
 import { PeerAgreement } from "./agreement.ts";
-import { DIVERGED_KEY, type RebuildSource, rebuildInputs, rebuildSource, replaceStore, wantSnapshot } from "./rebuild.ts";
+import { DIVERGED_KEY, type RebuildInputs, rebuildInputs, type RebuildSource, rebuildSource, replaceStore, wantSnapshot } from "./rebuild.ts";
 import { CHAIN_CHECKPOINT_EVERY, firstConfirmedMismatch, type KeptHistory, type PositionRecord } from "./confirmed_guard.ts";
 import { OverlayReads, WriteOverlay } from "./overlay.ts";
 import { LEGACY_DB, newReport, PENDING_DB, type StreamRanges, UNSURE_MS, UNSURE_SUBJECT, UnsureStreams } from "./unsure.ts";
@@ -267,7 +267,7 @@ export class ReplicatedEnv implements Storage {
   /** Rebuilds tried since the node last stopped itself. */
   #rebuildAttempts = 0;
   /** What the last rebuild read from NATS (`#readInputs`), read as it began. */
-  #rebuildRead: string | undefined;
+  #rebuildRead: RebuildInputs | undefined;
   /** Set while the next rebuild is held (`#stillHeld`): the others' reports when the rebuilt
    * store was found disagreeing (none for a refused rebuild: they do not decide a refusal),
    * what that rebuild read, and whether the hold was logged (it then looks every pause). */
@@ -364,7 +364,7 @@ export class ReplicatedEnv implements Storage {
       this.#stopSelf(
         `cluster unavailable: this node applied the log differently from a majority of the nodes (${peers.join(", ")}) ` +
           `by position ${seq} (a NATS stream replica diverged); it rebuilds its store from the log`,
-        rebuilt ? { peers: this.#peers.inputs(), read: this.#rebuildRead!, logged: false, wanted: seq } : undefined,
+        rebuilt ? { peers: this.#peers.inputs(), read: this.#rebuildRead!.full, logged: false, wanted: seq } : undefined,
       );
       // The log it rebuilt from holds other messages than the majority applied, by `seq`: a
       // snapshot reaching there (which the others agreed on) is read instead of them.
@@ -602,11 +602,11 @@ export class ReplicatedEnv implements Storage {
 
   /** What a rebuild reads from NATS (`rebuild.ts` `rebuildInputs`) and the stream leader
    * elections heard so far (a leader that lost the stream and won it back between two looks
-   * may hold other messages), as one string; undefined when it could not be read. */
-  async #readInputs(): Promise<string | undefined> {
+   * may hold other messages); undefined when it could not be read. */
+  async #readInputs(): Promise<RebuildInputs | undefined> {
     const elections = this.#elections;
     const read = await rebuildInputs(this.#link).catch(() => undefined);
-    return read === undefined ? undefined : `${read} ${elections}`;
+    return read === undefined ? undefined : { full: `${read.full} ${elections}`, refusal: `${read.refusal} ${elections}` };
   }
 
   /**
@@ -618,14 +618,18 @@ export class ReplicatedEnv implements Storage {
    * rebuilding again while all of these are unchanged would replay the log into the same
    * disagreement (run G1, docs/cluster.md: node 2 replayed the whole log 14 times while the
    * others, stopped, kept their reports); and once a rebuild was refused (`#refused`), trying
-   * again while what it reads is unchanged would read the log into the same refusal. It is held
-   * (logged once) until one of them changes: a peer writes, rebuilds, restarts or leaves, the
-   * stream gets another leader, the log grows or is compacted, a snapshot is stored. A failed
-   * look counts as a change (the rebuild then tries, as before). A restart rebuilds once anyway.
+   * again while what it reads is unchanged would read the log into the same refusal (the log
+   * growing aside: a refusal is about history a majority confirmed, before the tail; a long
+   * nemesis run re-read 30,000 positions into the same refusal three times while the log grew).
+   * It is held (logged once) until one of them changes: a peer writes, rebuilds, restarts or
+   * leaves, the stream gets another leader, the log grows (a disagreement only) or is
+   * compacted, a snapshot is stored. A failed look counts as a change (the rebuild then tries,
+   * as before). A restart rebuilds once anyway.
    */
   async #stillHeld(): Promise<boolean> {
     const hold = this.#hold!;
-    const read = await this.#readInputs();
+    // A refusal's hold (no peers judged it) is not ended by the log's tail growing.
+    const read = (await this.#readInputs())?.[hold.peers === undefined ? "refusal" : "full"];
     const peers = hold.peers === undefined ? undefined : this.#peers.inputs();
     if (this.#hold !== hold) return true; // stopped again meanwhile: that stop decides
     if (read !== undefined && read === hold.read && peers === hold.peers) {
@@ -702,7 +706,7 @@ export class ReplicatedEnv implements Storage {
     this.#diverged = this.#rebuilding = reason;
     if (wanted !== undefined) wantSnapshot(this.#link, wanted);
     // Tried again once what it read changed (`#stillHeld`).
-    this.#hold = this.#rebuildRead === undefined ? undefined : { read: this.#rebuildRead, logged: false, wanted };
+    this.#hold = this.#rebuildRead === undefined ? undefined : { read: this.#rebuildRead.refusal, logged: false, wanted };
     const state = this.#rawDb<string>(POSITION_DB);
     await state.put(DIVERGED_KEY, reason).catch(() => {});
     return true;

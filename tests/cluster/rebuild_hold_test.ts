@@ -159,7 +159,8 @@ Deno.test({
 
 // The same for a refused rebuild (lib/cluster/confirmed_guard.ts): node 3, once stopped, reads
 // another message at a position a majority confirmed, so every rebuild is refused; it is not
-// tried again, reading the log, while what it reads is unchanged, and is once the log changes.
+// tried again, reading the log, while what it reads is unchanged, the log growing past the
+// refused position included, and is once the stream gets another leader.
 Deno.test({
   name: "cluster rebuild hold: a refused rebuild is tried again only once what it reads changed",
   sanitizeOps: false,
@@ -192,8 +193,16 @@ Deno.test({
       assert.match(n3.output(), /cluster rebuild held.*after=refused/);
       assert.equal(count(n3, REPLACED), 0, "its store is kept");
 
-      // The log grows: tried again (refused again, the fault still playing), then held again.
+      // The log grows past the refused position: still held (what the stream holds at or before
+      // a confirmed position is the same).
       await appendAt(n1, `${KEY}-refused`, "after");
+      await staysStopped(n3, REFUSED);
+      assert.equal(count(n3, REBUILDING), rebuilding, "no rebuild tried for a longer log");
+      assert.equal(count(n3, HELD), held);
+
+      // The stream gets another leader: tried again (refused again, the fault still playing),
+      // then held again.
+      await stepDown(cluster.nats.urls);
       await until("node 3 tries again", () => Promise.resolve(count(n3, REBUILDING) > rebuilding), 60_000);
       await until("node 3 holds again", () => Promise.resolve(count(n3, HELD) > held), 60_000);
       assert.match(n3.output(), /cluster rebuild refused again/);
