@@ -13,9 +13,9 @@
 // with the fault hooks of a diverged replica (`SWITCHBOARD_FAULT_FORK_AT` a few hundred
 // positions ahead, `SWITCHBOARD_FAULT_OTHER_AT` at a position a majority confirmed), so it
 // stops, its rebuild from the log is refused, and it must come back within 2 minutes through a
-// snapshot it asks the others for (`rebuild.ts` `wantSnapshot`), with the path it took printed. At the
-// end, each nats-server's store files are compared (`nats_replicas.ts`): the positions at which
-// JetStream's replicas hold different messages are counted.
+// snapshot it asks the others for (`rebuild.ts` `wantSnapshot`), with the path it took
+// printed. At the end, each nats-server's store files are compared (`nats_replicas.ts`): the
+// positions at which JetStream's replicas hold different messages are counted.
 //
 // Checks, on every other node once writes stop: every acknowledged write is in the final state at its
 // position; the lists are contiguous (length = log_id), without repeats, identical on every
@@ -390,15 +390,16 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
       async heal() {
         const back = await readyWithin(cluster.nodes[0], 120_000);
         const output = cluster.nodes[0].output();
+        const asked = /snapshot_asked=true/.test(output);
         const path = [
           DIVERGED.test(output) ? "stopped" : "did not stop",
-          /snapshot_asked=true/.test(output) ? "rebuild refused, snapshot asked" : "no refusal",
+          asked ? "rebuild refused, snapshot asked" : "no refusal",
           /cluster store replaced/.test(output) ? "store replaced" : "store not replaced",
         ];
         console.log(`    fork fault: node 1 ${back ? "ready again" : "NOT ready within 120 s"} (${path.join(", ")})`);
         if (!back) failures.push("node 1 (fork fault) was not ready again within 120 s");
-        counts["fork faults back through an asked snapshot"] = (counts["fork faults back through an asked snapshot"] ?? 0) +
-          (back && /snapshot_asked=true/.test(output) ? 1 : 0);
+        const key = "fork faults back through an asked snapshot";
+        counts[key] = (counts[key] ?? 0) + (back && asked ? 1 : 0);
         forked.delete(0);
         mark(0, false);
       },

@@ -14,20 +14,12 @@
 // order, like the others.
 import assert from "node:assert/strict";
 import { call } from "../pubsub/helpers.ts";
-import type { TestServer } from "../helpers/server.ts";
-import { startForkedCluster, until } from "./cluster.ts";
+import { readyStatus, startForkedCluster, until } from "./cluster.ts";
 import { appendAt, path } from "./writers.ts";
 
 const FORK_AT = 40;
 const STORED = /cluster snapshot stored .*position=(\d+) .*asked_for=(\d+)/;
 const REPLACED = /cluster store replaced .*position=(\d+)/g;
-
-/** /readyz status of `node`. */
-async function readyStatus(node: TestServer): Promise<number> {
-  const r = await fetch(`${node.baseUrl}/readyz`);
-  await r.body?.cancel();
-  return r.status;
-}
 
 /** Runs the scenario with node 3 reading another message at `otherAt` once stopped; `asked`
  * gives, from node 3's log, the position it asks a snapshot to reach. */

@@ -73,6 +73,13 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Switchboa
   };
 }
 
+/** The status of `node`'s /readyz. */
+export async function readyStatus(node: TestServer): Promise<number> {
+  const r = await fetch(`${node.baseUrl}/readyz`);
+  await r.body?.cancel();
+  return r.status;
+}
+
 /** Polls `fn` (an error counts as false) until it holds; fails after `ms`. */
 export async function until(what: string, fn: () => Promise<boolean>, ms = 20_000) {
   const deadline = Date.now() + ms;

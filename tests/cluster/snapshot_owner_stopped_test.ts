@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { call } from "../pubsub/helpers.ts";
 import { ownerOf } from "../../lib/cluster/nodes.ts";
 import { SNAPSHOT_TOPIC } from "../../lib/cluster/snapshots.ts";
-import { NO_ASKED_SNAPSHOT, startCluster, until } from "./cluster.ts";
+import { NO_ASKED_SNAPSHOT, readyStatus, startCluster, until } from "./cluster.ts";
 import { appendAt, path } from "./writers.ts";
 
 const FORK_AT = 40;
@@ -63,11 +63,7 @@ Deno.test({
         const replaced = [...n1.output().matchAll(REPLACED)].map((m) => Number(m[1]));
         return Promise.resolve(replaced.some((p) => p >= stored));
       }, 60_000);
-      await until("node 1 takes writes again", async () => {
-        const r = await fetch(`${n1.baseUrl}/readyz`);
-        await r.body?.cancel();
-        return r.status === 200;
-      }, 60_000);
+      await until("node 1 takes writes again", async () => (await readyStatus(n1)) === 200, 60_000);
       await appendAt(n1, key, "after");
       written.push("after");
       await until("node 1 holds node 2's object", async () => {
