@@ -32,7 +32,9 @@
 // SWITCHBOARD_NEMESIS_KEEP_LOGS (keep the node logs of a passing run),
 // SWITCHBOARD_NEMESIS_ONLY / SWITCHBOARD_NEMESIS_ROUNDS (only the faults whose name contains
 // it, that many rounds with --short), SWITCHBOARD_NEMESIS_STRICT=1 (the short form fails on any
-// miss of a bound; by default, only on a miss by more than 10 s, as a CI regression guard).
+// miss of a bound; by default, only on a miss by more than 10 s, as a CI regression guard),
+// SWITCHBOARD_NATS_LOG_DIR (each nats-server writes its log there) and
+// SWITCHBOARD_NATS_MAX_PENDING (the servers' `max_pending`, 1GB by default).
 import { connect } from "nats";
 import type { TestServer } from "../tests/helpers/server.ts";
 import { startCluster, type SwitchboardCluster } from "../tests/cluster/cluster.ts";
@@ -695,6 +697,21 @@ async function verify(
       );
       if (!earlier || !jetStreamOut()) {
         failures.push(differ);
+        // Which nodes answer without an acknowledged write (the one thing that must never
+        // happen), whether or not they serve.
+        const acked = ops.filter((o) => o.key === key && o.status === 200);
+        for (const [i, s] of states.entries()) {
+          if (s.log_id < 0) continue;
+          const list = s.state.l ?? [];
+          const lacking = key.startsWith("list")
+            ? acked.filter((o) => list[o.logId! - 1] !== o.value)
+            : (s.state.n ?? 0) < acked.length
+            ? acked
+            : [];
+          if (lacking.length === 0) continue;
+          const o = lacking[0];
+          failures.push(`${key}: node ${i + 1} (log_id ${s.log_id}) lacks ${lacking.length} acknowledged writes` + (key.startsWith("list") ? ` (e.g. ${o.value} at log_id ${o.logId})` : ` (counter ${s.state.n ?? 0}, ${acked.length} acknowledged)`));
+        }
         continue;
       }
       console.log(`    ${differ}: behind on the same history while JetStream is out of service (JetStream's, not a divergence)`);

@@ -53,6 +53,7 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
     dropRate: tunable("SWITCHBOARD_FAULT_DROP_LOG_DELIVERY", 0),
     forkAt: tunable("SWITCHBOARD_FAULT_FORK_AT", 0),
     otherAt: tunable("SWITCHBOARD_FAULT_OTHER_AT", 0),
+    deafAfter: tunable("SWITCHBOARD_FAULT_DEAF_AFTER", 0),
     rebuildPauseMs: tunable("SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS", 1000),
     unsureMs: tunable("SWITCHBOARD_CLUSTER_UNSURE_MS", UNSURE_MS),
   });
@@ -69,7 +70,12 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
       stops.push(startBus(link, hub));
       stops.push(startLagSampler());
       const heartbeatMs = tunable("SWITCHBOARD_PRESENCE_HEARTBEAT_MS", 1000);
-      const nodes = new NodeWatch(link, { heartbeatMs, timeoutMs: heartbeatMs * 3.5 }, () => ({ applied: env.applied, stopped: env.stopped }));
+      const nodes = new NodeWatch(
+        link,
+        { heartbeatMs, timeoutMs: heartbeatMs * 3.5 },
+        () => ({ applied: env.applied, stopped: env.stopped, claim: env.claim() }),
+        (node, claim) => env.hearClaim(node, claim),
+      );
       env.useMembers(() => nodes.members());
       // Stopped last (stops run in order): the goodbye follows the final presence and counts.
       hub.useOwner((topic) => nodes.owns(topic.key));

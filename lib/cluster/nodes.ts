@@ -7,6 +7,7 @@
  * changes (webhooks), so they are sent once, not once per node.
  */
 import { Packr } from "msgpackr";
+import type { Claim } from "./claims.ts";
 import type { ClusterLink } from "./link.ts";
 
 /** The core NATS subject of the nodes' heartbeats. */
@@ -15,8 +16,10 @@ const SUBJECT = NODES_SUBJECT;
 const codec = new Packr({ useRecords: false });
 
 /** `a`: the sender's applied log position; `s`: set while the sender stopped itself (absent
- * from a node of an earlier version: serving). */
-type Message = { n: string; k: "hello" | "alive" | "bye"; a: number; s?: 1 };
+ * from a node of an earlier version: serving); `c`: the position it knows a majority confirmed
+ * and its chained digest there (`claims.ts`; absent when it knows none, or from an earlier
+ * version). */
+type Message = { n: string; k: "hello" | "alive" | "bye"; a: number; s?: 1; c?: [number, string] };
 
 /** The node that sent heartbeat `data` (throws on bytes that are not a heartbeat). */
 export function heartbeatSender(data: Uint8Array): string {
@@ -29,6 +32,8 @@ export interface NodeState {
   applied: number;
   /** Whether it stopped itself (`ReplicatedEnv.stopped`). */
   stopped: boolean;
+  /** What it knows a majority confirmed (`claims.ts`), if anything. */
+  claim?: Claim;
 }
 
 /** Heartbeat and node timeout. */
@@ -65,15 +70,18 @@ export class NodeWatch {
   /** Every node heard from that has not said goodbye, live now or not. */
   #members = new Set<string>();
   #state: () => NodeState;
+  #hearClaim: (node: string, claim: Claim) => void;
   #gone: ((node: string) => void)[] = [];
   #beat: ReturnType<typeof setInterval>;
   #unsubscribe: () => void;
 
-  /** Starts sending heartbeats (with this node's `state`) and watching the other nodes'. */
-  constructor(link: ClusterLink, timing: NodeTiming, state: () => NodeState) {
+  /** Starts sending heartbeats (with this node's `state`) and watching the other nodes',
+   * handing each claim they carry to `hearClaim`. */
+  constructor(link: ClusterLink, timing: NodeTiming, state: () => NodeState, hearClaim: (node: string, claim: Claim) => void = () => {}) {
     this.me = link.nodeId;
     this.#link = link;
     this.#state = state;
+    this.#hearClaim = hearClaim;
     this.#unsubscribe = link.subscribe(SUBJECT, (data) => {
       const m = codec.unpack(data) as Message;
       if (m.n === this.me) return;
@@ -83,6 +91,7 @@ export class NodeWatch {
       }
       this.heard(m.n);
       Object.assign(this.#seen.get(m.n)!, { applied: m.a, stopped: m.s === 1 });
+      if (Array.isArray(m.c)) this.#hearClaim(m.n, { at: Number(m.c[0]), chain: String(m.c[1]) });
       if (m.k === "hello") this.#send("alive");
     });
     this.#beat = setInterval(() => {
@@ -148,8 +157,9 @@ export class NodeWatch {
   }
 
   #send(k: Message["k"]): void {
-    const { applied, stopped } = this.#state();
-    this.#link.publish(SUBJECT, codec.pack({ n: this.me, k, a: applied, ...(stopped ? { s: 1 } : {}) } satisfies Message));
+    const { applied, stopped, claim } = this.#state();
+    const message: Message = { n: this.me, k, a: applied, ...(stopped ? { s: 1 } : {}), ...(claim ? { c: [claim.at, claim.chain] } : {}) };
+    this.#link.publish(SUBJECT, codec.pack(message));
   }
 
   #forget(node: string): void {

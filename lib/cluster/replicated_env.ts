@@ -53,6 +53,7 @@ import { type ClusterLink, LOG_STREAM } from "./link.ts";
 import { requestPositions } from "./read_your_writes.ts";
 import { CHAIN_START, chainDigest, positionDigest, WindowFingerprint } from "./fingerprint.ts";
 import { PeerAgreement } from "./agreement.ts";
+import { type Claim, ConfirmedClaims, type Verdict } from "./claims.ts";
 import { DIVERGED_KEY, type RebuildInputs, rebuildInputs, type RebuildSource, rebuildSource, replaceStore, wantSnapshot } from "./rebuild.ts";
 import { CHAIN_CHECKPOINT_EVERY, firstConfirmedMismatch, type KeptHistory, type PositionRecord } from "./confirmed_guard.ts";
 import { OverlayReads, WriteOverlay } from "./overlay.ts";
@@ -226,6 +227,10 @@ export interface ReplicationOptions {
    * check and replay; a fault hook for tests: a stream leader whose replica holds another
    * history at a position the majority confirmed); 0 for none. */
   otherAt?: number;
+  /** A log position past which this node drops the other nodes' reports until it first stops
+   * itself (a fault hook for tests: reports core NATS lost, so it knows less confirmed than
+   * the others do, `claims.ts`); 0 for none. */
+  deafAfter?: number;
   /** How long a node that stopped itself waits before it rebuilds its store (default 1000 ms;
    * doubled at each further attempt). */
   rebuildPauseMs?: number;
@@ -276,8 +281,10 @@ export class ReplicatedEnv implements Storage {
   #elections = 0;
   #unsubscribeElections: (() => void) | undefined;
   /** The last position a majority confirmed when this node stopped itself (0: none known; see
-   * `CONFIRMED_KEY`). */
+   * `CONFIRMED_KEY`), raised by the claims it hears while stopped (`claims.ts`). */
   #confirmed = 0;
+  /** The other nodes' claims of what a majority confirmed, judged against this history. */
+  #claims = new ConfirmedClaims((seq) => this.#chainAt(seq), () => this.#applied);
   /** The refusal last logged at error level by this process (`#refused`). */
   #refusedFor: string | undefined;
   /** Whether the fault hook `otherAt` plays (from the node's stop on). */
@@ -390,6 +397,56 @@ export class ReplicatedEnv implements Storage {
     ];
   }
 
+  /** The chained digest at position `seq` as this store keeps it (one of the positions it
+   * keeps a record of, or a checkpoint), or undefined. Never `#chain`: an apply in flight has
+   * moved it past the position applied before its commit lands. */
+  #chainAt(seq: number): string | undefined {
+    if (seq > this.#applied || seq <= 0) return undefined;
+    const record = this.#recentDb.get(seq);
+    if (record && !Array.isArray(record) && record.c !== undefined) return record.c;
+    return this.#chainDb.get(seq);
+  }
+
+  /** What this node's heartbeats claim a majority confirmed (`claims.ts`): when stopped, the
+   * position it knew confirmed then (its store untouched since); else the highest its peers'
+   * reports or claims showed. Undefined when it knows none or keeps no digest there. */
+  claim(): Claim | undefined {
+    if (this.#replacing) return undefined;
+    const at = this.stopped ? this.#confirmed : Math.max(this.#peers.confirmedUpTo(), this.#claims.learned);
+    const chain = at > 0 ? this.#chainAt(at) : undefined;
+    return chain === undefined ? undefined : { at, chain };
+  }
+
+  /** Another node's heartbeat claims `claim` (see `claims.ts`). */
+  hearClaim(node: string, claim: Claim): void {
+    if (this.#replacing || this.#closed) return;
+    const verdict = this.#claims.hear(node, claim);
+    if (verdict) this.#onVerdict(verdict);
+  }
+
+  /**
+   * A claim judged: a stopped node that learns its history was confirmed further than it knew
+   * keeps that much more from a rebuild (`#refused`); any other node whose history is not the
+   * one a majority confirmed stops as one the majority disagrees with does.
+   */
+  #onVerdict(verdict: Verdict): void {
+    if (verdict.kind === "learned") {
+      if (this.#diverged === undefined) return log.debug("cluster confirmed position learned from a heartbeat", { position: verdict.at });
+      if (verdict.at <= this.#confirmed) return;
+      log.warn("cluster confirmed history learned from another node's heartbeat", { position: verdict.at, was: this.#confirmed });
+      this.#confirmed = verdict.at;
+      void this.#rawDb<number>(POSITION_DB).put(CONFIRMED_KEY, verdict.at).catch(() => {});
+      return;
+    }
+    // Also a node rebuilding on a replaced store (not yet confirmed, so it acknowledges nothing):
+    // else it would serve once the others on the same log confirm it.
+    if (this.#diverged !== undefined) return;
+    this.#stopSelf(
+      `cluster unavailable: this node applied the log differently from a majority of the nodes (the history ${verdict.node} ` +
+        `says they confirmed) by position ${verdict.at} (a NATS stream replica diverged); it rebuilds its store from the log`,
+    );
+  }
+
   /** The chained digest at the position applied, as the store keeps it (see `#chain`). */
   #loadChain(): string | undefined {
     if (this.#applied === 0) return CHAIN_START;
@@ -405,6 +462,7 @@ export class ReplicatedEnv implements Storage {
    */
   #stopSelf(reason: string, hold?: Hold): void {
     const first = !this.#diverged && !this.#rebuilding;
+    this.#opts.deafAfter = 0;
     this.#hold = hold;
     this.#diverged = reason;
     this.#rebuilding ??= reason;
@@ -418,7 +476,7 @@ export class ReplicatedEnv implements Storage {
     this.#buffer.clear();
     // Stopped again while rebuilding (the log was compacted meanwhile): the store already
     // holds the majority's history, and what the old one published is being told.
-    const from = first ? this.#peers.confirmedUpTo() + 1 : undefined;
+    const from = first ? Math.max(this.#peers.confirmedUpTo(), this.#claims.learned) + 1 : undefined;
     if (from !== undefined) this.#confirmed = from - 1;
     this.#otherActive = (this.#opts.otherAt ?? 0) > 0;
     const report = from !== undefined ? newReport(this.#link.nodeId) : undefined;
@@ -578,6 +636,7 @@ export class ReplicatedEnv implements Storage {
         }
       }
       this.#peers.reset(this.#applied);
+      this.#claims.reset();
       // The fault hook plays one diverged replica once; the rebuild reads the leader again.
       this.#opts.forkAt = 0;
       this.#diverged = undefined;
@@ -808,6 +867,7 @@ export class ReplicatedEnv implements Storage {
     this.#unsubscribeApplied = this.#link.subscribe(APPLIED_SUBJECT, (data) => {
       try {
         const { n, q, h, d } = codec.unpack(data) as { n: string; q: number; h: string; d?: 1 };
+        if (this.#opts.deafAfter && q > this.#opts.deafAfter) return;
         this.#peers.report(n, q, h, d === 1);
       } catch { /* not a report */ }
     });
@@ -1226,7 +1286,8 @@ export class ReplicatedEnv implements Storage {
         this.#inflight.delete(out);
         this.#pump();
       }
-      if (outcome.done === "applied" && !(await this.#peers.wait(outcome.seq, deadline))) {
+      // A node that stopped itself meanwhile (also on a claim, `#onVerdict`) acknowledges nothing.
+      if (outcome.done === "applied" && (!(await this.#peers.wait(outcome.seq, deadline)) || this.#diverged !== undefined)) {
         lastError = this.#diverged ?? "no majority of the nodes confirmed the log position";
         outcome.done = null;
       }
@@ -1463,6 +1524,7 @@ export class ReplicatedEnv implements Storage {
     this.#knownTail = Math.max(this.#knownTail, last);
     this.#reportApplied();
     this.#peers.applied(last);
+    for (const verdict of this.#claims.reached()) this.#onVerdict(verdict);
     for (const [msg, o] of own) if (o.done === null && fresh.some((f) => f.msg === msg)) o.done = "applied";
     this.#changes.applied(remote, true);
     const due: Waiter[] = [];
