@@ -8,6 +8,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawn, type ChildProcess } from "node:child_process";
+import process from "node:process";
 import { connect } from "nats";
 
 /** A free loopback TCP port (bound once and released). */
@@ -154,6 +155,8 @@ async function waitJetStream(urls: string[], ms: number): Promise<void> {
  * accepts connections and JetStream answers. */
 export async function startNatsCluster(size = 3, partition?: Partition): Promise<NatsCluster> {
   const dir = mkdtempSync(join(tmpdir(), "sb-nats-"));
+  // SWITCHBOARD_NATS_LOG_DIR: where the servers write their logs (kept after the run).
+  const natsLogDir = process.env.SWITCHBOARD_NATS_LOG_DIR;
   const nodes: Node[] = [];
   for (let i = 0; i < size; i++) {
     nodes.push({ name: `n${i + 1}`, port: await freePort(), routePort: await freePort(), conf: "" });
@@ -173,10 +176,17 @@ export async function startNatsCluster(size = 3, partition?: Partition): Promise
         `server_name: ${n.name}`,
         `listen: ${host(i)}:${n.port}`,
         `max_payload: 8MB`,
+        // A route to a frozen server stays open while it takes any byte, and once 32 MB (half
+        // of the default 64 MB) wait on it, nats-server 2.9.10 holds every client that sends it
+        // a message for 0.1-1 s a message (the nodes' connections answered nothing for
+        // seconds); docs/cluster.md, "nats-server settings production needs".
+        `max_pending: ${process.env.SWITCHBOARD_NATS_MAX_PENDING ?? "1GB"}`,
         // The long nemesis's log reaches about 2 GB (write sets of long lists, up to 140 KB):
         // at its limit JetStream 2.9.10 turns itself off (docs/cluster.md, "Disk for
         // JetStream"), so the limit is set well above what a run writes.
         `jetstream { store_dir: "${join(dir, n.name)}", max_memory_store: 64MB, max_file_store: 16GB }`,
+        // For studying a run: each server's own log (slow consumers, routes lost and made).
+        natsLogDir ? `log_file: "${join(natsLogDir, `${n.name}.log`)}"\nlogtime: true` : "",
         size > 1 ? `cluster { name: sb, listen: ${routeListen}:${n.routePort}, no_advertise: true, routes: [${routes}] }` : "",
       ].join("\n"),
     );
