@@ -1229,8 +1229,21 @@ export class ReplicatedEnv implements Storage {
     let lastError = "log did not settle";
     for (;;) {
       // Speculate only with no apply pending: one may start between the end of the awaited one
-      // and this continuation.
-      while (this.#applying) await this.#applying;
+      // and this continuation. A catch-up (a node resumed after a freeze) applies for seconds:
+      // the wait ends at the batch's deadline (in the long nemesis, writes that waited out a
+      // catch-up were answered 1.4 s past it).
+      while (this.#applying) {
+        const left = Math.min(...tasks.map((t) => t.deadline)) - Date.now();
+        if (left <= 0) {
+          log.warn("cluster write deadline passed", { reason: lastError });
+          const err = new StorageUnavailableError(`cluster write deadline passed (${lastError})`);
+          for (const t of tasks) t.reject(err);
+          return;
+        }
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await Promise.race([this.#applying, new Promise((r) => (timer = setTimeout(r, left)))]);
+        clearTimeout(timer);
+      }
       const stopped = this.#diverged ?? this.#rebuilding;
       if (stopped) {
         for (const t of tasks) t.reject(new StorageUnavailableError(stopped));

@@ -7,7 +7,8 @@
 // - a call the overlay cannot serve exactly runs the batch in a write transaction, with the
 //   same answers;
 // - a write is speculated and sent to the log while another process holds LMDB's write lock
-//   (the main thread does not wait for the lock), and acknowledged once applied after it.
+//   (the main thread does not wait for the lock), and acknowledged once applied after it;
+// - a write waiting for an apply that outlasts its deadline is answered at the deadline.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -15,11 +16,11 @@ import { ReplicatedEnv } from "../../lib/cluster/replicated_env.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { fakeStream } from "./fake_link.ts";
 
-/** One node on a stand-in stream, its store in a temp dir. */
-async function node() {
+/** One node on a stand-in stream, its store in a temp dir, with a write deadline. */
+async function node(writeDeadlineMs = 10_000) {
   const stream = fakeStream();
   const path = join(tempDir("sb-spec-"), "store.mdb");
-  const env = new ReplicatedEnv(path, stream.link, { writeDeadlineMs: 10_000, dropRate: 0 });
+  const env = new ReplicatedEnv(path, stream.link, { writeDeadlineMs, dropRate: 0 });
   env.db("objects");
   await env.start(5000);
   return { stream, env, path };
@@ -115,52 +116,87 @@ Deno.test("speculation: a call the snapshot cannot serve runs the batch in a wri
   }
 });
 
-Deno.test("speculation: a write goes out to the log while another process holds LMDB's write lock", async () => {
-  const { stream, env, path } = await node();
+/** Another process holding the write lock of the store at `path` (`hold_write_lock.ts`) for
+ * at most `ms`: resolves once it holds it. `letGo` exists once it is about to let it go;
+ * `release()` makes it let go and waits for it to exit. */
+async function holdWriteLock(path: string, ms: number) {
   const dir = tempDir("sb-spec-lock-");
-  const release = join(dir, "release");
+  const releaseFile = join(dir, "release");
   const letGo = join(dir, "let-go");
   const holder = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--no-check", new URL("./hold_write_lock.ts", import.meta.url).pathname, path, release, letGo, "8000"],
+    args: ["run", "-A", "--no-check", new URL("./hold_write_lock.ts", import.meta.url).pathname, path, releaseFile, letGo, String(ms)],
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
-  let exited = false;
+  const state = { exited: false };
   const status = holder.status.then((s) => {
-    exited = true;
+    state.exited = true;
     return s;
   });
   const lines = holder.stdout.pipeThrough(new TextDecoderStream()).getReader();
-  let out = "";
-  try {
-    while (!out.includes("held")) {
-      const { value, done } = await lines.read();
-      if (done) throw new Error(`lock holder exited: ${out}`);
-      out += value;
-    }
-    const db = env.db("objects");
-    let answered = false;
-    const write = env.transaction(() => db.put("k", "v")).finally(() => (answered = true));
-    for (let i = 0; i < 500 && stream.messages.length === 0 && !exited; i++) await new Promise((r) => setTimeout(r, 10));
-    assert.equal(stream.messages.length, 1, "the write was speculated and sent to the log");
-    assert.ok(!existsSync(letGo), "while the other process still held the write lock");
-    // Its apply needs the lock: not acknowledged before it is let go, and then it is.
-    await new Promise((r) => setTimeout(r, 100));
-    assert.equal(answered, false, "not acknowledged while the lock is held");
-    Deno.writeTextFileSync(release, "");
-    await write;
-    assert.equal(db.get("k"), "v");
-  } finally {
+  const release = async () => {
     try {
-      Deno.writeTextFileSync(release, "");
+      Deno.writeTextFileSync(releaseFile, "");
     } catch { /* gone */ }
-    if (!exited) {
+    if (!state.exited) {
       try {
         holder.kill("SIGKILL");
       } catch { /* exited */ }
     }
     await status;
     await lines.cancel().catch(() => {});
+  };
+  let out = "";
+  while (!out.includes("held")) {
+    const { value, done } = await lines.read();
+    if (done) {
+      await release();
+      throw new Error(`lock holder exited: ${out}`);
+    }
+    out += value;
+  }
+  return { letGo, state, release, releaseFile };
+}
+
+Deno.test("speculation: a write goes out to the log while another process holds LMDB's write lock", async () => {
+  const { stream, env, path } = await node();
+  const lock = await holdWriteLock(path, 8000);
+  try {
+    const db = env.db("objects");
+    let answered = false;
+    const write = env.transaction(() => db.put("k", "v")).finally(() => (answered = true));
+    for (let i = 0; i < 500 && stream.messages.length === 0 && !lock.state.exited; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(stream.messages.length, 1, "the write was speculated and sent to the log");
+    assert.ok(!existsSync(lock.letGo), "while the other process still held the write lock");
+    // Its apply needs the lock: not acknowledged before it is let go, and then it is.
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(answered, false, "not acknowledged while the lock is held");
+    Deno.writeTextFileSync(lock.releaseFile, "");
+    await write;
+    assert.equal(db.get("k"), "v");
+  } finally {
+    await lock.release();
+    await env.close();
+  }
+});
+
+Deno.test("speculation: a write waiting for an apply that outlasts its deadline gets its 503 at the deadline, while the apply still waits", async () => {
+  // A catch-up after a freeze applies for seconds; here the first write's apply waits for the
+  // write lock another process holds, and the second write waits for that apply.
+  const { stream, env, path } = await node(1000);
+  const lock = await holdWriteLock(path, 8000);
+  try {
+    const db = env.db("objects");
+    const first = env.transaction(() => db.put("a", 1)).then(() => "ok", (err) => err);
+    for (let i = 0; i < 500 && stream.messages.length === 0 && !lock.state.exited; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(stream.messages.length, 1, "the first write went out; its apply waits for the lock");
+    const second = await env.transaction(() => db.put("b", 2)).then(() => "ok", (err) => err);
+    assert.ok(!existsSync(lock.letGo), "the second write was answered while the apply it waited for still waited");
+    assert.match(String(second), /cluster write deadline passed/);
+    Deno.writeTextFileSync(lock.releaseFile, "");
+    await first;
+  } finally {
+    await lock.release();
     await env.close();
   }
 });
