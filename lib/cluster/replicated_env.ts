@@ -312,7 +312,9 @@ export class ReplicatedEnv implements Storage {
   #awaiting = new Map<string, Outcome>();
   #applied: number;
   #buffer = new Map<number, Uint8Array>();
+  /** The drain of the buffered log (`#drain`), and the one commit of it running. */
   #applying: Promise<void> | undefined;
+  #applyingRun: Promise<void> | undefined;
   #appliedWaiters: Waiter[] = [];
   #repairTimer: ReturnType<typeof setTimeout> | undefined;
   /** The last position the consumer delivered, and for how many tail checks in a row it was
@@ -1288,9 +1290,10 @@ export class ReplicatedEnv implements Storage {
       this.#awaiting.set(batch, outcome);
       lastError = await this.#append(message, outcome, deadline) ?? lastError;
       // From here on an apply treats the batch as another node's (its hooks publish it); one
-      // already running counts it as ours and sets the outcome: let that one finish.
+      // already running counts it as ours and sets the outcome: let that one finish (that one
+      // commit, not the catch-up it may be part of: that ran on past the deadline).
       this.#awaiting.delete(batch);
-      if (this.#applying) await this.#applying;
+      if (this.#applyingRun) await this.#applyingRun.catch(() => {});
       // Applied here: acknowledged once enough other nodes applied the log alike that far. The
       // others read the position from the stream; this only tells them it exists. Meanwhile the
       // next batch may go out (it runs on state that includes this one).
@@ -1433,13 +1436,16 @@ export class ReplicatedEnv implements Storage {
           run.push({ seq: s, msg: codec.unpack(data) as LogMessage });
         }
         try {
-          await this.#apply(run);
+          this.#applyingRun = this.#apply(run);
+          await this.#applyingRun;
         } catch (err) {
           this.#failing = err instanceof StorageUnavailableError ? err.reason : String(err);
           log.error("cluster apply failed; retrying", { error: String(err) });
           if (this.#closed) break;
           await new Promise((r) => setTimeout(r, 500));
           continue;
+        } finally {
+          this.#applyingRun = undefined;
         }
         for (const { seq } of run) this.#buffer.delete(seq);
         // More to apply: let timers and requests run first (the position applied is already
