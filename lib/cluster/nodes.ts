@@ -77,7 +77,7 @@ export class NodeWatch {
 
   /** Starts sending heartbeats (with this node's `state`) and watching the other nodes',
    * handing each claim they carry to `hearClaim`. */
-  constructor(link: ClusterLink, timing: NodeTiming, state: () => NodeState, hearClaim: (node: string, claim: Claim) => void = () => {}) {
+  constructor(link: ClusterLink, timing: NodeTiming, state: () => NodeState, hearClaim: (node: string, claim: Claim) => void) {
     this.me = link.nodeId;
     this.#link = link;
     this.#state = state;

@@ -1236,12 +1236,7 @@ export class ReplicatedEnv implements Storage {
       // catch-up were answered 1.4 s past it).
       while (this.#applying) {
         const left = Math.min(...tasks.map((t) => t.deadline)) - Date.now();
-        if (left <= 0) {
-          log.warn("cluster write deadline passed", { reason: lastError });
-          const err = new StorageUnavailableError(`cluster write deadline passed (${lastError})`);
-          for (const t of tasks) t.reject(err);
-          return;
-        }
+        if (left <= 0) return this.#missedDeadline(tasks, lastError);
         let timer: ReturnType<typeof setTimeout> | undefined;
         await Promise.race([this.#applying, new Promise((r) => (timer = setTimeout(r, left)))]);
         clearTimeout(timer);
@@ -1319,13 +1314,17 @@ export class ReplicatedEnv implements Storage {
       if (outcome.done === null) {
         if (this.#closed) lastError = "server shutting down";
         else if (Date.now() - this.#lastAppend >= this.#opts.writeDeadlineMs) this.#failing = `cluster unavailable: ${lastError}`;
-        log.warn("cluster write deadline passed", { reason: lastError });
-        const err = new StorageUnavailableError(`cluster write deadline passed (${lastError})`);
-        for (const t of tasks) t.reject(err);
-        return;
+        return this.#missedDeadline(tasks, lastError);
       }
       // Stale (it read a key another write changed first): run it again on fresh state.
     }
+  }
+
+  /** Fails `tasks` with 503: their deadline passed, `lastError` being why. */
+  #missedDeadline(tasks: Task[], lastError: string): void {
+    log.warn("cluster write deadline passed", { reason: lastError });
+    const err = new StorageUnavailableError(`cluster write deadline passed (${lastError})`);
+    for (const t of tasks) t.reject(err);
   }
 
   /**
