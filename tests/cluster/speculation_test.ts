@@ -8,7 +8,9 @@
 //   same answers;
 // - a write is speculated and sent to the log while another process holds LMDB's write lock
 //   (the main thread does not wait for the lock), and acknowledged once applied after it;
-// - a write waiting for an apply that outlasts its deadline is answered at the deadline.
+// - a write waiting for an apply that outlasts its deadline is answered at the deadline;
+// - a write whose position is applied early in a long catch-up is answered then, not after
+//   the whole catch-up.
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -197,6 +199,44 @@ Deno.test("speculation: a write waiting for an apply that outlasts its deadline 
     await first;
   } finally {
     await lock.release();
+    await env.close();
+  }
+});
+
+Deno.test("speculation: a write applied at the start of a long catch-up is answered then, while the catch-up goes on", async () => {
+  // A node resumed from a freeze: its write lands just before thousands of other nodes'
+  // positions it has yet to apply. Before, the write waited for the whole catch-up after its
+  // append (in the long nemesis, 2.5 s past its deadline).
+  const { stream, env } = await node(10_000);
+  const N = 6000;
+  const append = stream.link.append.bind(stream.link);
+  let once = false;
+  (stream.link as { append: typeof append }).append = async (data, msgId, timeoutMs) => {
+    const reply = await append(data, msgId, timeoutMs);
+    if (once) return reply;
+    once = true;
+    for (let i = 1; i <= N; i++) {
+      stream.add({
+        o: "other",
+        b: crypto.randomUUID(),
+        base: reply.kind === "stored" ? reply.seq + i - 1 : 0,
+        r: { p: [], g: [], a: [] },
+        w: [[0, "objects", ["other", i], "x".repeat(200)]],
+      });
+    }
+    return reply;
+  };
+  try {
+    const db = env.db("objects");
+    await env.transaction(() => db.put("mine", 1));
+    const appliedAtAnswer = env.applied;
+    assert.equal(stream.messages.length, 1 + N);
+    assert.ok(appliedAtAnswer < 1 + N, `answered while the catch-up still ran (applied ${appliedAtAnswer} of ${1 + N})`);
+    for (let i = 0; i < 3000 && env.applied < 1 + N; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(env.applied, 1 + N, "the catch-up went on to the end");
+    assert.equal(db.get("mine"), 1);
+    assert.equal([...db.getKeys({ start: ["other"], end: ["other", Infinity] })].length, N);
+  } finally {
     await env.close();
   }
 });
