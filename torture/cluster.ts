@@ -25,7 +25,8 @@
 // flight to a frozen node excepted); no node logged a crash. Recorded per fault: the
 // longest time without an acknowledged write on each live node ("stall"), JetStream's own
 // stall in the same window (`jetstream_probe.ts`: plain clients on each server writing straight
-// to the stream), and the slowest /readyz answer and its 503s. Each fault's stall must stay
+// to the stream), and the slowest /readyz answer and its 503s, beside the slowest answer of an
+// idle single Switchboard probed alike (the machine's own bound: its wait for a CPU). Each fault's stall must stay
 // within issue 35's bound measured against JetStream's own: a fault of the stream's leader,
 // JetStream's own plus 2 s; any other, under 5 s, or JetStream's own plus 2 s when JetStream
 // itself stalled longer (a stall JetStream had is JetStream's). Environment knobs:
@@ -39,7 +40,7 @@ import { connect } from "nats";
 import type { TestServer } from "../tests/helpers/server.ts";
 import { startCluster, type SwitchboardCluster } from "../tests/cluster/cluster.ts";
 import { makePartition } from "../tests/cluster/nats_servers.ts";
-import { crashLines, type PartResult, rng, sleep } from "./common.ts";
+import { crashLines, type PartResult, rng, sleep, start } from "./common.ts";
 import { compareReplicas } from "./nats_replicas.ts";
 import { type JetStreamProbes, startProbes } from "./jetstream_probe.ts";
 import type { ReadyzCommand, ReadyzProbe } from "./readyz_worker.ts";
@@ -52,6 +53,8 @@ export interface NemesisBudget {
 }
 
 const DEADLINE_MS = 10_000;
+/** The prober's index of the idle control (after the 3 nodes). */
+const CONTROL = 3;
 /** How far past its bound a fault's stall may go in the short form before the run fails (see
  * the check): the short form runs in CI on a shared machine. */
 const REGRESSION_SLACK_MS = 10_000;
@@ -135,6 +138,8 @@ interface FaultReport {
   /** The stall of each node (null: the faulted node). */
   perNode: (number | null)[];
   readyzMaxMs: number;
+  /** The slowest `/readyz` of the idle control (`CONTROL`) in the same window. */
+  controlMaxMs: number;
   /** The slowest probe (node, when). */
   readyzSlowest?: { node: number; at: number; ms: number };
   readyz503: number;
@@ -246,6 +251,13 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     if (typeof partition !== "string") partition.remove();
     throw err;
   }
+  // The machine's own bound on `/readyz`: an idle single Switchboard (the same binary, no
+  // cluster, no writes) probed beside the nodes. What it waits is the time a process that only
+  // answers from memory waits for a CPU on this machine at that moment.
+  const control = await start().catch(async (err) => {
+    await cluster.stop();
+    throw err;
+  });
   const ops: Op[] = [];
   /** Nodes writers leave alone (killed or frozen), and frozen nodes. */
   const down = new Set<number>();
@@ -261,6 +273,7 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
   const natsDown = new Set<number>();
   const acks: number[][] = [[], [], []];
   const probes: Probe[] = [];
+  const controlProbes: Probe[] = [];
   let stop = false;
   let seq = 0;
   const writer = async (node: number) => {
@@ -308,18 +321,21 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     readyz.onmessage = (e: MessageEvent<ReadyzProbe | { stopped: true }>) => {
       if ("stopped" in e.data) return resolve();
       const { node, at, ms, status, body } = e.data;
+      if (node === CONTROL) return void controlProbes.push({ node, at, ms, status });
       if (down.has(node) && status === 0) return;
       if (body && DIVERGED.test(body) && !forked.has(node)) diverged.add(node);
       const reason = status === 503 && body ? (JSON.parse(body) as { reason?: string }).reason : undefined;
       probes.push({ node, at, ms, status, reason });
     };
   });
+  /** The URLs probed: the nodes, then the idle control (`CONTROL`). */
+  const probed = () => [...cluster.nodes.map((n) => n.baseUrl), control.baseUrl];
   /** Marks a node down (writers and the prober leave it alone) or up again. */
   const mark = (node: number, isDown: boolean) => {
     if (isDown) down.add(node);
     else down.delete(node);
     readyz.postMessage({ down: [...down] } satisfies ReadyzCommand);
-    readyz.postMessage({ urls: cluster.nodes.map((n) => n.baseUrl), everyMs: 250 } satisfies ReadyzCommand);
+    readyz.postMessage({ urls: probed(), everyMs: 250 } satisfies ReadyzCommand);
   };
 
   const natsFault = (name: string, pick: "leader" | "follower", signal: "SIGSTOP" | "SIGKILL"): Fault => {
@@ -437,7 +453,7 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
   const watch = await leaderWatch(cluster.nats.urls);
   const probe: JetStreamProbes = startProbes(cluster.nats.urls);
   const writers = [0, 1, 2].flatMap((node) => Array.from({ length: WRITERS_PER_NODE }, () => writer(node)));
-  readyz.postMessage({ urls: cluster.nodes.map((n) => n.baseUrl), everyMs: 250 } satisfies ReadyzCommand);
+  readyz.postMessage({ urls: probed(), everyMs: 250 } satisfies ReadyzCommand);
   const started = Date.now();
   try {
     await sleep(2000);
@@ -462,6 +478,7 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
         await sleep(recoverMs);
         const t1 = Date.now();
         const report = measure(fault, t0, t1, acks, probes, diverged);
+        report.controlMaxMs = Math.max(0, ...controlProbes.filter((p) => p.at >= t0 && p.at <= t1).map((p) => p.ms));
         // JetStream's election: until a leader other than a frozen or killed one leads.
         report.rawStallMs = fault.leader ? watch.unusableSince(t0, fault.target!()) : 0;
         judge(report, fault, probe, t0, t1);
@@ -499,6 +516,7 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
         (r.boundMs === Infinity ? "not judged" : `bound ${secs(r.boundMs)} s ${met ? "met" : "MISSED"}`) + `; /readyz slowest ${r.readyzMaxMs} ms` +
         (r.readyzSlowest ? ` (node ${r.readyzSlowest.node + 1} at ${new Date(r.readyzSlowest.at).toISOString()})` : "") +
         `, ${r.readyz503} x 503` + (r.readyzReasons.length > 0 ? ` (${r.readyzReasons.join("; ")})` : "") +
+        `; idle control's slowest ${r.controlMaxMs} ms` +
         (r.load ? `; load ${r.load}` : ""),
     );
     if (r.readyzContext?.length) console.log(`      around the slowest /readyz: ${r.readyzContext.join(" | ")}`);
@@ -556,7 +574,7 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     const replicas = compareReplicas(cluster.nats.dir, ["n1", "n2", "n3"], "SWITCHBOARD");
     console.log(`    NATS stream replicas: last positions ${replicas.last.join(" / ")}, ${replicas.differing} positions differ`);
     counts["NATS replica positions that differ"] = replicas.differing;
-    await cluster.stop();
+    await cluster.stop().finally(() => control.stop());
   }
   counts["acknowledged writes"] = ops.filter((o) => o.status === 200).length;
   counts["503 (outcome unknown)"] = ops.filter((o) => o.status === 503).length;
@@ -567,6 +585,12 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
   counts["worst stall beyond JetStream's ms"] = Math.max(0, ...reports.map((r) => r.stallMs - r.jsStallMs));
   counts["faults over their bound"] = reports.filter((r) => r.stallMs > r.boundMs).length;
   counts["slowest /readyz ms"] = Math.max(0, ...reports.map((r) => r.readyzMaxMs));
+  // The machine's share of it: the idle control's slowest in the same windows, and how far the
+  // nodes' slowest went beyond it.
+  counts["slowest /readyz of the idle control ms"] = Math.max(0, ...reports.map((r) => r.controlMaxMs));
+  counts["slowest /readyz beyond the idle control's ms"] = Math.max(0, ...reports.map((r) => r.readyzMaxMs - r.controlMaxMs));
+  counts["faults with /readyz over 100 ms"] = reports.filter((r) => r.readyzMaxMs > 100).length;
+  counts["of them, the idle control also over 100 ms"] = reports.filter((r) => r.readyzMaxMs > 100 && r.controlMaxMs > 100).length;
   // Every write gets its answer within the deadline from its arrival (1 s allowed for the
   // request's own way in and out on a loaded machine); a frozen node's requests excepted.
   const timely = ops.filter((o) => o.answered !== undefined && !o.frozen);
@@ -657,6 +681,7 @@ function measure(
     boundMs: 0,
     jsErrors: [],
     readyzMaxMs: Math.max(0, ...window.map((p) => p.ms)),
+    controlMaxMs: 0,
     readyzSlowest: window.reduce<typeof window[number] | undefined>((a, p) => (!a || p.ms > a.ms ? p : a), undefined),
     readyz503: window.filter((p) => p.status === 503).length,
     readyzReasons: [...new Set(window.flatMap((p) => (p.reason ? [p.reason.replace(/\d+/g, "N")] : [])))],
