@@ -45,7 +45,7 @@ function storedIds(storeDir: string, stream: string): Map<number, string> {
  * how many positions hold different messages (or exist on some only). */
 export function compareReplicas(natsDir: string, servers: string[], stream: string): { last: number[]; differing: number } {
   const stores = servers.map((s) => storedIds(join(natsDir, s), stream));
-  const last = stores.map((m) => Math.max(0, ...m.keys()));
+  const last = stores.map((m) => [...m.keys()].reduce((max, seq) => Math.max(max, seq), 0));
   let differing = 0;
   for (let seq = 1; seq <= Math.max(0, ...last); seq++) {
     const ids = new Set(stores.map((m) => m.get(seq) ?? ""));

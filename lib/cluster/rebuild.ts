@@ -19,14 +19,14 @@
  * either the old state with the mark (the restarted node rebuilds again before it serves) or a
  * state the log reached at some position, never a mix of the two.
  */
-import { createWriteStream, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
 import type { Database, Key, RootDatabase } from "lmdb";
 import { StoreEnv } from "../store/env.ts";
 import type { ClusterLink } from "./link.ts";
+import { getFile } from "./object_get.ts";
 
 /** The JetStream object store and object holding the newest snapshot (`snapshots.ts`). */
 export const SNAPSHOT_BUCKET = "sb-snapshots";
@@ -171,9 +171,7 @@ async function downloadSnapshot(link: ClusterLink, expected: number): Promise<Re
     const got = await objects.get(SNAPSHOT_OBJECT);
     if (!got) throw new Error("the snapshot disappeared");
     const file = join(dir, "snapshot.mdb");
-    await got.data.pipeTo(Writable.toWeb(createWriteStream(file)));
-    const error = await got.error;
-    if (error) throw error;
+    await getFile(got, file);
     store = new StoreEnv(file, false);
     const position = store.db<number>(POSITION_DB_NAME).get("applied") ?? 0;
     const described = Number(got.info.description);

@@ -16,15 +16,15 @@
  * after a long absence) replaces its store with the newest snapshot before it opens it
  * (`restoreIfBehind`), then follows the log from the snapshot's position.
  */
-import { createWriteStream, renameSync, rmSync } from "node:fs";
+import { renameSync, rmSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Writable } from "node:stream";
 import { log } from "../log/mod.ts";
 import { StoreEnv } from "../store/env.ts";
 import type { ClusterLink } from "./link.ts";
 import { type NodeWatch, ownerOf } from "./nodes.ts";
+import { getFile } from "./object_get.ts";
 import { NODE_LOCAL_DB, POSITION_DB, type ReplicatedEnv, UNLISTED_NODE_LOCAL } from "./replicated_env.ts";
 import { DIVERGED_KEY, readElsewhere, SNAPSHOT_BUCKET, SNAPSHOT_OBJECT, SNAPSHOT_WANTED_SUBJECT, type SnapshotWanted } from "./rebuild.ts";
 
@@ -118,9 +118,7 @@ async function download(link: ClusterLink, path: string, first: number): Promise
   }
   const partial = `${path}.restore`;
   try {
-    await got.data.pipeTo(Writable.toWeb(createWriteStream(partial)));
-    const error = await got.error;
-    if (error) throw error;
+    await getFile(got, partial);
     const stored = await readyRestored(partial);
     if (stored !== position) throw new Error(`snapshot holds position ${stored}, not ${position}`);
     rmSync(`${path}-lock`, { force: true });
