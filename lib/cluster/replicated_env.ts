@@ -1275,7 +1275,9 @@ export class ReplicatedEnv implements Storage {
         w: writes,
         h: this.#print.at(spec.base),
       };
-      if (codec.pack(message).byteLength > this.#link.maxPayload && tasks.length > 1) {
+      // Packed once: a write to a long list carries the list's whole value.
+      const data = codec.pack(message);
+      if (data.byteLength > this.#link.maxPayload && tasks.length > 1) {
         const half = Math.ceil(tasks.length / 2);
         await Promise.all([this.#commit(tasks.slice(0, half), out), this.#commit(tasks.slice(half), out)]);
         return;
@@ -1283,7 +1285,7 @@ export class ReplicatedEnv implements Storage {
       out.since = Date.now();
       const outcome: Outcome = { done: null, seq: 0 };
       this.#awaiting.set(batch, outcome);
-      lastError = await this.#append(message, outcome, deadline) ?? lastError;
+      lastError = await this.#append(message, data, outcome, deadline) ?? lastError;
       // From here on an apply treats the batch as another node's (its hooks publish it); one
       // already running counts it as ours and sets the outcome: let that one finish (that one
       // commit, not the catch-up it may be part of: that ran on past the deadline).
@@ -1328,15 +1330,14 @@ export class ReplicatedEnv implements Storage {
   }
 
   /**
-   * Publishes `data` (message id `batch`) until the log, as read from the stream, holds it
-   * (`outcome` set by `#apply`) or `deadline` passes. A publish without a reply is retried with
-   * the same message id (JetStream stores it once); a reply's position is only where to read:
-   * once applied that far without finding the batch, it is published again. Returns the last
-   * error seen, if any.
+   * Publishes `message`, packed as `data` (message id `batch`), until the log, as read from
+   * the stream, holds it (`outcome` set by `#apply`) or `deadline` passes. A publish without a
+   * reply is retried with the same message id (JetStream stores it once); a reply's position is
+   * only where to read: once applied that far without finding the batch, it is published
+   * again. Returns the last error seen, if any.
    */
-  async #append(message: LogMessage, outcome: Outcome, deadline: number): Promise<string | undefined> {
+  async #append(message: LogMessage, data: Uint8Array, outcome: Outcome, deadline: number): Promise<string | undefined> {
     const batch = message.b;
-    let data = codec.pack(message);
     let lastError: string | undefined;
     while (outcome.done === null && !this.#closed && !this.#diverged) {
       const left = deadline - Date.now();
