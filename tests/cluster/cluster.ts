@@ -27,6 +27,9 @@ export interface ClusterOptions {
   apps?: TestApp[];
   /** Runs the third nats-server in this network namespace (`makePartition`). */
   partition?: Partition;
+  /** The nats-servers (indexes) node `i` is given with `--nats`, in order (default: all three,
+   * its own first). */
+  nodeNats?: (i: number) => number[];
 }
 
 /** Node environment in which the healthy nodes do not hear a stopped node ask for a snapshot
@@ -40,7 +43,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Switchboa
   const nodes: TestServer[] = [];
   const dataDirs: (string | undefined)[] = [];
   const start = async (i: number) => {
-    const urls = [...nats.urls.slice(i % 3), ...nats.urls.slice(0, i % 3)].join(",");
+    const urls = (opts.nodeNats?.(i).map((n) => nats.urls[n]) ?? [...nats.urls.slice(i % 3), ...nats.urls.slice(0, i % 3)]).join(",");
     const server = await startServer({
       apps: opts.apps ?? APPS,
       dataDir: dataDirs[i],
