@@ -7,6 +7,8 @@
 // - a duplicate reply naming a position that holds another message (a duplicate table that
 //   disagrees with the log) is left: the batch goes out again under a new message id;
 // - a lost reply is retried with the same message id and acknowledged from the stream;
+// - a publish whose reply never comes does not hold the node's next writes: they go out beside
+//   it and are acknowledged first;
 // - a batch the stream stored twice is applied once, alike on every node.
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -39,6 +41,9 @@ class FakeStream {
   #ids = new Map<string, number>();
   /** What the next publishes do, in order; "honest" once empty. */
   script: Reply[] = [];
+  /** The next publish's message id is lost `tries` times with no reply (each try waits out
+   * its timeout, as for a server that never answers); other ids are answered meanwhile. */
+  hanging: { tries: number; id?: string } | undefined;
   #again: Uint8Array[] = [];
 
   store(data: Uint8Array): number {
@@ -81,7 +86,13 @@ function fakeLink(stream: FakeStream, nodeId: string): ClusterLink {
   const link = {
     nodeId,
     maxPayload: 1024 * 1024,
-    append(data: Uint8Array, id: string) {
+    append(data: Uint8Array, id: string, timeoutMs: number) {
+      const hang = stream.hanging;
+      if (hang && hang.tries > 0 && (hang.id ?? id) === id) {
+        hang.id = id;
+        hang.tries--;
+        return new Promise((r) => setTimeout(() => r({ kind: "unknown", error: "TIMEOUT" }), timeoutMs));
+      }
       const r = stream.publish(data, id);
       return Promise.resolve(r ? { kind: "stored", seq: r.seq, duplicate: r.duplicate ?? false } : { kind: "unknown", error: "TIMEOUT" });
     },
@@ -197,6 +208,25 @@ Deno.test("replicated store: a lost reply is acknowledged from the stream; a bat
     for (const env of envs) {
       assert.deepEqual(contents(env), [["k", "new"], ["lost-reply", 1]]);
     }
+  } finally {
+    await close();
+  }
+});
+
+Deno.test("replicated store: a publish whose reply never comes does not hold the node's next writes", async () => {
+  const { stream, envs, close } = await replicas(10_000);
+  try {
+    // The first write's publish goes unanswered three times (a second each), then lands.
+    stream.hanging = { tries: 3 };
+    const order: string[] = [];
+    const first = envs[0].transaction(() => envs[0].db("objects").put("first", 1)).then(() => order.push("first"));
+    await new Promise((r) => setTimeout(r, 20));
+    const second = envs[0].transaction(() => envs[0].db("objects").put("second", 2)).then(() => order.push("second"));
+    await Promise.all([first, second]);
+    assert.equal(stream.hanging.tries, 0, "the first write's publish went unanswered three times");
+    assert.deepEqual(order, ["second", "first"], "the second write went out beside the first and was acknowledged while the first waited");
+    await settled(stream, envs);
+    for (const env of envs) assert.deepEqual(contents(env), [["first", 1], ["second", 2]]);
   } finally {
     await close();
   }
