@@ -26,10 +26,11 @@
 // longest time without an acknowledged write on each live node ("stall"), JetStream's own
 // stall in the same window (`jetstream_probe.ts`: plain clients on each server writing straight
 // to the stream), and the slowest /readyz answer and its 503s, beside the slowest answer of an
-// idle single Switchboard probed alike (the machine's own bound: its wait for a CPU). Each fault's stall must stay
-// within issue 35's bound measured against JetStream's own: a fault of the stream's leader,
-// JetStream's own plus 2 s; any other, under 5 s, or JetStream's own plus 2 s when JetStream
-// itself stalled longer (a stall JetStream had is JetStream's). Environment knobs:
+// idle single Switchboard probed alike (what the machine costs an idle process: its wait for a
+// CPU). Each fault's stall must stay within issue 35's bound measured against JetStream's own:
+// a fault of the stream's leader, JetStream's own plus 2 s; any other, under 5 s, or
+// JetStream's own plus 2 s when JetStream itself stalled longer (a stall JetStream had is
+// JetStream's). Environment knobs:
 // SWITCHBOARD_NEMESIS_KEEP_LOGS (keep the node logs of a passing run),
 // SWITCHBOARD_NEMESIS_ONLY / SWITCHBOARD_NEMESIS_ROUNDS (only the faults whose name contains
 // it, that many rounds with --short), SWITCHBOARD_NEMESIS_STRICT=1 (the short form fails on any
@@ -251,9 +252,9 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     if (typeof partition !== "string") partition.remove();
     throw err;
   }
-  // The machine's own bound on `/readyz`: an idle single Switchboard (the same binary, no
-  // cluster, no writes) probed beside the nodes. What it waits is the time a process that only
-  // answers from memory waits for a CPU on this machine at that moment.
+  // What the machine costs `/readyz`: an idle single Switchboard (the same binary, no
+  // cluster, no writes) probed beside the nodes: what it waits is what an idle process waits
+  // for a CPU here at that moment (a busy node may wait longer: its hold log's `runq_ms`).
   const control = await start().catch(async (err) => {
     await cluster.stop();
     throw err;
