@@ -25,10 +25,16 @@ async function main() {
   if (config.command === "cluster-refound") {
     const nats = config.nats!.split(",").map((u) => u.trim()).filter(Boolean);
     try {
-      return console.log(await refound({ dataDir: config.dataDir, nats, others: config.otherDataDirs! }));
+      return console.log(
+        await refound({ dataDir: config.dataDir, nats, others: config.otherDataDirs! }),
+      );
     } catch (err) {
       if (err instanceof ConfigError) throw err;
-      console.error(`switchboard: cluster refound failed: ${String(err)}; run it again with every node still stopped (each run does the whole)`);
+      console.error(
+        `switchboard: cluster refound failed: ${
+          String(err)
+        }; run it again with every node still stopped (each run does the whole)`,
+      );
       process.exit(1);
     }
   }

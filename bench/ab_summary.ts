@@ -16,7 +16,8 @@ interface Run {
   commitsPerS?: number;
 }
 const runs: Run[] = [];
-const line = /^round (\d+) objects (\d+) (\S+) ([\d.]+)k\/s ([\d.]+) µs\/write(?:.*? ([\d.]+) writes\/commit ([\d.]+) commits\/s)?/;
+const line =
+  /^round (\d+) objects (\d+) (\S+) ([\d.]+)k\/s ([\d.]+) µs\/write(?:.*? ([\d.]+) writes\/commit ([\d.]+) commits\/s)?/;
 files.forEach((file, session) => {
   for (const l of Deno.readTextFileSync(file).split("\n")) {
     const m = line.exec(l);
@@ -40,18 +41,27 @@ const median = (xs: number[]) => {
   return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 };
 const span = (xs: number[], d = 1, k = 1) =>
-  xs.length === 0 ? "" : `${(Math.min(...xs) / k).toFixed(d)}-${(Math.max(...xs) / k).toFixed(d)} (${(median(xs) / k).toFixed(d)})`;
+  xs.length === 0
+    ? ""
+    : `${(Math.min(...xs) / k).toFixed(d)}-${(Math.max(...xs) / k).toFixed(d)} (${
+      (median(xs) / k).toFixed(d)
+    })`;
 
-const base = baseArg ?? runs.find((r) => r.target.startsWith("/") || r.target.includes("switchboard"))?.target;
+const base = baseArg ??
+  runs.find((r) => r.target.startsWith("/") || r.target.includes("switchboard"))?.target;
 for (const objects of [...new Set(runs.map((r) => r.objects))]) {
-  console.log(`\n${objects} object(s): target | n | writes/s | µs a write | writes/commit | commits/s | Δµs vs ${base} (same round) | rate ratio`);
+  console.log(
+    `\n${objects} object(s): target | n | writes/s | µs a write | writes/commit | commits/s | Δµs vs ${base} (same round) | rate ratio`,
+  );
   for (const target of [...new Set(runs.map((r) => r.target))]) {
     const mine = runs.filter((r) => r.objects === objects && r.target === target);
     if (mine.length === 0) continue;
     const deltas: number[] = [];
     const ratios: number[] = [];
     for (const r of mine) {
-      const b = runs.find((x) => x.objects === objects && x.target === base && x.session === r.session && x.round === r.round);
+      const b = runs.find((x) =>
+        x.objects === objects && x.target === base && x.session === r.session && x.round === r.round
+      );
       if (b && target !== base) {
         deltas.push(r.us - b.us);
         ratios.push(r.rate / b.rate);
@@ -60,7 +70,16 @@ for (const objects of [...new Set(runs.map((r) => r.objects))]) {
     const pc = mine.flatMap((r) => r.perCommit ?? []);
     const cs = mine.flatMap((r) => r.commitsPerS ?? []);
     console.log(
-      [target, mine.length, span(mine.map((r) => r.rate), 1, 1000) + "k", span(mine.map((r) => r.us)), span(pc), span(cs, 0), span(deltas), span(ratios, 2)].join(" | "),
+      [
+        target,
+        mine.length,
+        span(mine.map((r) => r.rate), 1, 1000) + "k",
+        span(mine.map((r) => r.us)),
+        span(pc),
+        span(cs, 0),
+        span(deltas),
+        span(ratios, 2),
+      ].join(" | "),
     );
   }
 }

@@ -20,7 +20,15 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { APP, BUN, ROOT, type Served, startDurableFloor, startHttpFloor, startListening } from "./lib/proc.ts";
+import {
+  APP,
+  BUN,
+  ROOT,
+  type Served,
+  startDurableFloor,
+  startHttpFloor,
+  startListening,
+} from "./lib/proc.ts";
 import { findProgram, startRedis } from "./lib/peers.ts";
 import { redisBenchWrites, wrkWrites } from "./lib/native_gen.ts";
 
@@ -31,7 +39,9 @@ const shapes = (Deno.env.get("AB_OBJECTS") ?? "1,10000").split(",").map(Number);
 const writers = Number(Deno.env.get("AB_WRITERS") ?? 64);
 const peers = Deno.env.get("AB_PEERS") !== "0";
 const rotate = Deno.env.get("AB_ROTATE") === "1";
-const floors = (Deno.env.get("AB_FLOORS") ?? "counter,log,shape").split(",").filter(Boolean) as ("counter" | "log" | "shape" | "serial")[];
+const floors = (Deno.env.get("AB_FLOORS") ?? "counter,log,shape").split(",").filter(
+  Boolean,
+) as ("counter" | "log" | "shape" | "serial")[];
 const wrk = findProgram("wrk");
 if (!wrk || bins.length === 0) {
   console.error("needs wrk (bash .ci/bench_deps) and AB_BINS=build,build,...");
@@ -42,17 +52,37 @@ if (!wrk || bins.length === 0) {
 function startBuild(bin: string): Promise<Served> {
   const dataDir = mkdtempSync(join(tmpdir(), "sb-ab-"));
   const appsFile = join(dataDir, "apps.json");
-  writeFileSync(appsFile, JSON.stringify({ apps: [{ ...APP, max_backend_events_per_sec: 1e9, max_client_events_per_sec: 1e9 }] }));
-  const args = ["--port", "0", "--host", "127.0.0.1", "--data-dir", join(dataDir, "data"), "--apps", appsFile, "--idle-timeout", "3600"];
+  writeFileSync(
+    appsFile,
+    JSON.stringify({
+      apps: [{ ...APP, max_backend_events_per_sec: 1e9, max_client_events_per_sec: 1e9 }],
+    }),
+  );
+  const args = [
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--data-dir",
+    join(dataDir, "data"),
+    "--apps",
+    appsFile,
+    "--idle-timeout",
+    "3600",
+  ];
   const listening = /listening on http:\/\/[^:]+:(\d+)/;
-  if (bin.startsWith("bun:")) return startListening(BUN, [join(ROOT, bin.slice(4)), ...args], listening, dataDir);
+  if (bin.startsWith("bun:")) {
+    return startListening(BUN, [join(ROOT, bin.slice(4)), ...args], listening, dataDir);
+  }
   return startListening(bin.startsWith("/") ? bin : join(ROOT, bin), args, listening, dataDir);
 }
 
 /** The server's commit counters and durable appends so far: `timed`, the commits timed in
  * `sum`; `commits`, LMDB transactions where the server counts them apart
  * (`switchboard_lmdb_transactions_total`, since overlapping commits), else the timed ones. */
-async function counters(base: string): Promise<{ sum: number; timed: number; commits: number; appends: number }> {
+async function counters(
+  base: string,
+): Promise<{ sum: number; timed: number; commits: number; appends: number }> {
   const text = await (await fetch(`${base}/metrics`)).text();
   const v = (re: RegExp) => Number(re.exec(text)?.[1] ?? NaN);
   const timed = v(/^switchboard_lmdb_commit_seconds_count(?:\{[^}]*\})? (\S+)$/m);
@@ -65,24 +95,58 @@ async function counters(base: string): Promise<{ sum: number; timed: number; com
   };
 }
 
-const headers = { "content-type": "application/json", "x-app-key": APP.key, "x-app-secret": APP.secret };
+const headers = {
+  "content-type": "application/json",
+  "x-app-key": APP.key,
+  "x-app-secret": APP.secret,
+};
 const f = (x: number, d = 1) => x.toFixed(d);
 for (let r = 1; r <= rounds; r++) {
   for (const objects of shapes) {
-    const cfg = (base: string, s = seconds) => ({ base, op: "increment" as const, prefix: `/api/v1/objects/${APP.id}/ab-${objects}`, objects, concurrency: writers, seconds: s, warmup: 0, valueBytes: 100, headers });
+    const cfg = (base: string, s = seconds) => ({
+      base,
+      op: "increment" as const,
+      prefix: `/api/v1/objects/${APP.id}/ab-${objects}`,
+      objects,
+      concurrency: writers,
+      seconds: s,
+      warmup: 0,
+      valueBytes: 100,
+      headers,
+    });
     if (peers) {
       const http = await startHttpFloor();
       const h = await wrkWrites(wrk, cfg(http.baseUrl), http.pid).finally(() => http.stop());
-      console.log(`round ${r} objects ${objects} http-floor ${f(h.perSecond / 1000)}k/s ${f(h.serverUsPerWrite)} µs/write`);
+      console.log(
+        `round ${r} objects ${objects} http-floor ${f(h.perSecond / 1000)}k/s ${
+          f(h.serverUsPerWrite)
+        } µs/write`,
+      );
       const redis = await startRedis();
       if (redis) {
-        const rr = await redisBenchWrites({ port: redis.port, objects, concurrency: writers, seconds, expectedRate: 60_000 }, redis.pid).finally(() => redis.stop());
-        if (rr) console.log(`round ${r} objects ${objects} redis ${f(rr.perSecond / 1000)}k/s ${f(rr.serverUsPerWrite)} µs/write`);
+        const rr = await redisBenchWrites({
+          port: redis.port,
+          objects,
+          concurrency: writers,
+          seconds,
+          expectedRate: 60_000,
+        }, redis.pid).finally(() => redis.stop());
+        if (rr) {
+          console.log(
+            `round ${r} objects ${objects} redis ${f(rr.perSecond / 1000)}k/s ${
+              f(rr.serverUsPerWrite)
+            } µs/write`,
+          );
+        }
       }
     }
     const targets: { name: string; start: () => Promise<Served> }[] = [
-      ...(peers ? floors.map((v) => ({ name: `durable-floor-${v}`, start: () => startDurableFloor(v) })) : []),
-      ...(rotate ? [...bins.slice((r - 1) % bins.length), ...bins.slice(0, (r - 1) % bins.length)] : bins)
+      ...(peers
+        ? floors.map((v) => ({ name: `durable-floor-${v}`, start: () => startDurableFloor(v) }))
+        : []),
+      ...(rotate
+        ? [...bins.slice((r - 1) % bins.length), ...bins.slice(0, (r - 1) % bins.length)]
+        : bins)
         .map((bin) => ({ name: bin, start: () => startBuild(bin) })),
     ];
     for (const { name: bin, start } of targets) {
@@ -95,9 +159,15 @@ for (let r = 1; r <= rounds; r++) {
         const commits = b.commits - a.commits;
         const appends = b.appends - a.appends;
         console.log(
-          `round ${r} objects ${objects} ${bin} ${f(w.perSecond / 1000)}k/s ${f(w.serverUsPerWrite)} µs/write ` +
-            `(thread ${f(w.threadCpu * 100, 0)}%, process ${f(w.serverCpu * 100, 0)}%, machine ${f(w.machineCpu * 100, 0)}% of all cores) ${f(appends / commits)} writes/commit ` +
-            `${f(commits / (appends / w.perSecond), 0)} commits/s ${f(((b.sum - a.sum) * 1000) / (b.timed - a.timed), 2)} ms/commit p99 ${f(w.p99)} ms errors ${w.errors}`,
+          `round ${r} objects ${objects} ${bin} ${f(w.perSecond / 1000)}k/s ${
+            f(w.serverUsPerWrite)
+          } µs/write ` +
+            `(thread ${f(w.threadCpu * 100, 0)}%, process ${f(w.serverCpu * 100, 0)}%, machine ${
+              f(w.machineCpu * 100, 0)
+            }% of all cores) ${f(appends / commits)} writes/commit ` +
+            `${f(commits / (appends / w.perSecond), 0)} commits/s ${
+              f(((b.sum - a.sum) * 1000) / (b.timed - a.timed), 2)
+            } ms/commit p99 ${f(w.p99)} ms errors ${w.errors}`,
         );
       } finally {
         await s.stop();

@@ -24,23 +24,57 @@ if (!wrk) {
 
 const dir = mkdtempSync(join(tmpdir(), "sb-prof-"));
 const appsFile = join(dir, "apps.json");
-writeFileSync(appsFile, JSON.stringify({ apps: [{ ...APP, max_backend_events_per_sec: 1e9, max_client_events_per_sec: 1e9 }] }));
+writeFileSync(
+  appsFile,
+  JSON.stringify({
+    apps: [{ ...APP, max_backend_events_per_sec: 1e9, max_client_events_per_sec: 1e9 }],
+  }),
+);
 const s = await startListening(BUN, [
   "--cpu-prof",
   `--cpu-prof-dir=${dir}`,
   `--cpu-prof-interval=${interval}`,
   entry,
-  ...["--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--apps", appsFile, "--idle-timeout", "3600"],
+  ...[
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--data-dir",
+    join(dir, "data"),
+    "--apps",
+    appsFile,
+    "--idle-timeout",
+    "3600",
+  ],
 ], /listening on http:\/\/[^:]+:(\d+)/);
-const headers = { "content-type": "application/json", "x-app-key": APP.key, "x-app-secret": APP.secret };
-const cfg = { base: s.baseUrl, op: "increment" as const, prefix: `/api/v1/objects/${APP.id}/prof-${objects}`, objects, concurrency: 64, seconds, warmup: 0, valueBytes: 100, headers };
+const headers = {
+  "content-type": "application/json",
+  "x-app-key": APP.key,
+  "x-app-secret": APP.secret,
+};
+const cfg = {
+  base: s.baseUrl,
+  op: "increment" as const,
+  prefix: `/api/v1/objects/${APP.id}/prof-${objects}`,
+  objects,
+  concurrency: 64,
+  seconds,
+  warmup: 0,
+  valueBytes: 100,
+  headers,
+};
 let run;
 try {
   run = await wrkWrites(wrk, cfg, s.pid);
 } finally {
   await s.stop();
 }
-console.log(`${(run.perSecond / 1000).toFixed(1)}k writes/s, ${run.serverUsPerWrite.toFixed(1)} µs/write (server CPU, under the profiler)`);
+console.log(
+  `${(run.perSecond / 1000).toFixed(1)}k writes/s, ${
+    run.serverUsPerWrite.toFixed(1)
+  } µs/write (server CPU, under the profiler)`,
+);
 
 interface Node {
   id: number;
@@ -52,12 +86,17 @@ if (!file) {
   console.error(`no profile in ${dir}`);
   Deno.exit(1);
 }
-const prof = JSON.parse(readFileSync(join(dir, file), "utf8")) as { nodes: Node[]; samples: number[] };
+const prof = JSON.parse(readFileSync(join(dir, file), "utf8")) as {
+  nodes: Node[];
+  samples: number[];
+};
 const byId = new Map(prof.nodes.map((n) => [n.id, n]));
 const self = new Map<string, number>();
 for (const id of prof.samples) {
   const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
-  const where = url ? `${url.replace(ROOT, "").replace(/^file:\/\//, "")}:${lineNumber + 1}` : "(native)";
+  const where = url
+    ? `${url.replace(ROOT, "").replace(/^file:\/\//, "")}:${lineNumber + 1}`
+    : "(native)";
   const name = `${functionName || "(anonymous)"} ${where}`;
   self.set(name, (self.get(name) ?? 0) + 1);
 }

@@ -56,7 +56,11 @@ const commit = (() => {
     return "unknown";
   }
 })();
-console.log(`switchboard benchmarks: ${serverCommand().label}, ${quick ? "quick" : "full"} run, commit ${commit}, ${cpus().length} cores`);
+console.log(
+  `switchboard benchmarks: ${serverCommand().label}, ${
+    quick ? "quick" : "full"
+  } run, commit ${commit}, ${cpus().length} cores`,
+);
 
 const reports: BenchReport[] = [];
 const started = performance.now();
@@ -68,7 +72,14 @@ for (const [name, fn] of Object.entries(BENCHMARKS)) {
   try {
     report = await fn(ctx);
   } catch (e) {
-    report = { name, status: "error", columns: [], rows: [], data: [], notes: [`ERROR: ${e instanceof Error ? e.stack ?? e.message : e}`] };
+    report = {
+      name,
+      status: "error",
+      columns: [],
+      rows: [],
+      data: [],
+      notes: [`ERROR: ${e instanceof Error ? e.stack ?? e.message : e}`],
+    };
   }
   report.seconds = Math.round((performance.now() - t0) / 100) / 10;
   reports.push(report);
@@ -87,7 +98,11 @@ const out = {
   server: serverCommand().label,
   quick,
   machine: { cores: cpus().length, cpu: cpus()[0]?.model, memoryBytes: totalmem() },
-  benchmarks: Object.fromEntries(reports.map((r) => [r.name, { status: r.status, seconds: r.seconds, notes: r.notes, results: r.data }])),
+  benchmarks: Object.fromEntries(
+    reports.map((
+      r,
+    ) => [r.name, { status: r.status, seconds: r.seconds, notes: r.notes, results: r.data }]),
+  ),
 };
 mkdirSync(join(ROOT, "bench/results"), { recursive: true });
 writeFileSync(join(ROOT, "bench/results/latest.json"), JSON.stringify(out, null, 2) + "\n");

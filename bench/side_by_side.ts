@@ -67,12 +67,20 @@ function headlines(rows: Row[]): Map<string, number> {
     if (row.bench === "fanout" && (server === "switchboard" || server === "switchboard pusher")) {
       m.set(`fanout ${row.scenario} (${server}) deliveries/s`, Number(row.deliveredPerSecond));
       m.set(`fanout ${row.scenario} (${server}) light p50 ms`, Number(row.lightP50Ms));
-      m.set(`fanout ${row.scenario} (${server}) server µs/delivery`, Number(row.serverMicrosecondsPerDelivery));
+      m.set(
+        `fanout ${row.scenario} (${server}) server µs/delivery`,
+        Number(row.serverMicrosecondsPerDelivery),
+      );
     } else if (row.bench === "writes" && (server === "set" || server === "increment")) {
       const label = `writes ${server}, ${row.objects} obj x ${row.writers} writers`;
       m.set(`${label} writes/s`, Number(row.writesPerSecond));
       // The server's CPU per acknowledged write (all its threads): hardly moved by other load.
-      if (row.serverCpu !== undefined) m.set(`${label} server µs/write`, (Number(row.serverCpu) * 1e6) / Number(row.writesPerSecond));
+      if (row.serverCpu !== undefined) {
+        m.set(
+          `${label} server µs/write`,
+          (Number(row.serverCpu) * 1e6) / Number(row.writesPerSecond),
+        );
+      }
     } else if (row.bench === "replay" && /^(durable object|channel)/.test(server)) {
       m.set(`replay ${server} ${row.entries} entries/s`, Number(row.entriesPerSecond));
     } else if (row.bench === "tokens" && row.runs !== undefined) {
@@ -85,18 +93,29 @@ function headlines(rows: Row[]): Map<string, number> {
 
 const median = (xs: number[]) => {
   const s = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  return s.length === 0 ? NaN : s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+  return s.length === 0
+    ? NaN
+    : s.length % 2
+    ? s[(s.length - 1) / 2]
+    : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const [[a], [b]] = bins;
 const per = (name: string) => results.get(name)!.map(headlines);
 const ha = per(a), hb = per(b);
 const labels = [...new Set(ha.flatMap((m) => [...m.keys()]))];
-console.log(`\n| figure | ${a} (median of ${rounds}) | ${b} (median of ${rounds}) | ${b} / ${a} | ${a} runs | ${b} runs |`);
+console.log(
+  `\n| figure | ${a} (median of ${rounds}) | ${b} (median of ${rounds}) | ${b} / ${a} | ${a} runs | ${b} runs |`,
+);
 console.log("|---|---|---|---|---|---|");
 for (const label of labels) {
   const va = ha.map((m) => m.get(label) ?? NaN), vb = hb.map((m) => m.get(label) ?? NaN);
   const ma = median(va), mb = median(vb);
-  const fmt = (x: number) => Number.isFinite(x) ? (Math.abs(x) >= 100 ? String(Math.round(x)) : x.toFixed(2)) : "-";
-  console.log(`| ${label} | ${fmt(ma)} | ${fmt(mb)} | ${(mb / ma).toFixed(2)} | ${va.map(fmt).join(", ")} | ${vb.map(fmt).join(", ")} |`);
+  const fmt = (x: number) =>
+    Number.isFinite(x) ? (Math.abs(x) >= 100 ? String(Math.round(x)) : x.toFixed(2)) : "-";
+  console.log(
+    `| ${label} | ${fmt(ma)} | ${fmt(mb)} | ${(mb / ma).toFixed(2)} | ${va.map(fmt).join(", ")} | ${
+      vb.map(fmt).join(", ")
+    } |`,
+  );
 }
 console.log(`\nlogs and JSON per run: ${out}`);

@@ -17,7 +17,9 @@ function flag(name: string, env: string, fallback?: string): string {
   const i = Deno.args.indexOf(`--${name}`);
   const v = i >= 0 ? Deno.args[i + 1] : Deno.env.get(env) ?? fallback;
   if (v === undefined || v === "") {
-    console.error(`echo_agent: missing --${name} (or ${env}); usage: --key APP_KEY --secret APP_SECRET --thread THREAD_ID [--url ws://HOST:PORT/socket]`);
+    console.error(
+      `echo_agent: missing --${name} (or ${env}); usage: --key APP_KEY --secret APP_SECRET --thread THREAD_ID [--url ws://HOST:PORT/socket]`,
+    );
     Deno.exit(2);
   }
   return v;

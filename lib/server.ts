@@ -23,7 +23,7 @@ import { OrderedLog } from "./store/ordered_log.ts";
 import { SocketServer } from "./socket/server.ts";
 import { MAX_BUFFERED_BYTES } from "./socket/connection.ts";
 import { verifyToken } from "./auth/verify.ts";
-import { serve, type RunningServer } from "./runtime/mod.ts";
+import { type RunningServer, serve } from "./runtime/mod.ts";
 import { healthRoutes } from "../routes/health.ts";
 import { authRoutes } from "../routes/auth.ts";
 import { createObjects } from "./objects/mod.ts";
@@ -56,7 +56,14 @@ export interface Switchboard {
  * Request metrics by route template (bounded labels); every 4xx/5xx is logged (the app key is
  * public; credentials and bodies are never logged); the playground's tap sees API calls.
  */
-function observe(method: string, route: string, path: string, status: number, ms: number, appKey: string | undefined) {
+function observe(
+  method: string,
+  route: string,
+  path: string,
+  status: number,
+  ms: number,
+  appKey: string | undefined,
+) {
   record.http(method, route, status, ms / 1000);
   if (tapActive && appKey && !path.startsWith("/playground/") && !path.startsWith("/console/")) {
     tap(appKey, "api", { method, path, status, ms: Math.round(ms) });
@@ -150,7 +157,7 @@ class InflightRequests {
   }
 
   #leave(): void {
-    if (--this.#count === 0) for (const wake of this.#waiters.splice(0)) wake();
+    if (--this.#count === 0) { for (const wake of this.#waiters.splice(0)) wake(); }
   }
 
   /** Resolves when no request is in flight, or after `maxMs`. */
@@ -165,7 +172,6 @@ class InflightRequests {
   }
 }
 
-
 /** Opens the store, builds every product and starts listening. */
 export async function startSwitchboard(config: Config): Promise<Switchboard> {
   mkdirSync(config.dataDir, { recursive: true });
@@ -174,16 +180,24 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   let cluster: ClusterNode | undefined;
   if (config.nats) {
     registry.setDefaultLabels({ node: config.nodeId });
-    cluster = await openCluster(config.nats, config.nodeId, storePath(config.dataDir)).catch((err) => {
-      unlock();
-      throw err;
-    });
+    cluster = await openCluster(config.nats, config.nodeId, storePath(config.dataDir)).catch(
+      (err) => {
+        unlock();
+        throw err;
+      },
+    );
   }
   const env: Storage = cluster?.env ?? new StoreEnv(storePath(config.dataDir));
   const { apps: appList, devApp, created } = await resolveApps(env, fileApps);
   const apps = new AppRegistry(appList);
   const hub = new Hub();
-  const deps: ProductDeps = { config, apps, env, hub, openLog: (name, options) => new OrderedLog(env, name, options) };
+  const deps: ProductDeps = {
+    config,
+    apps,
+    env,
+    hub,
+    openLog: (name, options) => new OrderedLog(env, name, options),
+  };
   const pubsub = createPubsub(deps);
   const objects = createObjects(deps);
   const pusher = createPusher(deps, pubsub.service);
@@ -213,15 +227,27 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     const started = performance.now();
     await next();
     const app = c.req.header("x-app-key") ?? (c.get as (k: string) => App | undefined)("app")?.key; // Pusher REST, chat
-    observe(c.req.method, c.req.routePath, c.req.path, c.res.status, performance.now() - started, app);
+    observe(
+      c.req.method,
+      c.req.routePath,
+      c.req.path,
+      c.res.status,
+      performance.now() - started,
+      app,
+    );
   });
   // Bodies are capped while they are read: an oversized request is refused (413) after
   // MAX_BODY_BYTES, never held whole in memory first.
-  http.use("*", bodyLimit({
-    maxSize: MAX_BODY_BYTES,
-    onError: (c) =>
-      surfaces.of(c).answer(new ApiError(413, "request body too large", { code: "body_too_large" })),
-  }));
+  http.use(
+    "*",
+    bodyLimit({
+      maxSize: MAX_BODY_BYTES,
+      onError: (c) =>
+        surfaces.of(c).answer(
+          new ApiError(413, "request body too large", { code: "body_too_large" }),
+        ),
+    }),
+  );
   // Storage (MessagePack) cannot keep an object key named __proto__: refuse it up front rather
   // than store a renamed key. Free for bodies that do not contain the text at all.
   http.use("*", async (c, next) => {
@@ -240,13 +266,22 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   // Clustered mode: a read may ask to wait until this node applied a position.
   if (cluster) http.use("*", minPositionReads(cluster.env));
   http.route("/", healthRoutes(env));
-  gaugeFrom("switchboard_lmdb_size_bytes", "Size of the LMDB data file.", () => lmdbSize(config.dataDir));
+  gaugeFrom(
+    "switchboard_lmdb_size_bytes",
+    "Size of the LMDB data file.",
+    () => lmdbSize(config.dataDir),
+  );
   if (cluster) {
     const replicated = cluster.env;
-    gaugeFrom("switchboard_cluster_applied_position", "Position of the cluster's write log applied on this node.", () => replicated.applied);
+    gaugeFrom(
+      "switchboard_cluster_applied_position",
+      "Position of the cluster's write log applied on this node.",
+      () => replicated.applied,
+    );
   }
-  const metricsRoutes = new Hono().get("/metrics", async (c) =>
-    c.body(await registry.metrics(), 200, { "content-type": registry.contentType })
+  const metricsRoutes = new Hono().get(
+    "/metrics",
+    async (c) => c.body(await registry.metrics(), 200, { "content-type": registry.contentType }),
   );
   if (config.metricsPort === undefined) http.route("/", metricsRoutes);
   http.route("/", authRoutes(apps));
@@ -276,22 +311,30 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     handlers: Object.assign({}, ...modules.map((m) => m.channels ?? {})),
     verify: verifyToken,
     maxBufferedBytes: MAX_BUFFERED_BYTES,
-    caughtUp: cluster && ((min: unknown) => joinCaughtUp(cluster!.env, min, cluster!.env.writeDeadlineMs)),
+    caughtUp: cluster &&
+      ((min: unknown) => joinCaughtUp(cluster!.env, min, cluster!.env.writeDeadlineMs)),
   }, config.idleTimeoutSeconds * 1000);
   for (const m of modules) for (const endpoint of m.endpoints ?? []) sockets.addEndpoint(endpoint);
   // A node that stopped itself and rebuilt its store: what clients were told from the old one
   // is void, so they rejoin (docs/cluster.md "Nodes check each other's history").
-  cluster?.env.onRebuilt(() => log.warn("cluster store rebuilt; sockets closed", { sockets: sockets.reconnectAll() }));
+  cluster?.env.onRebuilt(() =>
+    log.warn("cluster store rebuilt; sockets closed", { sockets: sockets.reconnectAll() })
+  );
   const inflight = new InflightRequests();
   const clustered = cluster;
-  const direct = modules.flatMap((m) => (m.direct ?? []).map((route) => ({ route, surface: m.surface ?? NATIVE })));
+  const direct = modules.flatMap((m) =>
+    (m.direct ?? []).map((route) => ({ route, surface: m.surface ?? NATIVE }))
+  );
   let metricsServer: RunningServer | undefined;
   const server = await serve({
     port: config.port,
     hostname: config.host,
     // Clustered mode: write replies carry their log position, reads may wait for one.
     fetch: clustered
-      ? (req, conn) => inflight.track(() => withPositions(clustered.env, req, () => dispatch(req, direct, http, conn)))
+      ? (req, conn) =>
+        inflight.track(() =>
+          withPositions(clustered.env, req, () => dispatch(req, direct, http, conn))
+        )
       : (req, conn) => dispatch(req, direct, http, conn, inflight),
     sockets,
   }).then(async (main) => {

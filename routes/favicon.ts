@@ -9,7 +9,10 @@ const FAVICON_BASE64 =
   "AAABAAEAICAAAAEAIAAGAQAAFgAAAIlQTkcNChoKAAAADUlIRFIAAAAgAAAAIAgGAAAAc3p69AAAAM1JREFUeNpjYEACtskvFIC4H4jPA/F/KuPzULMVGLABoEQCEL+ngcXoGGRHAjbL/9MZJyAH+/sBcMB7cHRA4+X/AOF+BholOKITJgM+BW3zPv6ft/ELRRhkBj47cDoApJkcsO3INzBGBiCzSHbA56//yLIcph/ZESCzhp4DBjwKBjwR0gsPnWyILW6JBRRnQ1ypm1hAcTYcEAcMeBSMZsMhVRsSSh80rQ2JySE0rQ1p5oABjwJ6JsIBb5QOeLN8YDsmA941GxSd04HsngMAbp1Qenh8vvYAAAAASUVORK5CYII=";
 
 /** The icon's bytes (an ICO file). */
-export const FAVICON: Uint8Array<ArrayBuffer> = Uint8Array.from(atob(FAVICON_BASE64), (c) => c.charCodeAt(0));
+export const FAVICON: Uint8Array<ArrayBuffer> = Uint8Array.from(
+  atob(FAVICON_BASE64),
+  (c) => c.charCodeAt(0),
+);
 
 /** Routes serving the icon at `/favicon.ico` (cached for a day). */
 export function faviconRoutes(): Hono {

@@ -42,7 +42,9 @@ function readStringSafely(`;
 function patch(src: string, from: string | RegExp, to: string, what: string): string {
   const found = typeof from === "string" ? src.includes(from) : from.test(src);
   if (!found) {
-    console.error(`bun_build: cannot patch ${what}: its source changed; review scripts/bun_build.ts`);
+    console.error(
+      `bun_build: cannot patch ${what}: its source changed; review scripts/bun_build.ts`,
+    );
     process.exit(1);
   }
   return src.replace(from, to);
@@ -105,7 +107,9 @@ const text = new TextDecoder().decode(await Bun.file(out).arrayBuffer());
 const pinned = [...text.matchAll(/__dirname = "([^"]*)"/g)].map((m) => m[1])
   .filter((dir) => dir.startsWith(root) && !UNUSED_AT_RUN_TIME.some((ok) => dir.endsWith(ok)));
 if (pinned.length > 0) {
-  console.error(`bun_build: modules would read files from the build tree at run time: ${pinned.join(", ")}`);
+  console.error(
+    `bun_build: modules would read files from the build tree at run time: ${pinned.join(", ")}`,
+  );
   process.exit(1);
 }
 console.log(`built ${out}`);

@@ -12,7 +12,15 @@
 // deno-lint-ignore no-explicit-any
 declare const Bun: any;
 declare const process: { argv: string[]; exit(code: number): never };
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { buildJs } from "./packages/build.ts";
@@ -74,5 +82,7 @@ if (process.argv.includes("--check")) {
   const tmp = `${out}.${Math.random().toString(36).slice(2)}.tmp`;
   writeFileSync(tmp, text);
   renameSync(tmp, out);
-  console.error(`bundled sdk/client/mod.ts -> lib/generated/client_bundle.ts (${text.length} bytes)`);
+  console.error(
+    `bundled sdk/client/mod.ts -> lib/generated/client_bundle.ts (${text.length} bytes)`,
+  );
 }

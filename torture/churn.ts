@@ -21,7 +21,12 @@ const TARGETS: Target[] = [
     after: "after_log_id",
     head: (r) => r.log_id as number,
     position: (e, p) => (e === "change" ? p.log_id as number : undefined),
-    write: (s) => fetch(`${s.baseUrl}/api/v1/objects/app-1/churn/k/increment`, { method: "POST", headers: s.headers(), body: '{"slot":"n"}' }),
+    write: (s) =>
+      fetch(`${s.baseUrl}/api/v1/objects/app-1/churn/k/increment`, {
+        method: "POST",
+        headers: s.headers(),
+        body: '{"slot":"n"}',
+      }),
   },
   {
     topic: "pubsub:key1:churn",
@@ -29,7 +34,12 @@ const TARGETS: Target[] = [
     after: "after_serial",
     head: (r) => r.serial as number,
     position: (e, p) => (e === "tick" ? p.serial as number : undefined),
-    write: (s) => fetch(`${s.baseUrl}/api/apps/app-1/trigger`, { method: "POST", headers: s.headers(), body: '{"channel":"churn","event":"tick","data":0}' }),
+    write: (s) =>
+      fetch(`${s.baseUrl}/api/apps/app-1/trigger`, {
+        method: "POST",
+        headers: s.headers(),
+        body: '{"channel":"churn","event":"tick","data":0}',
+      }),
   },
   {
     topic: "chat:key1:churn",
@@ -37,33 +47,60 @@ const TARGETS: Target[] = [
     after: "after_log_id",
     head: (r) => r.log_id as number,
     position: (e, p) => (e === "message:created" ? p.log_id as number : undefined),
-    write: (s) => fetch(`${s.baseUrl}/api/chat/threads/churn/messages`, {
-      method: "POST",
-      headers: { ...s.headers(), "content-type": "application/vnd.api+json" },
-      body: JSON.stringify({ data: { type: "messages", id: crypto.randomUUID(), attributes: { role: "user", content: "x" } } }),
-    }),
+    write: (s) =>
+      fetch(`${s.baseUrl}/api/chat/threads/churn/messages`, {
+        method: "POST",
+        headers: { ...s.headers(), "content-type": "application/vnd.api+json" },
+        body: JSON.stringify({
+          data: {
+            type: "messages",
+            id: crypto.randomUUID(),
+            attributes: { role: "user", content: "x" },
+          },
+        }),
+      }),
   },
 ];
 
 /** One subscriber that keeps leaving and rejoining until `stop()`; returns what it saw. */
-async function subscriber(server: TestServer, t: Target, random: () => number, until: () => boolean) {
+async function subscriber(
+  server: TestServer,
+  t: Target,
+  random: () => number,
+  until: () => boolean,
+) {
   const seen: number[] = [];
   let position: number | undefined;
   let epoch: string | undefined;
   let rejoins = 0;
   while (!until()) {
-    const sock = await RawSocket.connect(server.wsUrl("key1", random() < 0.5 ? "&format=msgpack" : ""));
+    const sock = await RawSocket.connect(
+      server.wsUrl("key1", random() < 0.5 ? "&format=msgpack" : ""),
+    );
     try {
-      const params = { ...t.params, ...(position !== undefined ? { [t.after]: position, epoch } : {}) };
+      const params = {
+        ...t.params,
+        ...(position !== undefined ? { [t.after]: position, epoch } : {}),
+      };
       const r = await sock.join(t.topic, params);
       if (r.status !== "ok") throw new Error(`join refused: ${JSON.stringify(r.response)}`);
       epoch = r.response.epoch as string;
       const start = sock.frames.findIndex((f) => f[3] === "phx_reply" && f[2] === t.topic);
-      const replayed = sock.frames.slice(0, start).map((f) => t.position(f[3], f[4])).filter((p) => p !== undefined);
+      const replayed = sock.frames.slice(0, start).map((f) => t.position(f[3], f[4])).filter((p) =>
+        p !== undefined
+      );
       seen.push(...replayed as number[]);
-      if (position === undefined) seen.push(...Array.from({ length: t.head(r.response) }, (_, i) => i + 1).filter((p) => !seen.includes(p)));
+      if (position === undefined) {
+        seen.push(
+          ...Array.from({ length: t.head(r.response) }, (_, i) => i + 1).filter((p) =>
+            !seen.includes(p)
+          ),
+        );
+      }
       await sleep(20 + random() * 200);
-      const live = sock.frames.slice(start + 1).map((f) => t.position(f[3], f[4])).filter((p) => p !== undefined);
+      const live = sock.frames.slice(start + 1).map((f) => t.position(f[3], f[4])).filter((p) =>
+        p !== undefined
+      );
       seen.push(...live as number[]);
       position = seen.length ? seen[seen.length - 1] : t.head(r.response);
       rejoins++;
@@ -98,7 +135,9 @@ export async function churn(budget: Budget): Promise<PartResult> {
         counts.writes++;
       }
     });
-    const subs = TARGETS.flatMap((t) => Array.from({ length: 3 }, () => subscriber(server, t, random, () => Date.now() > deadline)));
+    const subs = TARGETS.flatMap((t) =>
+      Array.from({ length: 3 }, () => subscriber(server, t, random, () => Date.now() > deadline))
+    );
     const results = await Promise.all(subs);
     writing = false;
     await Promise.all(writers);
@@ -109,22 +148,32 @@ export async function churn(budget: Budget): Promise<PartResult> {
       const sock = await RawSocket.connect(server.wsUrl("key1"));
       try {
         await sock.join(t.topic, { ...t.params, [t.after]: res.position ?? 0 });
-        const rest = sock.frames.map((f) => t.position(f[3], f[4])).filter((p) => p !== undefined) as number[];
+        const rest = sock.frames.map((f) => t.position(f[3], f[4])).filter((p) =>
+          p !== undefined
+        ) as number[];
         const all = [...res.seen, ...rest];
         counts.rejoins += res.rejoins;
         counts.positionsChecked += all.length;
         const expected = Array.from({ length: head }, (_, i) => i + 1);
         if (JSON.stringify(all) !== JSON.stringify(expected)) {
-          failures.push(`${t.topic}: saw ${all.length} positions, expected 1..${head} exactly (first difference at ${all.findIndex((p, i) => p !== i + 1)})`);
+          failures.push(
+            `${t.topic}: saw ${all.length} positions, expected 1..${head} exactly (first difference at ${
+              all.findIndex((p, i) => p !== i + 1)
+            })`,
+          );
         }
       } finally {
         await sock.close();
       }
     }
-    if (counts.writes === 0 || counts.rejoins === 0) failures.push("no writes or no rejoins: the check would be vacuous");
+    if (counts.writes === 0 || counts.rejoins === 0) {
+      failures.push("no writes or no rejoins: the check would be vacuous");
+    }
   } finally {
     await server.stop();
-    failures.push(...crashLines(server.output()).slice(0, 20).map((l) => `server output: ${l.slice(0, 300)}`));
+    failures.push(
+      ...crashLines(server.output()).slice(0, 20).map((l) => `server output: ${l.slice(0, 300)}`),
+    );
   }
   return { name: "churn", counts, failures };
 }

@@ -64,7 +64,8 @@ const STRICT = Deno.env.get("SWITCHBOARD_NEMESIS_STRICT") === "1";
 /** Whether `server`'s /readyz answers 200 within `ms`. */
 async function readyWithin(server: TestServer, ms: number): Promise<boolean> {
   for (const deadline = Date.now() + ms; Date.now() < deadline; await sleep(250)) {
-    const res = await fetch(`${server.baseUrl}/readyz`, { signal: AbortSignal.timeout(5000) }).catch(() => undefined);
+    const res = await fetch(`${server.baseUrl}/readyz`, { signal: AbortSignal.timeout(5000) })
+      .catch(() => undefined);
     await res?.body?.cancel();
     if (res?.status === 200) return true;
   }
@@ -154,7 +155,11 @@ async function leaderOf(urls: string[], skip: Set<number>): Promise<number> {
   // Just after a fault the stream may have no leader yet: ask again for a while.
   for (let attempt = 0; attempt < 20; attempt++) {
     try {
-      const nc = await connect({ servers: urls.filter((_, i) => !skip.has(i)), timeout: 2000, maxReconnectAttempts: 0 });
+      const nc = await connect({
+        servers: urls.filter((_, i) => !skip.has(i)),
+        timeout: 2000,
+        maxReconnectAttempts: 0,
+      });
       try {
         const jsm = await nc.jetstreamManager({ timeout: 3000 });
         const leader = (await jsm.streams.info("SWITCHBOARD")).cluster?.leader;
@@ -181,8 +186,12 @@ async function streamHealthy(urls: string[], ms: number): Promise<true | number[
       try {
         const jsm = await nc.jetstreamManager({ timeout: 3000 });
         const { cluster } = await jsm.streams.info("SWITCHBOARD");
-        if (cluster?.leader && (cluster.replicas ?? []).every((r) => r.current && !r.offline)) return true;
-        lagging = (cluster?.replicas ?? []).filter((r) => !r.current).map((r) => Number(r.name.replace(/^n/, "")) - 1);
+        if (cluster?.leader && (cluster.replicas ?? []).every((r) => r.current && !r.offline)) {
+          return true;
+        }
+        lagging = (cluster?.replicas ?? []).filter((r) => !r.current).map((r) =>
+          Number(r.name.replace(/^n/, "")) - 1
+        );
       } finally {
         await nc.close();
       }
@@ -195,8 +204,17 @@ async function streamHealthy(urls: string[], ms: number): Promise<true | number[
 /** Watches which nats-server leads the log's stream (every 250 ms, over its own connection),
  * so each fault's stall can be compared with JetStream's own: how long the stream had no
  * working leader. */
-async function leaderWatch(urls: string[]): Promise<{ unusableSince: (t0: number, frozen: number) => number; stop: () => Promise<void> }> {
-  const nc = await connect({ servers: urls, pingInterval: 1000, maxPingOut: 3, timeout: 2000, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
+async function leaderWatch(
+  urls: string[],
+): Promise<{ unusableSince: (t0: number, frozen: number) => number; stop: () => Promise<void> }> {
+  const nc = await connect({
+    servers: urls,
+    pingInterval: 1000,
+    maxPingOut: 3,
+    timeout: 2000,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+  });
   const seen: { at: number; leader: number }[] = [];
   let stop = false;
   const loop = (async () => {
@@ -244,7 +262,10 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
   const hooks: Record<string, string>[] = [{}, {}, {}];
   try {
     cluster = await startCluster({
-      env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "500", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: String(DEADLINE_MS) },
+      env: {
+        SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "500",
+        SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: String(DEADLINE_MS),
+      },
       nodeEnv: (i) => hooks[i],
       partition: typeof partition === "string" ? undefined : partition,
     });
@@ -284,7 +305,9 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
         continue;
       }
       const kind = random() < 0.5 ? "append" : "increment";
-      const key = kind === "append" ? `list${Math.floor(random() * LISTS)}` : `count${Math.floor(random() * COUNTERS)}`;
+      const key = kind === "append"
+        ? `list${Math.floor(random() * LISTS)}`
+        : `count${Math.floor(random() * COUNTERS)}`;
       const op: Op = { node, key, kind, value: `v${seq++}`, sent: Date.now() };
       ops.push(op);
       const server = cluster.nodes[node];
@@ -303,21 +326,26 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
           op.logId = json.log_id;
           tail = Math.max(tail, Number(res.headers.get("switchboard-position") ?? 0));
           acks[node].push(op.answered);
-        } else if (res.status !== 503) failures.push(`${kind} on node ${node + 1}: ${res.status} ${JSON.stringify(json)}`);
-        else if (DIVERGED.test(JSON.stringify(json)) && !forked.has(node)) {
+        } else if (res.status !== 503) {
+          failures.push(`${kind} on node ${node + 1}: ${res.status} ${JSON.stringify(json)}`);
+        } else if (DIVERGED.test(JSON.stringify(json)) && !forked.has(node)) {
           diverged.add(node);
           await sleep(100); // refused at once while it rebuilds
         }
       } catch (err) {
         op.status = 0; // no answer: the node was killed under it, or it hung (checked below)
-        if ((err as Error).name === "TimeoutError") failures.push(`${kind} on node ${node + 1} never answered`);
+        if ((err as Error).name === "TimeoutError") {
+          failures.push(`${kind} on node ${node + 1} never answered`);
+        }
         await sleep(50);
       }
     }
   };
   // `/readyz` is probed from a worker (`readyz_worker.ts`): the nemesis's own main thread
   // (writers, JetStream probes) does not delay the probes or their timing.
-  const readyz = new Worker(new URL("./readyz_worker.ts", import.meta.url).href, { type: "module" });
+  const readyz = new Worker(new URL("./readyz_worker.ts", import.meta.url).href, {
+    type: "module",
+  });
   const readyzStopped = new Promise<void>((resolve) => {
     readyz.onmessage = (e: MessageEvent<ReadyzProbe | { stopped: true }>) => {
       if ("stopped" in e.data) return resolve();
@@ -325,7 +353,9 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
       if (node === CONTROL) return void controlProbes.push({ node, at, ms, status });
       if (down.has(node) && status === 0) return;
       if (body && DIVERGED.test(body) && !forked.has(node)) diverged.add(node);
-      const reason = status === 503 && body ? (JSON.parse(body) as { reason?: string }).reason : undefined;
+      const reason = status === 503 && body
+        ? (JSON.parse(body) as { reason?: string }).reason
+        : undefined;
       probes.push({ node, at, ms, status, reason });
     };
   });
@@ -339,7 +369,11 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     readyz.postMessage({ urls: probed(), everyMs: 250 } satisfies ReadyzCommand);
   };
 
-  const natsFault = (name: string, pick: "leader" | "follower", signal: "SIGSTOP" | "SIGKILL"): Fault => {
+  const natsFault = (
+    name: string,
+    pick: "leader" | "follower",
+    signal: "SIGSTOP" | "SIGKILL",
+  ): Fault => {
     let target = -1;
     return {
       name,
@@ -402,7 +436,10 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
         forked.add(0);
         await cluster.kill(0);
         earlier[0] += cluster.nodes[0].output();
-        hooks[0] = { SWITCHBOARD_FAULT_FORK_AT: String(tail + FORK_AHEAD), SWITCHBOARD_FAULT_OTHER_AT: String(tail) };
+        hooks[0] = {
+          SWITCHBOARD_FAULT_FORK_AT: String(tail + FORK_AHEAD),
+          SWITCHBOARD_FAULT_OTHER_AT: String(tail),
+        };
         await cluster.restart(0);
         hooks[0] = {};
       },
@@ -415,7 +452,11 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
           asked ? "rebuild refused, snapshot asked" : "no refusal",
           /cluster store replaced/.test(output) ? "store replaced" : "store not replaced",
         ];
-        console.log(`    fork fault: node 1 ${back ? "ready again" : "NOT ready within 120 s"} (${path.join(", ")})`);
+        console.log(
+          `    fork fault: node 1 ${back ? "ready again" : "NOT ready within 120 s"} (${
+            path.join(", ")
+          })`,
+        );
         if (!back) failures.push("node 1 (fork fault) was not ready again within 120 s");
         const key = "fork faults back through an asked snapshot";
         counts[key] = (counts[key] ?? 0) + (back && asked ? 1 : 0);
@@ -453,7 +494,9 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
   const reports: FaultReport[] = [];
   const watch = await leaderWatch(cluster.nats.urls);
   const probe: JetStreamProbes = startProbes(cluster.nats.urls);
-  const writers = [0, 1, 2].flatMap((node) => Array.from({ length: WRITERS_PER_NODE }, () => writer(node)));
+  const writers = [0, 1, 2].flatMap((node) =>
+    Array.from({ length: WRITERS_PER_NODE }, () => writer(node))
+  );
   readyz.postMessage({ urls: probed(), everyMs: 250 } satisfies ReadyzCommand);
   const started = Date.now();
   try {
@@ -465,12 +508,14 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
         // within 20 s is reported as not run.
         if (fault.node === undefined && (await streamHealthy(cluster.nats.urls, 20_000)) !== true) {
           console.log(`    ${fault.name}: not run (a stream replica is still behind)`);
-          counts["NATS faults not run (replica behind)"] = (counts["NATS faults not run (replica behind)"] ?? 0) + 1;
+          counts["NATS faults not run (replica behind)"] =
+            (counts["NATS faults not run (replica behind)"] ?? 0) + 1;
           continue;
         }
         if (fault.leaderCheck) {
           fault.leader = (await leaderOf(cluster.nats.urls, natsDown)) === fault.target!();
-          fault.name = fault.name.replace(/ \(the stream leader\)$/, "") + (fault.leader ? " (the stream leader)" : "");
+          fault.name = fault.name.replace(/ \(the stream leader\)$/, "") +
+            (fault.leader ? " (the stream leader)" : "");
         }
         const t0 = Date.now();
         await fault.apply();
@@ -479,7 +524,10 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
         await sleep(recoverMs);
         const t1 = Date.now();
         const report = measure(fault, t0, t1, acks, probes, diverged);
-        report.controlMaxMs = Math.max(0, ...controlProbes.filter((p) => p.at >= t0 && p.at <= t1).map((p) => p.ms));
+        report.controlMaxMs = Math.max(
+          0,
+          ...controlProbes.filter((p) => p.at >= t0 && p.at <= t1).map((p) => p.ms),
+        );
         // JetStream's election: until a leader other than a frozen or killed one leads.
         report.rawStallMs = fault.leader ? watch.unusableSince(t0, fault.target!()) : 0;
         judge(report, fault, probe, t0, t1);
@@ -491,7 +539,13 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
         }
         report.load = loadAverage();
         const slow = report.readyzSlowest;
-        if (slow && slow.ms > 100) report.readyzContext = around(earlier[slow.node] + cluster.nodes[slow.node].output(), slow.at - 300, slow.at + slow.ms + 300);
+        if (slow && slow.ms > 100) {
+          report.readyzContext = around(
+            earlier[slow.node] + cluster.nodes[slow.node].output(),
+            slow.at - 300,
+            slow.at + slow.ms + 300,
+          );
+        }
         reports.push(report);
         await sleep(1000);
       }
@@ -508,20 +562,34 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     await watch.stop();
   }
   for (const r of reports) {
-    const nodes = r.perNode.map((ms, i) => `node ${i + 1} ${ms === null ? "down" : secs(ms)}`).join(", ");
+    const nodes = r.perNode.map((ms, i) => `node ${i + 1} ${ms === null ? "down" : secs(ms)}`).join(
+      ", ",
+    );
     const met = r.stallMs <= r.boundMs;
     console.log(
-      `    ${r.name} (at ${new Date(r.at).toISOString().slice(11, 23)}): stall ${secs(r.stallMs)} s (${nodes}); JetStream's own ${secs(r.jsStallMs)} s ` +
+      `    ${r.name} (at ${new Date(r.at).toISOString().slice(11, 23)}): stall ${
+        secs(r.stallMs)
+      } s (${nodes}); JetStream's own ${secs(r.jsStallMs)} s ` +
         `(probe via ${r.jsPerServer.map((ms, i) => `n${i + 1} ${secs(ms)}`).join(", ")}` +
         (r.rawStallMs > 0 ? `; new leader after ${secs(r.rawStallMs)} s` : "") + `); ` +
-        (r.boundMs === Infinity ? "not judged" : `bound ${secs(r.boundMs)} s ${met ? "met" : "MISSED"}`) + `; /readyz slowest ${r.readyzMaxMs} ms` +
-        (r.readyzSlowest ? ` (node ${r.readyzSlowest.node + 1} at ${new Date(r.readyzSlowest.at).toISOString()})` : "") +
-        `, ${r.readyz503} x 503` + (r.readyzReasons.length > 0 ? ` (${r.readyzReasons.join("; ")})` : "") +
+        (r.boundMs === Infinity
+          ? "not judged"
+          : `bound ${secs(r.boundMs)} s ${met ? "met" : "MISSED"}`) +
+        `; /readyz slowest ${r.readyzMaxMs} ms` +
+        (r.readyzSlowest
+          ? ` (node ${r.readyzSlowest.node + 1} at ${new Date(r.readyzSlowest.at).toISOString()})`
+          : "") +
+        `, ${r.readyz503} x 503` +
+        (r.readyzReasons.length > 0 ? ` (${r.readyzReasons.join("; ")})` : "") +
         `; idle control's slowest ${r.controlMaxMs} ms` +
         (r.load ? `; load ${r.load}` : ""),
     );
-    if (r.readyzContext?.length) console.log(`      around the slowest /readyz: ${r.readyzContext.join(" | ")}`);
-    if (r.jsErrors.length > 0) console.log(`      JetStream probe errors: ${r.jsErrors.join("; ")}`);
+    if (r.readyzContext?.length) {
+      console.log(`      around the slowest /readyz: ${r.readyzContext.join(" | ")}`);
+    }
+    if (r.jsErrors.length > 0) {
+      console.log(`      JetStream probe errors: ${r.jsErrors.join("; ")}`);
+    }
     // Issue 35's goals, against JetStream's own stall in the same window (a stall JetStream
     // itself had is JetStream's, whatever its length): a leader fault may cost JetStream's own
     // plus 2 s; any other fault under 5 s, or JetStream's own plus 2 s when JetStream stalled.
@@ -529,37 +597,50 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     // REGRESSION_SLACK_MS: a guard against a gross regression, not a verdict on the goal, which
     // the long form (and SWITCHBOARD_NEMESIS_STRICT=1) judges as written.
     if (r.stallMs > r.boundMs + (budget.short && !STRICT ? REGRESSION_SLACK_MS : 0)) {
-      failures.push(`${r.name}: writes stalled ${r.stallMs} ms, over its bound ${r.boundMs} ms (JetStream's own ${r.jsStallMs} ms)`);
+      failures.push(
+        `${r.name}: writes stalled ${r.stallMs} ms, over its bound ${r.boundMs} ms (JetStream's own ${r.jsStallMs} ms)`,
+      );
     }
   }
   try {
     if (diverged.size > 0) {
-      console.log(`    stopped as diverged (fed other messages by a NATS replica): node ${[...diverged].map((n) => n + 1).join(", ")}`);
+      console.log(
+        `    stopped as diverged (fed other messages by a NATS replica): node ${
+          [...diverged].map((n) => n + 1).join(", ")
+        }`,
+      );
     }
     // A node that stopped itself rebuilds its store by itself: every node is back, and holds
     // every acknowledged write like the others.
     for (const node of diverged) {
       const back = await readyWithin(cluster.nodes[node], 120_000);
-      if (!back) failures.push(`node ${node + 1} stopped as diverged and was not ready again within 120 s`);
-      else console.log(`    node ${node + 1} rebuilt its store and is ready again`);
+      if (!back) {
+        failures.push(`node ${node + 1} stopped as diverged and was not ready again within 120 s`);
+      } else console.log(`    node ${node + 1} rebuilt its store and is ready again`);
     }
     // JetStream out of service (no probe got through for the last 10 s): a node left behind
     // then cannot catch up, which is JetStream's doing, not a divergence (see `verify`).
     const jetStreamOut = () => probe.stall(Date.now() - 10_000, Date.now(), [0, 1, 2]) >= 10_000;
     await verify(cluster.nodes, ops, failures, jetStreamOut, counts);
     for (const [i, node] of cluster.nodes.entries()) {
-      for (const line of crashLines(earlier[i] + node.output())) failures.push(`node ${i + 1}: ${line}`);
+      for (const line of crashLines(earlier[i] + node.output())) {
+        failures.push(`node ${i + 1}: ${line}`);
+      }
     }
     // How stopped nodes got back: refused rebuilds (the log lost history they confirmed) and
     // the snapshots taken on their request (`lib/cluster/rebuild.ts` `wantSnapshot`).
     const logs = cluster.nodes.map((n, i) => earlier[i] + n.output()).join("\n");
-    counts["rebuilds refused"] = logs.match(/ERROR +cluster unavailable: the log no longer holds/g)?.length ?? 0;
-    counts["snapshots stored on request"] = logs.match(/cluster snapshot stored .*asked_for=/g)?.length ?? 0;
+    counts["rebuilds refused"] =
+      logs.match(/ERROR +cluster unavailable: the log no longer holds/g)?.length ?? 0;
+    counts["snapshots stored on request"] =
+      logs.match(/cluster snapshot stored .*asked_for=/g)?.length ?? 0;
   } finally {
     await probe.stop();
     if (failures.length > 0 || Deno.env.get("SWITCHBOARD_NEMESIS_KEEP_LOGS")) {
       const dir = Deno.makeTempDirSync({ prefix: "sb-nemesis-" });
-      for (const [i, n] of cluster.nodes.entries()) Deno.writeTextFileSync(`${dir}/node-${i + 1}.log`, earlier[i] + n.output());
+      for (const [i, n] of cluster.nodes.entries()) {
+        Deno.writeTextFileSync(`${dir}/node-${i + 1}.log`, earlier[i] + n.output());
+      }
       if (failures.length > 0) failures.push(`node logs in ${dir}`);
       else console.log(`    node logs in ${dir}`);
     }
@@ -573,7 +654,11 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
     for (let i = 0; i < 3; i++) cluster.nats.signal(i, "SIGTERM");
     await sleep(2000);
     const replicas = compareReplicas(cluster.nats.dir, ["n1", "n2", "n3"], "SWITCHBOARD");
-    console.log(`    NATS stream replicas: last positions ${replicas.last.join(" / ")}, ${replicas.differing} positions differ`);
+    console.log(
+      `    NATS stream replicas: last positions ${
+        replicas.last.join(" / ")
+      }, ${replicas.differing} positions differ`,
+    );
     counts["NATS replica positions that differ"] = replicas.differing;
     await cluster.stop().finally(() => control.stop());
   }
@@ -583,15 +668,25 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
   counts["nodes stopped as diverged"] = diverged.size;
   counts["worst stall ms"] = Math.max(0, ...reports.map((r) => r.stallMs));
   counts["worst JetStream stall ms"] = Math.max(0, ...reports.map((r) => r.jsStallMs));
-  counts["worst stall beyond JetStream's ms"] = Math.max(0, ...reports.map((r) => r.stallMs - r.jsStallMs));
+  counts["worst stall beyond JetStream's ms"] = Math.max(
+    0,
+    ...reports.map((r) => r.stallMs - r.jsStallMs),
+  );
   counts["faults over their bound"] = reports.filter((r) => r.stallMs > r.boundMs).length;
   counts["slowest /readyz ms"] = Math.max(0, ...reports.map((r) => r.readyzMaxMs));
   // The machine's share of it: the idle control's slowest in the same windows, and how far the
   // nodes' slowest went beyond it.
-  counts["slowest /readyz of the idle control ms"] = Math.max(0, ...reports.map((r) => r.controlMaxMs));
-  counts["slowest /readyz beyond the idle control's ms"] = Math.max(0, ...reports.map((r) => r.readyzMaxMs - r.controlMaxMs));
+  counts["slowest /readyz of the idle control ms"] = Math.max(
+    0,
+    ...reports.map((r) => r.controlMaxMs),
+  );
+  counts["slowest /readyz beyond the idle control's ms"] = Math.max(
+    0,
+    ...reports.map((r) => r.readyzMaxMs - r.controlMaxMs),
+  );
   counts["faults with /readyz over 100 ms"] = reports.filter((r) => r.readyzMaxMs > 100).length;
-  counts["of them, the idle control also over 100 ms"] = reports.filter((r) => r.readyzMaxMs > 100 && r.controlMaxMs > 100).length;
+  counts["of them, the idle control also over 100 ms"] =
+    reports.filter((r) => r.readyzMaxMs > 100 && r.controlMaxMs > 100).length;
   // Every write gets its answer within the deadline from its arrival (1 s allowed for the
   // request's own way in and out on a loaded machine); a frozen node's requests excepted.
   const timely = ops.filter((o) => o.answered !== undefined && !o.frozen);
@@ -599,7 +694,9 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
   counts["slowest answer ms"] = timely.reduce((max, o) => Math.max(max, o.answered! - o.sent), 0);
   const late = timely.filter((o) => o.answered! - o.sent > DEADLINE_MS + 1000);
   counts["answers later than the deadline"] = late.length;
-  if (late.length > 0) failures.push(`${late.length} writes answered more than 1 s after the write deadline`);
+  if (late.length > 0) {
+    failures.push(`${late.length} writes answered more than 1 s after the write deadline`);
+  }
   return { name: "cluster nemesis", counts, failures };
 }
 
@@ -618,7 +715,9 @@ function around(output: string, from: number, to: number): string[] {
   for (const line of output.split("\n")) {
     if (!/held|slow/.test(line)) continue;
     const at = Date.parse(line.slice(0, 24));
-    if (at >= from && at <= to) lines.push(line.slice(11, 23) + line.slice(24).replace(/\s+/g, " "));
+    if (at >= from && at <= to) {
+      lines.push(line.slice(11, 23) + line.slice(24).replace(/\s+/g, " "));
+    }
   }
   return lines.slice(0, 4);
 }
@@ -629,7 +728,13 @@ const secs = (ms: number) => (ms / 1000).toFixed(1);
 /** Fills in JetStream's own stall for `report` (the probes on the servers that stayed up, in
  * the same window) and the fault's bound: JetStream's own plus 2 s for a fault of the stream's
  * leader, else 5 s or, when JetStream itself stalled longer, its own plus 2 s. */
-function judge(report: FaultReport, fault: Fault, probe: JetStreamProbes, t0: number, t1: number): void {
+function judge(
+  report: FaultReport,
+  fault: Fault,
+  probe: JetStreamProbes,
+  t0: number,
+  t1: number,
+): void {
   const hit = fault.node === undefined ? fault.target!() : -1;
   const up = [0, 1, 2].filter((s) => s !== hit);
   report.jsStallMs = probe.stall(t0, t1, up);
@@ -671,7 +776,9 @@ function measure(
     stall = Math.max(before, stall);
   }
 
-  const window = probes.filter((p) => p.at >= t0 && p.at <= t1 && p.node !== fault.node && !diverged.has(p.node));
+  const window = probes.filter((p) =>
+    p.at >= t0 && p.at <= t1 && p.node !== fault.node && !diverged.has(p.node)
+  );
   return {
     name: fault.name,
     at: t0,
@@ -684,9 +791,14 @@ function measure(
     jsErrors: [],
     readyzMaxMs: Math.max(0, ...window.map((p) => p.ms)),
     controlMaxMs: 0,
-    readyzSlowest: window.reduce<typeof window[number] | undefined>((a, p) => (!a || p.ms > a.ms ? p : a), undefined),
+    readyzSlowest: window.reduce<typeof window[number] | undefined>(
+      (a, p) => (!a || p.ms > a.ms ? p : a),
+      undefined,
+    ),
     readyz503: window.filter((p) => p.status === 503).length,
-    readyzReasons: [...new Set(window.flatMap((p) => (p.reason ? [p.reason.replace(/\d+/g, "N")] : [])))],
+    readyzReasons: [
+      ...new Set(window.flatMap((p) => (p.reason ? [p.reason.replace(/\d+/g, "N")] : []))),
+    ],
   };
 }
 
@@ -702,16 +814,23 @@ async function verify(
   jetStreamOut: () => boolean,
   counts: Record<string, number>,
 ): Promise<void> {
-  const keys = [...Array(LISTS).keys()].map((i) => `list${i}`).concat([...Array(COUNTERS).keys()].map((i) => `count${i}`));
+  const keys = [...Array(LISTS).keys()].map((i) => `list${i}`).concat(
+    [...Array(COUNTERS).keys()].map((i) => `count${i}`),
+  );
   const read = async (node: TestServer, key: string) => {
-    const res = await fetch(`${node.baseUrl}/api/v1/objects/app-1/nemesis/${key}`, { headers: node.headers(), signal: AbortSignal.timeout(10_000) });
+    const res = await fetch(`${node.baseUrl}/api/v1/objects/app-1/nemesis/${key}`, {
+      headers: node.headers(),
+      signal: AbortSignal.timeout(10_000),
+    });
     return await res.json() as { state: { l?: string[]; n?: number }; log_id: number };
   };
   for (const key of keys) {
     let states: { state: { l?: string[]; n?: number }; log_id: number }[] = [];
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
-      states = await Promise.all(nodes.map((n) => read(n, key).catch(() => ({ state: {}, log_id: -1 }))));
+      states = await Promise.all(
+        nodes.map((n) => read(n, key).catch(() => ({ state: {}, log_id: -1 }))),
+      );
       if (states.every((s) => JSON.stringify(s) === JSON.stringify(states[0]))) break;
       await sleep(250);
     }
@@ -720,7 +839,10 @@ async function verify(
       const differ = `${key}: nodes differ: ${states.map((s) => `log_id ${s.log_id}`).join(", ")}`;
       const earlier = states.every((s) =>
         s.log_id >= 0 && s.log_id <= ahead.log_id &&
-        (key.startsWith("list") ? JSON.stringify(s.state.l ?? []) === JSON.stringify((ahead.state.l ?? []).slice(0, s.log_id)) : (s.state.n ?? 0) <= (ahead.state.n ?? 0))
+        (key.startsWith("list")
+          ? JSON.stringify(s.state.l ?? []) ===
+            JSON.stringify((ahead.state.l ?? []).slice(0, s.log_id))
+          : (s.state.n ?? 0) <= (ahead.state.n ?? 0))
       );
       if (!earlier || !jetStreamOut()) {
         failures.push(differ);
@@ -737,24 +859,38 @@ async function verify(
             : [];
           if (lacking.length === 0) continue;
           const o = lacking[0];
-          failures.push(`${key}: node ${i + 1} (log_id ${s.log_id}) lacks ${lacking.length} acknowledged writes` + (key.startsWith("list") ? ` (e.g. ${o.value} at log_id ${o.logId})` : ` (counter ${s.state.n ?? 0}, ${acked.length} acknowledged)`));
+          failures.push(
+            `${key}: node ${
+              i + 1
+            } (log_id ${s.log_id}) lacks ${lacking.length} acknowledged writes` +
+              (key.startsWith("list")
+                ? ` (e.g. ${o.value} at log_id ${o.logId})`
+                : ` (counter ${s.state.n ?? 0}, ${acked.length} acknowledged)`),
+          );
         }
         continue;
       }
-      console.log(`    ${differ}: behind on the same history while JetStream is out of service (JetStream's, not a divergence)`);
-      counts["objects behind while JetStream was out"] = (counts["objects behind while JetStream was out"] ?? 0) + 1;
+      console.log(
+        `    ${differ}: behind on the same history while JetStream is out of service (JetStream's, not a divergence)`,
+      );
+      counts["objects behind while JetStream was out"] =
+        (counts["objects behind while JetStream was out"] ?? 0) + 1;
     }
     const { state, log_id } = ahead;
     const mine = ops.filter((o) => o.key === key);
     const acked = mine.filter((o) => o.status === 200);
     if (key.startsWith("list")) {
       const list = state.l ?? [];
-      if (list.length !== log_id) failures.push(`${key}: ${list.length} entries at log_id ${log_id} (not contiguous)`);
+      if (list.length !== log_id) {
+        failures.push(`${key}: ${list.length} entries at log_id ${log_id} (not contiguous)`);
+      }
       if (new Set(list).size !== list.length) failures.push(`${key}: a value stored twice`);
       const sent = new Set(mine.map((o) => o.value));
       for (const v of list) if (!sent.has(v)) failures.push(`${key}: ${v} was never written`);
       for (const o of acked) {
-        if (list[o.logId! - 1] !== o.value) failures.push(`${key}: acknowledged ${o.value} not at log_id ${o.logId}`);
+        if (list[o.logId! - 1] !== o.value) {
+          failures.push(`${key}: acknowledged ${o.value} not at log_id ${o.logId}`);
+        }
       }
     } else {
       const n = state.n ?? 0;
@@ -770,8 +906,14 @@ async function verify(
     let i = 0;
     let highest = 0;
     for (const b of bySent) {
-      while (i < byAck.length && byAck[i].answered! < b.sent) highest = Math.max(highest, byAck[i++].logId!);
-      if (b.logId! <= highest) failures.push(`${key}: ${b.value} (log_id ${b.logId}) sent after log_id ${highest} was acknowledged`);
+      while (i < byAck.length && byAck[i].answered! < b.sent) {
+        highest = Math.max(highest, byAck[i++].logId!);
+      }
+      if (b.logId! <= highest) {
+        failures.push(
+          `${key}: ${b.value} (log_id ${b.logId}) sent after log_id ${highest} was acknowledged`,
+        );
+      }
     }
   }
 }

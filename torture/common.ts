@@ -1,6 +1,6 @@
 // Shared plumbing of the fault suite: the server under test (the binary by default), budgets,
 // counters and failure collection.
-import { startServer, type StartOptions, type TestServer } from "../tests/helpers/server.ts";
+import { type StartOptions, startServer, type TestServer } from "../tests/helpers/server.ts";
 
 /** How long and how hard one part runs. */
 export interface Budget {

@@ -18,7 +18,9 @@ import { connect, createInbox, type JetStreamClient, type Msg, type NatsConnecti
 import { Packr } from "msgpackr";
 import { sleep } from "./common.ts";
 
-const codec = new Packr({ useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0]);
+const codec = new Packr(
+  { useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0],
+);
 const STREAM = "SWITCHBOARD";
 const SUBJECT = "sb.log";
 const EVERY_MS = 100;
@@ -37,13 +39,17 @@ export interface JetStreamProbes {
    * (measured like a node's stall: from t0 or a success to the next success, or to t1). */
   stall(t0: number, t1: number, servers: number[]): number;
   /** The failures in [t0, t1], each kind once per server with its count and first time. */
-  errors(t0: number, t1: number): { server: number; error: string; count: number; first: number; last: number }[];
+  errors(
+    t0: number,
+    t1: number,
+  ): { server: number; error: string; count: number; first: number; last: number }[];
   stop(): Promise<void>;
 }
 
 /** What a failed request said, short: JetStream's error code when it gave one. */
 function describe(err: unknown): string {
-  const api = (err as { api_error?: { code?: number; err_code?: number; description?: string } }).api_error;
+  const api =
+    (err as { api_error?: { code?: number; err_code?: number; description?: string } }).api_error;
   if (api) return `${api.code} ${api.description ?? ""} (${api.err_code})`;
   const code = (err as { code?: string }).code;
   if (code === "503") return "503 no responders";
@@ -65,10 +71,18 @@ function readAt(nc: NatsConnection, seq: number, ms: number): Promise<Uint8Array
       sub.unsubscribe();
       settle();
     };
-    const timer = setTimeout(() => finish(() => reject(unavailable ?? Object.assign(new Error("TIMEOUT"), { code: "TIMEOUT" }))), ms);
+    const timer = setTimeout(
+      () =>
+        finish(() =>
+          reject(unavailable ?? Object.assign(new Error("TIMEOUT"), { code: "TIMEOUT" }))
+        ),
+      ms,
+    );
     const sub = nc.subscribe(inbox, {
       callback: (_err, m: Msg) => {
-        if (m.data.length === 0 && m.headers?.code === 503) return finish(() => reject(Object.assign(new Error("503"), { code: "503" })));
+        if (m.data.length === 0 && m.headers?.code === 503) {
+          return finish(() => reject(Object.assign(new Error("503"), { code: "503" })));
+        }
         let r: { error?: { err_code?: number }; message?: { data?: string } };
         try {
           r = JSON.parse(new TextDecoder().decode(m.data));
@@ -107,7 +121,13 @@ export function startProbes(urls: string[]): JetStreamProbes {
     let n = 0;
     while (!stopped) {
       const id = `nemesis-probe-${server}-${Date.now()}-${n++}`;
-      const data = codec.pack({ o: `nemesis-probe-${server}`, b: id, base: -1e9, r: { p: [], g: [], a: [] }, w: [] });
+      const data = codec.pack({
+        o: `nemesis-probe-${server}`,
+        b: id,
+        base: -1e9,
+        r: { p: [], g: [], a: [] },
+        w: [],
+      });
       // Until stored and read back (or stopped): the same message id on every try.
       for (;;) {
         if (stopped) return;
@@ -126,10 +146,16 @@ export function startProbes(urls: string[]): JetStreamProbes {
       await sleep(EVERY_MS);
     }
   };
-  const running = urls.map((_, i) => run(i).catch((err) => errors.push({ server: i, at: Date.now(), error: `probe ended: ${describe(err)}` })));
+  const running = urls.map((_, i) =>
+    run(i).catch((err) =>
+      errors.push({ server: i, at: Date.now(), error: `probe ended: ${describe(err)}` })
+    )
+  );
   return {
     stall(t0, t1, servers) {
-      const times = servers.flatMap((s) => ok[s]).filter((t) => t > t0 && t <= t1).sort((a, b) => a - b);
+      const times = servers.flatMap((s) => ok[s]).filter((t) => t > t0 && t <= t1).sort((a, b) =>
+        a - b
+      );
       let last = t0;
       let worst = 0;
       for (const t of times) {
@@ -139,7 +165,10 @@ export function startProbes(urls: string[]): JetStreamProbes {
       return Math.max(worst, t1 - last);
     },
     errors(t0, t1) {
-      const kinds = new Map<string, { server: number; error: string; count: number; first: number; last: number }>();
+      const kinds = new Map<
+        string,
+        { server: number; error: string; count: number; first: number; last: number }
+      >();
       for (const e of errors) {
         if (e.at < t0 || e.at > t1) continue;
         const key = `${e.server} ${e.error}`;
@@ -147,7 +176,13 @@ export function startProbes(urls: string[]): JetStreamProbes {
         if (k) {
           k.count++;
           k.last = e.at;
-        } else kinds.set(key, { server: e.server, error: e.error, count: 1, first: e.at, last: e.at });
+        } else {kinds.set(key, {
+            server: e.server,
+            error: e.error,
+            count: 1,
+            first: e.at,
+            last: e.at,
+          });}
       }
       return [...kinds.values()];
     },

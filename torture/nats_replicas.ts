@@ -31,7 +31,9 @@ function storedIds(storeDir: string, stream: string): Map<number, string> {
       let id = "";
       if (raw & HEADERS_FLAG) {
         const hlen = view.getUint32(p, true);
-        id = /Nats-Msg-Id:\s*(\S+)/i.exec(new TextDecoder().decode(buf.subarray(p + 4, p + 4 + hlen)))?.[1] ?? "";
+        id =
+          /Nats-Msg-Id:\s*(\S+)/i.exec(new TextDecoder().decode(buf.subarray(p + 4, p + 4 + hlen)))
+            ?.[1] ?? "";
         p += 4 + hlen;
       }
       if ((seq & DELETED) === 0n && seq > 0n) ids.set(Number(seq), id);
@@ -43,7 +45,11 @@ function storedIds(storeDir: string, stream: string): Map<number, string> {
 
 /** How the replicas of `stream` under `natsDir/<server>` compare: their last positions, and
  * how many positions hold different messages (or exist on some only). */
-export function compareReplicas(natsDir: string, servers: string[], stream: string): { last: number[]; differing: number } {
+export function compareReplicas(
+  natsDir: string,
+  servers: string[],
+  stream: string,
+): { last: number[]; differing: number } {
   const stores = servers.map((s) => storedIds(join(natsDir, s), stream));
   const last = stores.map((m) => [...m.keys()].reduce((max, seq) => Math.max(max, seq), 0));
   let differing = 0;

@@ -14,7 +14,9 @@ export interface ReadyzProbe {
 }
 
 /** Messages the main thread sends: the nodes to probe, the nodes down, or stop. */
-export type ReadyzCommand = { urls: string[]; everyMs: number } | { down: number[] } | { stop: true };
+export type ReadyzCommand = { urls: string[]; everyMs: number } | { down: number[] } | {
+  stop: true;
+};
 
 const self = globalThis as unknown as {
   onmessage: ((e: MessageEvent<ReadyzCommand>) => void) | null;

@@ -23,7 +23,8 @@ const minutes = Number(flag("--minutes") ?? (short ? 2 : 10));
 // A fixed default seed keeps CI deterministic; `--seed random` explores (the seed is printed).
 const seedArg = flag("--seed") ?? "20261122";
 const seed = seedArg === "random" ? Date.now() % 2 ** 31 : Number(seedArg);
-const bin = Deno.env.get("SWITCHBOARD_BIN") ?? new URL("../dist/switchboard", import.meta.url).pathname;
+const bin = Deno.env.get("SWITCHBOARD_BIN") ??
+  new URL("../dist/switchboard", import.meta.url).pathname;
 if (!existsSync(bin)) {
   console.error(`torture: no binary at ${bin} (run deno task compile, or set SWITCHBOARD_BIN)`);
   process.exit(2);
@@ -33,7 +34,9 @@ Deno.env.set("SWITCHBOARD_BIN", bin);
 // Budget shares: fuzzing 40%, crash loop 35%, churn 25%; webhooks under faults on top (50%);
 // or the cluster nemesis alone.
 const total = minutes * 60_000;
-console.log(`torture: ${short ? "short" : "long"} run, ${minutes} min, seed ${seed}, binary ${bin}`);
+console.log(
+  `torture: ${short ? "short" : "long"} run, ${minutes} min, seed ${seed}, binary ${bin}`,
+);
 const results: PartResult[] = [];
 const nemesis = (budget: { ms: number; seed: number }) => clusterNemesis({ ...budget, short });
 const parts = args.includes("--cluster")
@@ -44,9 +47,15 @@ for (const [part, share] of parts) {
   const r = await part({ ms: total * share, seed });
   results.push(r);
   const secs = ((Date.now() - started) / 1000).toFixed(0);
-  console.log(`  ${r.name} (${secs} s): ${Object.entries(r.counts).map(([k, v]) => `${k} ${v}`).join(", ")}` +
-    (r.failures.length ? `\n    FAILED:\n      ${r.failures.join("\n      ")}` : ", ok"));
+  console.log(
+    `  ${r.name} (${secs} s): ${Object.entries(r.counts).map(([k, v]) => `${k} ${v}`).join(", ")}` +
+      (r.failures.length ? `\n    FAILED:\n      ${r.failures.join("\n      ")}` : ", ok"),
+  );
 }
 const failed = results.filter((r) => r.failures.length);
-console.log(failed.length ? `torture: ${failed.length} part(s) failed (seed ${seed})` : "torture: all parts passed");
+console.log(
+  failed.length
+    ? `torture: ${failed.length} part(s) failed (seed ${seed})`
+    : "torture: all parts passed",
+);
 process.exit(failed.length ? 1 : 0);

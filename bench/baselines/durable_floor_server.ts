@@ -35,7 +35,15 @@ const variant = ["log", "shape", "serial"].includes(process.argv[3]) ? process.a
 const serial = variant === "serial";
 const dir = process.argv[4] ?? mkdtempSync(join(tmpdir(), "sb-durable-floor-"));
 const noSync = process.env.DURABLE_FLOOR_NOSYNC === "1";
-const root = open({ path: join(dir, "floor.mdb"), overlappingSync: false, noSync, maxDbs: 64, encoding: "msgpack", sharedStructuresKey: undefined, ...CODEC_OPTIONS });
+const root = open({
+  path: join(dir, "floor.mdb"),
+  overlappingSync: false,
+  noSync,
+  maxDbs: 64,
+  encoding: "msgpack",
+  sharedStructuresKey: undefined,
+  ...CODEC_OPTIONS,
+});
 const state = root.openDB({ name: "objects:state", encoding: "msgpack", ...CODEC_OPTIONS });
 const entries = root.openDB({ name: "objects:entries", encoding: "msgpack", ...CODEC_OPTIONS });
 
@@ -62,7 +70,9 @@ const server = Bun.serve({
   async fetch(req: Request) {
     if (req.method === "GET") {
       return new Response(
-        `switchboard_lmdb_commit_seconds_sum ${timed ? (timedSeconds / timed) * commits : 0}\nswitchboard_lmdb_commit_seconds_count ${commits}\n` +
+        `switchboard_lmdb_commit_seconds_sum ${
+          timed ? (timedSeconds / timed) * commits : 0
+        }\nswitchboard_lmdb_commit_seconds_count ${commits}\n` +
           `switchboard_log_appends_total{product="durable"} ${writes}\n`,
       );
     }
@@ -80,8 +90,12 @@ const server = Bun.serve({
     row.value += body.by ?? 1;
     const logId = ++row.head;
     const value = row.value;
-    const entry = variant === "counter" ? undefined : entries.put([key, logId], [Date.now(), ["increment", "n", body.by ?? 1]]);
-    const committed = (variant === "shape" || serial) && logId % 32 !== 0 ? entry! : state.put(key, { value, head: logId });
+    const entry = variant === "counter"
+      ? undefined
+      : entries.put([key, logId], [Date.now(), ["increment", "n", body.by ?? 1]]);
+    const committed = (variant === "shape" || serial) && logId % 32 !== 0
+      ? entry!
+      : state.put(key, { value, head: logId });
     if (committed !== lastCommit) {
       lastCommit = committed;
       if (serial) {
@@ -105,4 +119,8 @@ const server = Bun.serve({
     return Response.json({ log_id: logId, value });
   },
 });
-console.log(`durable floor baseline (${variant}${noSync ? ", noSync" : ""}) listening on http://127.0.0.1:${server.port}`);
+console.log(
+  `durable floor baseline (${variant}${
+    noSync ? ", noSync" : ""
+  }) listening on http://127.0.0.1:${server.port}`,
+);

@@ -14,25 +14,35 @@ const { Topic } = await import(`${root}/lib/wire/topic.ts`);
 const { encodeForPusher, PUSHER_FORMAT } = await import(`${root}/lib/pusher/wire.ts`);
 /** Parsed topics (this tree) or topic strings (trees before them). */
 const parsed = typeof Topic.of === "function";
-const topicOf = (name: string): unknown => parsed ? Topic.of("pubsub", "key1", name) : `pubsub:key1:${name}`;
+const topicOf = (name: string): unknown =>
+  parsed ? Topic.of("pubsub", "key1", name) : `pubsub:key1:${name}`;
 const native = process.env.NATIVE === "1";
 
 /** µs of CPU per delivery of `events` publishes over `channels` x `subs` subscribers. */
 function run(channels: number, subs: number, format: string, events: number): number {
   let bytes = 0;
-  const count = (d: string | Uint8Array) => void (bytes += typeof d === "string" ? d.length : d.byteLength);
+  const count = (d: string | Uint8Array) =>
+    void (bytes += typeof d === "string" ? d.length : d.byteLength);
   const hub = new Hub();
   hub.addFormat(PUSHER_FORMAT, encodeForPusher);
   if (native) hub.useNative({ publish: (_name: string, d: string | Uint8Array) => count(d) });
   let id = 0;
   for (let c = 0; c < channels; c++) {
     for (let i = 0; i < subs; i++) {
-      const sub = { socketId: `s.${++id}`, format, sendEncoded: count, nativeSubscribe() {}, nativeUnsubscribe() {} };
+      const sub = {
+        socketId: `s.${++id}`,
+        format,
+        sendEncoded: count,
+        nativeSubscribe() {},
+        nativeUnsubscribe() {},
+      };
       hub.subscribe(topicOf(`ch-${c}`), sub);
     }
   }
   const start = process.cpuUsage();
-  for (let e = 0; e < events; e++) hub.publish(topicOf(`ch-${e % channels}`), "price", { serial: e, data: { p: e, s: "abc" } });
+  for (let e = 0; e < events; e++) {
+    hub.publish(topicOf(`ch-${e % channels}`), "price", { serial: e, data: { p: e, s: "abc" } });
+  }
   const used = process.cpuUsage(start);
   if (bytes === 0) throw new Error("nothing was delivered");
   return (used.user + used.system) / (events * subs);

@@ -31,7 +31,10 @@ function shapedWrite(obj: string): Promise<unknown> {
   return root.transaction(() => {
     const head = (meta.get(obj) as { head: number } | undefined)?.head ?? 0;
     const n = ((state.get(obj) as { state: { n: number } } | undefined)?.state.n ?? 0) + 1;
-    db.put([obj, head + 1], { t: Date.now(), e: { batch: false, ops: [{ op: "increment", key: "n", value: n }] } });
+    db.put([obj, head + 1], {
+      t: Date.now(),
+      e: { batch: false, ops: [{ op: "increment", key: "n", value: n }] },
+    });
     meta.put(obj, { head: head + 1, first: 1 });
     state.put(obj, { state: { n } });
   });
@@ -65,15 +68,25 @@ if (cfg.mode === "writes" || cfg.mode === "shape") {
   const elapsed = (performance.now() - t0) / 1000;
   running = false;
   await Promise.all(writers);
-  console.log(JSON.stringify({ writes: count, perSecond: count / elapsed, ...latencySummary(lat.values) }));
+  console.log(
+    JSON.stringify({ writes: count, perSecond: count / elapsed, ...latencySummary(lat.values) }),
+  );
 } else if (cfg.mode === "range") {
   // Two shapes: the server's stored bytes (perSecond), and the one the goal was set
   // against, an op map under lmdb-js's default msgpack options (legacyPerSecond).
   const stream = "app-1/bench/replay";
-  const log = root.openDB({ name: "objects:entries", keyEncoding: "ordered-binary", encoding: "msgpack", ...CODEC_OPTIONS });
+  const log = root.openDB({
+    name: "objects:entries",
+    keyEncoding: "ordered-binary",
+    encoding: "msgpack",
+    ...CODEC_OPTIONS,
+  });
   await root.transaction(() => {
     for (let i = 1; i <= cfg.count; i++) {
-      log.put([stream, i], [Date.now(), packEntry(false, [{ op: "set", key: "v", value: { n: i, pad } }])]);
+      log.put([stream, i], [
+        Date.now(),
+        packEntry(false, [{ op: "set", key: "v", value: { n: i, pad } }]),
+      ]);
       db.put([stream, i], { op: "set", key: "v", value: { n: i, pad } });
     }
   });
@@ -91,6 +104,8 @@ if (cfg.mode === "writes" || cfg.mode === "shape") {
     }
     return rates.sort((a, b) => a - b)[2];
   };
-  console.log(JSON.stringify({ entries: cfg.count, perSecond: rate(log), legacyPerSecond: rate(db) }));
+  console.log(
+    JSON.stringify({ entries: cfg.count, perSecond: rate(log), legacyPerSecond: rate(db) }),
+  );
 }
 await root.close();

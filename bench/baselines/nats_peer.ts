@@ -11,24 +11,36 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 declare const Bun: { serve(o: unknown): { port: number } };
-declare const process: { env: Record<string, string | undefined>; on(s: string, f: () => void): void; exit(c: number): never };
+declare const process: {
+  env: Record<string, string | undefined>;
+  on(s: string, f: () => void): void;
+  exit(c: number): never;
+};
 
-const bin = ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"].find(existsSync);
+const bin = ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"].find(
+  existsSync,
+);
 if (!bin) {
   console.error("nats-server not found (Debian: apt-get install nats-server)");
   process.exit(3);
 }
-const free = () => new Promise<number>((resolve) => {
-  const s = (globalThis as unknown as { Bun: { listen(o: unknown): { port: number; stop(): void } } }).Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = s.port;
-  s.stop();
-  resolve(port);
-});
+const free = () =>
+  new Promise<number>((resolve) => {
+    const s =
+      (globalThis as unknown as { Bun: { listen(o: unknown): { port: number; stop(): void } } }).Bun
+        .listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+    const port = s.port;
+    s.stop();
+    resolve(port);
+  });
 const natsPort = await free();
 const wsPort = await free();
 const dir = mkdtempSync(join(tmpdir(), "sb-bench-nats-"));
 const conf = join(dir, "nats.conf");
-writeFileSync(conf, `listen: 127.0.0.1:${natsPort}\nwebsocket {\n  listen: "127.0.0.1:${wsPort}"\n  no_tls: true\n  compression: false\n}\n`);
+writeFileSync(
+  conf,
+  `listen: 127.0.0.1:${natsPort}\nwebsocket {\n  listen: "127.0.0.1:${wsPort}"\n  no_tls: true\n  compression: false\n}\n`,
+);
 const child = spawn(bin, ["-c", conf], { stdio: ["ignore", "pipe", "pipe"] });
 await new Promise<void>((resolve, reject) => {
   let out = "";

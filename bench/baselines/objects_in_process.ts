@@ -15,11 +15,20 @@ import { OrderedLog } from "../../lib/store/ordered_log.ts";
 import { Hub } from "../../lib/hub/hub.ts";
 import { ObjectStore } from "../../lib/objects/store.ts";
 
-const cfg = { objects: 1, writers: 64, seconds: 3, warmup: 1, ...JSON.parse(process.env.BENCH_CONFIG ?? process.argv[2] ?? "{}") };
+const cfg = {
+  objects: 1,
+  writers: 64,
+  seconds: 3,
+  warmup: 1,
+  ...JSON.parse(process.env.BENCH_CONFIG ?? process.argv[2] ?? "{}"),
+};
 
 /** CPU seconds (utime + stime) of this process, or of its main (JavaScript) thread. */
 function cpu(thread: boolean): number {
-  const stat = readFileSync(thread ? `/proc/self/task/${process.pid}/stat` : "/proc/self/stat", "utf8");
+  const stat = readFileSync(
+    thread ? `/proc/self/task/${process.pid}/stat` : "/proc/self/stat",
+    "utf8",
+  );
   const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(f[11]) + Number(f[12])) / 100;
 }
@@ -37,8 +46,14 @@ let running = true;
 async function writer(w: number): Promise<void> {
   let i = w;
   while (running) {
-    const key = cfg.objects === 1 ? "hot" : `o${(i = (i * 1103515245 + 12345) % 2147483648) % cfg.objects}`;
-    await store.write({ ...app, type: "bench", key }, [{ op: "increment", key: "n", by: 1 }], false);
+    const key = cfg.objects === 1
+      ? "hot"
+      : `o${(i = (i * 1103515245 + 12345) % 2147483648) % cfg.objects}`;
+    await store.write(
+      { ...app, type: "bench", key },
+      [{ op: "increment", key: "n", by: 1 }],
+      false,
+    );
     writes++;
   }
 }

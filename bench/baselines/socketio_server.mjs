@@ -8,7 +8,11 @@ import { Server } from "socket.io";
 
 const serials = new Map();
 const server = createServer();
-const io = new Server(server, { transports: ["websocket"], perMessageDeflate: false, serveClient: false });
+const io = new Server(server, {
+  transports: ["websocket"],
+  perMessageDeflate: false,
+  serveClient: false,
+});
 
 io.on("connection", (socket) => {
   socket.on("join", (channel) => socket.join(String(channel)));

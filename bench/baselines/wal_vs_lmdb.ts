@@ -23,7 +23,15 @@
 //   nosync     the LMDB apply alone, `noSync: true`: what a group costs LMDB before any sync
 // Config as JSON in the first argument:
 //   bun bench/baselines/wal_vs_lmdb.ts '{"streams":10000,"sizes":[1,32,64,128],"seconds":2}'
-import { closeSync, fdatasyncSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  fdatasyncSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { open, type RootDatabase } from "lmdb";
@@ -39,7 +47,10 @@ const cfg = {
 
 /** CPU seconds (utime + stime) of this process, or of its main (JavaScript) thread. */
 function cpu(thread: boolean): number {
-  const stat = readFileSync(thread ? `/proc/self/task/${process.pid}/stat` : "/proc/self/stat", "utf8");
+  const stat = readFileSync(
+    thread ? `/proc/self/task/${process.pid}/stat` : "/proc/self/stat",
+    "utf8",
+  );
   const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(f[11]) + Number(f[12])) / 100;
 }
@@ -49,11 +60,21 @@ const WAL_BYTES = 256 * 1024 * 1024;
 /** A fresh LMDB environment and its log database, prefilled with 4 entries per stream so the
  * tree has the shape of a store that has been written for a while. */
 async function openLog(dir: string, options: Record<string, unknown>) {
-  const root: RootDatabase = open({ path: join(dir, "db"), maxDbs: 8, encoding: "msgpack", ...CODEC_OPTIONS, ...options });
+  const root: RootDatabase = open({
+    path: join(dir, "db"),
+    maxDbs: 8,
+    encoding: "msgpack",
+    ...CODEC_OPTIONS,
+    ...options,
+  });
   const db = root.openDB({ name: "log", encoding: "msgpack", ...CODEC_OPTIONS });
   const heads = new Array<number>(cfg.streams).fill(0);
   await root.batch(() => {
-    for (let s = 0; s < cfg.streams; s++) for (let i = 0; i < 4; i++) db.put([`durable:app-1:bench:o${s}`, ++heads[s]], entry(heads[s]));
+    for (let s = 0; s < cfg.streams; s++) {
+      for (let i = 0; i < 4; i++) {
+        db.put([`durable:app-1:bench:o${s}`, ++heads[s]], entry(heads[s]));
+      }
+    }
   });
   await root.flushed;
   return { root, db, heads };
@@ -69,7 +90,9 @@ function openWal(dir: string, grow: boolean): number {
   const fd = openSync(join(dir, "wal"), "w+");
   if (!grow) {
     const zeros = Buffer.alloc(4 * 1024 * 1024);
-    for (let off = 0; off < WAL_BYTES; off += zeros.length) writeSync(fd, zeros, 0, zeros.length, off);
+    for (let off = 0; off < WAL_BYTES; off += zeros.length) {
+      writeSync(fd, zeros, 0, zeros.length, off);
+    }
     fdatasyncSync(fd);
   }
   return fd;
@@ -84,7 +107,15 @@ function pick(): number {
 /** Runs one mode at one group size for `cfg.seconds`; one JSON line. */
 async function cell(mode: string, n: number): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "sb-bench-wal-"));
-  const lmdbOpts = mode === "lmdb" ? { overlappingSync: false } : mode === "nometa" ? { overlappingSync: false, noMetaSync: true } : mode === "wal+lmdb" ? { overlappingSync: true } : mode === "wal+nosync" || mode === "nosync" ? { noSync: true, overlappingSync: false } : undefined;
+  const lmdbOpts = mode === "lmdb"
+    ? { overlappingSync: false }
+    : mode === "nometa"
+    ? { overlappingSync: false, noMetaSync: true }
+    : mode === "wal+lmdb"
+    ? { overlappingSync: true }
+    : mode === "wal+nosync" || mode === "nosync"
+    ? { noSync: true, overlappingSync: false }
+    : undefined;
   const log = lmdbOpts ? await openLog(dir, lmdbOpts) : undefined;
   const fd = mode.startsWith("wal") ? openWal(dir, mode === "wal-grow") : -1;
   const buf = Buffer.alloc(n * 96);
@@ -110,7 +141,9 @@ async function cell(mode: string, n: number): Promise<void> {
     }
     if (log) {
       await log.root.batch(() => {
-        for (const s of streams) log.db.put([`durable:app-1:bench:o${s}`, ++log.heads[s]], entry(log.heads[s]));
+        for (const s of streams) {
+          log.db.put([`durable:app-1:bench:o${s}`, ++log.heads[s]], entry(log.heads[s]));
+        }
       });
     }
     commits++;

@@ -20,7 +20,7 @@ const server = createServer((req, res) => {
       serials.set(channel, serial);
       const frame = Buffer.from(JSON.stringify([null, null, channel, event, { serial, data }]));
       const set = channels.get(channel);
-      if (set) for (const ws of set) if (ws.readyState === 1) ws.send(frame, { binary: false });
+      if (set) { for (const ws of set) if (ws.readyState === 1) ws.send(frame, { binary: false }); }
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ serial }));
     });
@@ -36,7 +36,7 @@ server.on("upgrade", (req, socket, head) => {
   const channel = url.searchParams.get("channel") ?? "default";
   wss.handleUpgrade(req, socket, head, (ws) => {
     let set = channels.get(channel);
-    if (!set) channels.set(channel, (set = new Set()));
+    if (!set) channels.set(channel, set = new Set());
     set.add(ws);
     ws.on("close", () => set.delete(ws));
     ws.on("error", () => {});

@@ -65,7 +65,16 @@ export async function cluster(ctx: BenchContext): Promise<BenchReport> {
   try {
     for (let i = 0; i < 3; i++) {
       const urls = [...nats.urls.slice(i), ...nats.urls.slice(0, i)].join(",");
-      nodes.push(await startSwitchboard(["--nats", urls, "--node-id", `bench-${i + 1}`, "--log-level", "warn"]));
+      nodes.push(
+        await startSwitchboard([
+          "--nats",
+          urls,
+          "--node-id",
+          `bench-${i + 1}`,
+          "--log-level",
+          "warn",
+        ]),
+      );
     }
     await run("3 nodes", nodes);
   } finally {
@@ -73,15 +82,50 @@ export async function cluster(ctx: BenchContext): Promise<BenchReport> {
     await nats.stop();
   }
 
-  const columns = ["mode", "objects", "writers", "writes/s", "p50 ms", "p99 ms", "vs one node", "fan-out p50/p99 ms", "server cpu (sum)", "errors"];
+  const columns = [
+    "mode",
+    "objects",
+    "writers",
+    "writes/s",
+    "p50 ms",
+    "p99 ms",
+    "vs one node",
+    "fan-out p50/p99 ms",
+    "server cpu (sum)",
+    "errors",
+  ];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
   for (const { mode, objects, r, cpu } of results) {
     const base = results.find((x) => x.mode === "one node" && x.objects === objects)!.r;
     const ratio = round(r.perSecond / base.perSecond, 3);
     const fan = r.fanP50 !== undefined ? `${r.fanP50} / ${r.fanP99}` : null;
-    rows.push([mode, objects, writers, r.perSecond, r.p50, r.p99, ratio, fan, `${Math.round(cpu * 100)}%`, r.errors]);
-    data.push({ mode, objects, writers, writesPerSecond: round(r.perSecond), p50Ms: r.p50, p99Ms: r.p99, ratioToOneNode: ratio, fanoutP50Ms: r.fanP50, fanoutP99Ms: r.fanP99, fanoutSamples: r.fanCount, serverCpuSum: round(cpu, 2), errors: r.errors });
+    rows.push([
+      mode,
+      objects,
+      writers,
+      r.perSecond,
+      r.p50,
+      r.p99,
+      ratio,
+      fan,
+      `${Math.round(cpu * 100)}%`,
+      r.errors,
+    ]);
+    data.push({
+      mode,
+      objects,
+      writers,
+      writesPerSecond: round(r.perSecond),
+      p50Ms: r.p50,
+      p99Ms: r.p99,
+      ratioToOneNode: ratio,
+      fanoutP50Ms: r.fanP50,
+      fanoutP99Ms: r.fanP99,
+      fanoutSamples: r.fanCount,
+      serverCpuSum: round(cpu, 2),
+      errors: r.errors,
+    });
   }
   return {
     name: "cluster",

@@ -22,17 +22,38 @@ const PER_ADDRESS = 25_000;
 export async function connections(ctx: BenchContext): Promise<BenchReport> {
   const limit = openFileLimit();
   const cap = limit - 300;
-  const columns = ["target sockets", "sockets", "connect+join/s", "rss before MB", "rss after MB", "KiB per socket", "still open", "server cpu", "gen cpu", "limit"];
+  const columns = [
+    "target sockets",
+    "sockets",
+    "connect+join/s",
+    "rss before MB",
+    "rss after MB",
+    "KiB per socket",
+    "still open",
+    "server cpu",
+    "gen cpu",
+    "limit",
+  ];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
   const notes: string[] = [];
   // Growth curve in sockets: 1k, 10k, 19k, 50k.
   for (const target of [ctx.size(1_000), ctx.size(10_000), ctx.size(19_000), ctx.size(50_000)]) {
     const count = Math.min(target, cap);
-    if (count < target) notes.push(`${target} sockets scaled down to ${count}: open-file limit (ulimit -n) is ${limit} and cannot be raised here (hard limit)`);
+    if (count < target) {
+      notes.push(
+        `${target} sockets scaled down to ${count}: open-file limit (ulimit -n) is ${limit} and cannot be raised here (hard limit)`,
+      );
+    }
     const server = await startSwitchboard();
     try {
-      if (!(await routeExists(server.baseUrl, "POST", "/api/apps/app-1/trigger", { channel: "probe", event: "probe", data: {} }))) {
+      if (
+        !(await routeExists(server.baseUrl, "POST", "/api/apps/app-1/trigger", {
+          channel: "probe",
+          event: "probe",
+          data: {},
+        }))
+      ) {
         return pending("connections", "channels (pubsub) are not available yet");
       }
       await new Promise((r) => setTimeout(r, 500));
@@ -50,7 +71,13 @@ export async function connections(ctx: BenchContext): Promise<BenchReport> {
         const n = Math.min(perProc, count - p * perProc);
         // Bun's client is much faster; node + ws only when extra source addresses are needed.
         const runtime = count > PER_ADDRESS ? "node" : "bun";
-        return runGenerator<ConnResult>(runtime, "gen/conns_gen.mjs", { base: server.baseUrl, count: n, offset: p * perProc, holdMs: 3000, perAddress: PER_ADDRESS }, (m) => {
+        return runGenerator<ConnResult>(runtime, "gen/conns_gen.mjs", {
+          base: server.baseUrl,
+          count: n,
+          offset: p * perProc,
+          holdMs: 3000,
+          perAddress: PER_ADDRESS,
+        }, (m) => {
           if (m === "start" && ++started === 1) meter.mark("start");
           if (m === "ready" && ++ready === procs) {
             after = rssBytes(server.pid);
@@ -64,12 +91,39 @@ export async function connections(ctx: BenchContext): Promise<BenchReport> {
       const perSocket = (after - before) / Math.max(1, joined) / 1024;
       const genCpu = Math.max(...results.map((r) => r.genCpu));
       const limitedBy = bottleneck(genCpu, meter.thread, meter.machine);
-      rows.push([target, joined, joined / seconds, round(before / 2 ** 20, 1), round(after / 2 ** 20, 1), round(perSocket, 1), stillOpen, pct(meter.share), pct(genCpu), limitedBy]);
-      data.push({ targetSockets: target, sockets: joined, failures: results.reduce((a, r) => a + r.failures, 0), connectPerSecond: round(joined / seconds), rssBeforeBytes: before, rssAfterBytes: after, bytesPerSocket: round(perSocket * 1024), stillOpenAfterHold: stillOpen, serverCpu: round(meter.share, 2), mainThreadCpu: round(meter.thread, 2), machineCpu: round(meter.machine, 2), generatorCpu: round(genCpu, 2), bottleneck: limitedBy });
+      rows.push([
+        target,
+        joined,
+        joined / seconds,
+        round(before / 2 ** 20, 1),
+        round(after / 2 ** 20, 1),
+        round(perSocket, 1),
+        stillOpen,
+        pct(meter.share),
+        pct(genCpu),
+        limitedBy,
+      ]);
+      data.push({
+        targetSockets: target,
+        sockets: joined,
+        failures: results.reduce((a, r) => a + r.failures, 0),
+        connectPerSecond: round(joined / seconds),
+        rssBeforeBytes: before,
+        rssAfterBytes: after,
+        bytesPerSocket: round(perSocket * 1024),
+        stillOpenAfterHold: stillOpen,
+        serverCpu: round(meter.share, 2),
+        mainThreadCpu: round(meter.thread, 2),
+        machineCpu: round(meter.machine, 2),
+        generatorCpu: round(genCpu, 2),
+        bottleneck: limitedBy,
+      });
     } finally {
       await server.stop();
     }
   }
-  notes.push("each socket connects, receives `connected` and joins its own public channel; the generator (Bun's WebSocket client; node + ws with several 127.0.0.x source addresses beyond 25k sockets) keeps 200 connects in flight; RSS read from /proc/<pid>/status once all are joined.");
+  notes.push(
+    "each socket connects, receives `connected` and joins its own public channel; the generator (Bun's WebSocket client; node + ws with several 127.0.0.x source addresses beyond 25k sockets) keeps 200 connects in flight; RSS read from /proc/<pid>/status once all are joined.",
+  );
   return { name: "connections", status: "ok", columns, rows, data, notes };
 }

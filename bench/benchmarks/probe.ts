@@ -2,10 +2,19 @@
 import { APP } from "../lib/proc.ts";
 
 /** True when `method path` answers with anything but a route-not-found 404. */
-export async function routeExists(baseUrl: string, method: string, path: string, body?: unknown): Promise<boolean> {
+export async function routeExists(
+  baseUrl: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<boolean> {
   const res = await fetch(baseUrl + path, {
     method,
-    headers: { "content-type": "application/json", "x-app-key": APP.key, "x-app-secret": APP.secret },
+    headers: {
+      "content-type": "application/json",
+      "x-app-key": APP.key,
+      "x-app-secret": APP.secret,
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();

@@ -22,7 +22,17 @@ async function once(): Promise<{ readyMs: number; rss: number }> {
   const port = freePort();
   const { cmd, args } = serverCommand();
   const t0 = performance.now();
-  const child = spawn(cmd, [...args, "--port", String(port), "--host", "127.0.0.1", "--data-dir", join(dir, "data"), "--apps", appsFile], { cwd: ROOT, stdio: "ignore" });
+  const child = spawn(cmd, [
+    ...args,
+    "--port",
+    String(port),
+    "--host",
+    "127.0.0.1",
+    "--data-dir",
+    join(dir, "data"),
+    "--apps",
+    appsFile,
+  ], { cwd: ROOT, stdio: "ignore" });
   const exited = new Promise<void>((r) => child.on("exit", () => r()));
   child.on("error", () => {});
   try {
@@ -60,8 +70,24 @@ export async function start(ctx: BenchContext): Promise<BenchReport> {
     name: "start",
     status: "ok",
     columns: ["server", "runs", "ready ms (median)", "ready ms (min)", "idle RSS MB (median)"],
-    rows: [[label, rounds, round(percentile(ready, 50), 1), round(Math.min(...ready), 1), round(percentile(rss, 50), 1)]],
-    data: [{ server: label, mode: ctx.mode, runs: rounds, readyMsMedian: round(percentile(ready, 50), 1), readyMsMin: round(Math.min(...ready), 1), idleRssMbMedian: round(percentile(rss, 50), 1), readyMs: ready.map((x) => round(x, 1)) }],
-    notes: ["spawn to first 200 from GET /healthz, polled every 2 ms; fresh data dir each run (creates the LMDB environment); RSS 1 s after ready with no sockets."],
+    rows: [[
+      label,
+      rounds,
+      round(percentile(ready, 50), 1),
+      round(Math.min(...ready), 1),
+      round(percentile(rss, 50), 1),
+    ]],
+    data: [{
+      server: label,
+      mode: ctx.mode,
+      runs: rounds,
+      readyMsMedian: round(percentile(ready, 50), 1),
+      readyMsMin: round(Math.min(...ready), 1),
+      idleRssMbMedian: round(percentile(rss, 50), 1),
+      readyMs: ready.map((x) => round(x, 1)),
+    }],
+    notes: [
+      "spawn to first 200 from GET /healthz, polled every 2 ms; fresh data dir each run (creates the LMDB environment); RSS 1 s after ready with no sockets.",
+    ],
   };
 }

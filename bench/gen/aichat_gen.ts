@@ -92,7 +92,14 @@ const agents = new ChatClient("key1", { endpoint });
 const users: User[] = await pool(cfg.users, 8, async (i) => {
   const thread = `ai-${cfg.tag}-${i}`;
   const agent = await agents.connectAgent(thread, { secret: "secret1", agentId: "bench" });
-  const u: User = { thread, agent, sent: 0, sendTimes: new Float64Array(capacity), received: 0, close: () => {} };
+  const u: User = {
+    thread,
+    agent,
+    sent: 0,
+    sendTimes: new Float64Array(capacity),
+    received: 0,
+    close: () => {},
+  };
   const started = new Promise<void>((resolve) => {
     agent.on("run:pending", async (run: { runId: string }) => {
       await agent.startRun(run.runId);
@@ -101,8 +108,16 @@ const users: User[] = await pool(cfg.users, 8, async (i) => {
     });
   });
   if (cfg.mode === "transport") {
-    const transport = new SwitchboardChatTransport({ endpoint, appKey: "key1", clientId: `user-${i}` });
-    const chat = new MeasuredChat({ id: thread, transport, state: new MeasuredState((n) => seen(u, n)) });
+    const transport = new SwitchboardChatTransport({
+      endpoint,
+      appKey: "key1",
+      clientId: `user-${i}`,
+    });
+    const chat = new MeasuredChat({
+      id: thread,
+      transport,
+      state: new MeasuredState((n) => seen(u, n)),
+    });
     void chat.sendMessage({ text: "go" }).catch((e) => log(`send failed: ${e}`));
     u.close = () => transport.close();
   } else {
@@ -122,7 +137,10 @@ let pushErrors = 0;
 const begin = performance.now();
 async function pace() {
   while (running) {
-    const due = Math.min(capacity, Math.floor(((performance.now() - begin) / 1000) * cfg.tokensPerSecond));
+    const due = Math.min(
+      capacity,
+      Math.floor(((performance.now() - begin) / 1000) * cfg.tokensPerSecond),
+    );
     for (const u of users) {
       if (u.sent >= due) continue;
       const n = due - u.sent;

@@ -12,26 +12,40 @@ interface Cfg {
 }
 
 const cfg = config<Cfg>();
-const headers = { "content-type": "application/vnd.api+json", "x-app-key": "key1", "x-app-secret": "secret1" };
+const headers = {
+  "content-type": "application/vnd.api+json",
+  "x-app-key": "key1",
+  "x-app-secret": "secret1",
+};
 const thread = `join-${cfg.tag}`;
 const post = (path: string, body: unknown) =>
-  fetch(`${cfg.base}${path}`, { method: "POST", headers, body: JSON.stringify(body) }).then(async (r) => {
-    await r.arrayBuffer();
-    if (!r.ok) throw new Error(`${path}: ${r.status}`);
-  });
+  fetch(`${cfg.base}${path}`, { method: "POST", headers, body: JSON.stringify(body) }).then(
+    async (r) => {
+      await r.arrayBuffer();
+      if (!r.ok) throw new Error(`${path}: ${r.status}`);
+    },
+  );
 
-await post("/api/chat/threads", { data: { type: "threads", id: thread, attributes: { title: "bench" } } });
+await post("/api/chat/threads", {
+  data: { type: "threads", id: thread, attributes: { title: "bench" } },
+});
 const t0 = performance.now();
 // Sequential per worker keeps the thread's order; 16 workers share the log.
 await pool(cfg.messages, 16, (i) =>
   post(`/api/chat/threads/${thread}/messages`, {
-    data: { type: "messages", id: `m${i}`, attributes: { role: "user", content: `message ${i} ${"x".repeat(80)}` } },
+    data: {
+      type: "messages",
+      id: `m${i}`,
+      attributes: { role: "user", content: `message ${i} ${"x".repeat(80)}` },
+    },
   }));
 const preloadSeconds = (performance.now() - t0) / 1000;
 
 /** One join; resolves with the ms to the reply and the frames pushed before it. */
 function join(params: Record<string, unknown>): Promise<{ ms: number; entries: number }> {
-  const ws = new WebSocket(`${cfg.base.replace("http", "ws")}/socket/websocket?app_key=key1&vsn=2.0.0`);
+  const ws = new WebSocket(
+    `${cfg.base.replace("http", "ws")}/socket/websocket?app_key=key1&vsn=2.0.0`,
+  );
   return new Promise((resolve, reject) => {
     let start = 0;
     let entries = 0;
@@ -40,13 +54,20 @@ function join(params: Record<string, unknown>): Promise<{ ms: number; entries: n
       const s = e.data as string;
       if (s.startsWith('[null,null,"phoenix"')) {
         start = performance.now();
-        ws.send(JSON.stringify(["1", "1", `chat:key1:${thread}`, "phx_join", { client_id: "bench", ...params }]));
+        ws.send(
+          JSON.stringify(["1", "1", `chat:key1:${thread}`, "phx_join", {
+            client_id: "bench",
+            ...params,
+          }]),
+        );
       } else if (s.startsWith('["1","1"')) {
         clearTimeout(timer);
         const ms = performance.now() - start;
         ws.onclose = null;
         ws.close();
-        if (!s.includes('"status":"ok"')) return reject(new Error(`join refused: ${s.slice(0, 200)}`));
+        if (!s.includes('"status":"ok"')) {
+          return reject(new Error(`join refused: ${s.slice(0, 200)}`));
+        }
         resolve({ ms, entries });
       } else entries++;
     };

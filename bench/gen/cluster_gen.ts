@@ -20,15 +20,24 @@ interface Cfg {
 }
 
 const cfg = config<Cfg>();
-const headers = { "content-type": "application/json", "x-app-key": "key1", "x-app-secret": "secret1" };
-const prefix = (base: string) => `${base}/api/v1/objects/app-1/bench-cluster-${cfg.tag}-${cfg.objects}`;
+const headers = {
+  "content-type": "application/json",
+  "x-app-key": "key1",
+  "x-app-secret": "secret1",
+};
+const prefix = (base: string) =>
+  `${base}/api/v1/objects/app-1/bench-cluster-${cfg.tag}-${cfg.objects}`;
 let errors = 0;
 
 const writes = await closedLoop(cfg, async (w, n) => {
   const base = cfg.bases[w % cfg.bases.length];
   const obj = cfg.objects === 1 ? "hot" : `o${(w * 7919 + n * 104729) % cfg.objects}`;
   try {
-    const res = await fetch(`${prefix(base)}/${obj}/increment`, { method: "POST", headers, body: '{"slot":"n"}' });
+    const res = await fetch(`${prefix(base)}/${obj}/increment`, {
+      method: "POST",
+      headers,
+      body: '{"slot":"n"}',
+    });
     await res.arrayBuffer();
     if (res.ok) return true;
     if (++errors < 5) log(`increment: ${res.status}`);
@@ -44,7 +53,9 @@ if (cfg.fanRate > 0) {
   const sent = new Map<number, number>();
   const fanLat = new Reservoir();
   const topic = `durable:key1:bench-fan-${cfg.tag}:f`;
-  const ws = await subscribe({ kind: "switchboard", base: cfg.subBase, appKey: "key1" }, topic, { app_secret: "secret1" }, (data) => {
+  const ws = await subscribe({ kind: "switchboard", base: cfg.subBase, appKey: "key1" }, topic, {
+    app_secret: "secret1",
+  }, (data) => {
     const [, , , event, payload] = JSON.parse(data);
     if (event !== "change") return;
     const at = sent.get(payload.value);
@@ -57,7 +68,11 @@ if (cfg.fanRate > 0) {
     const due = begin + (i / cfg.fanRate) * 1000;
     if (due > performance.now()) await sleep(due - performance.now());
     sent.set(i, performance.now());
-    pending.push(fetch(url, { method: "PUT", headers, body: JSON.stringify({ value: i }) }).then((r) => r.arrayBuffer()));
+    pending.push(
+      fetch(url, { method: "PUT", headers, body: JSON.stringify({ value: i }) }).then((r) =>
+        r.arrayBuffer()
+      ),
+    );
   }
   await Promise.all(pending);
   await sleep(300);
@@ -66,4 +81,11 @@ if (cfg.fanRate > 0) {
   fan = { fanP50: s.p50, fanP99: s.p99, fanCount: fanLat.values.length };
 }
 
-done({ perSecond: writes.perSecond, p50: writes.p50, p99: writes.p99, errors, genCpu: writes.genCpu, ...fan });
+done({
+  perSecond: writes.perSecond,
+  p50: writes.p50,
+  p99: writes.p99,
+  errors,
+  genCpu: writes.genCpu,
+  ...fan,
+});

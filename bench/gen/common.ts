@@ -66,11 +66,20 @@ export interface Target {
  * Opens a socket subscribed to `channel` and resolves once subscribed (join reply ok for
  * Switchboard, open for bare). `onMessage` gets every later text frame.
  */
-export function subscribe(target: Target, topic: string, params: Record<string, unknown>, onMessage: (data: string) => void): Promise<WebSocket> {
+export function subscribe(
+  target: Target,
+  topic: string,
+  params: Record<string, unknown>,
+  onMessage: (data: string) => void,
+): Promise<WebSocket> {
   const ws = target.kind === "switchboard"
-    ? new WebSocket(`${target.base.replace("http", "ws")}/socket/websocket?app_key=${target.appKey}&vsn=2.0.0`)
+    ? new WebSocket(
+      `${target.base.replace("http", "ws")}/socket/websocket?app_key=${target.appKey}&vsn=2.0.0`,
+    )
     : target.kind === "pusher"
-    ? new WebSocket(`${target.base.replace("http", "ws")}/app/${target.appKey}?protocol=7&client=bench&version=1`)
+    ? new WebSocket(
+      `${target.base.replace("http", "ws")}/app/${target.appKey}?protocol=7&client=bench&version=1`,
+    )
     : target.kind === "socketio"
     ? new WebSocket(`${target.base.replace("http", "ws")}/socket.io/?EIO=4&transport=websocket`)
     : target.kind === "nats"
@@ -87,7 +96,9 @@ export function subscribe(target: Target, topic: string, params: Record<string, 
         return resolve(ws);
       }
       // Pusher sockets subscribe once connection_established arrives (below).
-      if (target.kind === "switchboard") ws.send(JSON.stringify(["1", "1", topic, "phx_join", params]));
+      if (target.kind === "switchboard") {
+        ws.send(JSON.stringify(["1", "1", topic, "phx_join", params]));
+      }
     };
     if (target.kind === "nats") {
       // NATS protocol over the WebSocket (binary frames of protocol text): CONNECT, SUB, then a
@@ -111,8 +122,11 @@ export function subscribe(target: Target, topic: string, params: Record<string, 
             continue;
           }
           buf = buf.slice(end + 2);
-          if (line.startsWith("INFO ")) ws.send(`CONNECT {"verbose":false,"pedantic":false,"protocol":1}\r\nSUB ${topic} 1\r\nPING\r\n`);
-          else if (line === "PING") ws.send("PONG\r\n");
+          if (line.startsWith("INFO ")) {
+            ws.send(
+              `CONNECT {"verbose":false,"pedantic":false,"protocol":1}\r\nSUB ${topic} 1\r\nPING\r\n`,
+            );
+          } else if (line === "PING") ws.send("PONG\r\n");
           else if (line === "PONG" && !ready) {
             ready = true;
             clearTimeout(timer);
@@ -143,7 +157,9 @@ export function subscribe(target: Target, topic: string, params: Record<string, 
       ws.onmessage = (e) => {
         const s = e.data as string;
         if (s.includes('"pusher:connection_established"')) {
-          ws.send(JSON.stringify({ event: "pusher:subscribe", data: { channel: topic, ...params } }));
+          ws.send(
+            JSON.stringify({ event: "pusher:subscribe", data: { channel: topic, ...params } }),
+          );
         } else if (s.includes('"pusher_internal:subscription_succeeded"')) {
           clearTimeout(timer);
           ws.onmessage = (ev) => onMessage(ev.data as string);
@@ -168,7 +184,11 @@ export function subscribe(target: Target, topic: string, params: Record<string, 
 }
 
 /** Runs `tasks` with at most `limit` in flight. */
-export async function pool<T>(count: number, limit: number, task: (i: number) => Promise<T>): Promise<T[]> {
+export async function pool<T>(
+  count: number,
+  limit: number,
+  task: (i: number) => Promise<T>,
+): Promise<T[]> {
   const out: T[] = new Array(count);
   let next = 0;
   const worker = async () => {

@@ -16,7 +16,9 @@ let failures = 0;
 function open(i) {
   const localAddress = `127.0.0.${1 + Math.floor((offset + i) / perAddress)}`;
   return new Promise((resolve) => {
-    const ws = isBun ? new WebSocket(url) : new WebSocket(url, { localAddress, perMessageDeflate: false });
+    const ws = isBun
+      ? new WebSocket(url)
+      : new WebSocket(url, { localAddress, perMessageDeflate: false });
     const topic = `pubsub:key1:idle-${offset + i}`;
     const timer = setTimeout(() => fail("timeout"), 30_000);
     const fail = (why) => {
@@ -25,7 +27,12 @@ function open(i) {
       ws.close();
       resolve();
     };
-    const on = (name, fn) => (isBun ? ws.addEventListener(name, (e) => fn(name === "message" ? e.data : e)) : ws.on(name, fn));
+    const on = (
+      name,
+      fn,
+    ) => (isBun
+      ? ws.addEventListener(name, (e) => fn(name === "message" ? e.data : e))
+      : ws.on(name, fn));
     on("error", (e) => fail(String(e?.message ?? e)));
     on("message", (data) => {
       const s = data.toString();
@@ -53,5 +60,14 @@ process.stderr.write("@mark ready\n");
 await new Promise((r) => setTimeout(r, holdMs));
 const stillOpen = sockets.filter((ws) => ws.readyState === WebSocket.OPEN).length;
 for (const ws of sockets) ws.close();
-console.log(JSON.stringify({ joined: sockets.length, failures, seconds, perSecond: sockets.length / seconds, stillOpen, genCpu }));
+console.log(
+  JSON.stringify({
+    joined: sockets.length,
+    failures,
+    seconds,
+    perSecond: sockets.length / seconds,
+    stillOpen,
+    genCpu,
+  }),
+);
 process.exit(0);

@@ -6,7 +6,18 @@
 // at a time) and an open-loop phase (triggers on a fixed schedule at half the saturated rate,
 // latency from each trigger's intended send time, so a stall shows in full). Triggers go over
 // keep-alive HTTP/1.1 connections (bench/gen/http1.ts), cheaper for this process than fetch.
-import { config, done, log, mark, pool, SelfCpu, sleep, stamp, subscribe, type Target } from "./common.ts";
+import {
+  config,
+  done,
+  log,
+  mark,
+  pool,
+  SelfCpu,
+  sleep,
+  stamp,
+  subscribe,
+  type Target,
+} from "./common.ts";
 import { Http1Pool } from "./http1.ts";
 import { latencySummary, Reservoir } from "../lib/stats.ts";
 
@@ -35,7 +46,9 @@ let lat = new Reservoir(300_000);
 let closed = 0;
 
 const names = Array.from({ length: cfg.channels }, (_, c) => `bench-${c}`);
-const topicOf = (name: string) => (target.kind === "switchboard" ? `pubsub:${target.appKey}:${name}` : name);
+const topicOf = (
+  name: string,
+) => (target.kind === "switchboard" ? `pubsub:${target.appKey}:${name}` : name);
 const total = cfg.channels * cfg.perChannel;
 const t0 = performance.now();
 const sockets = await pool(total, 200, async (i) => {
@@ -55,7 +68,11 @@ log(`connected ${total} in ${connectSeconds.toFixed(1)} s`);
 const peer = target.kind === "bare" || target.kind === "socketio" || target.kind === "nats";
 const triggerPath = peer ? "/publish" : "/api/apps/app-1/trigger";
 const http = new Http1Pool(target.base);
-const headers = { "content-type": "application/json", "x-app-key": "key1", "x-app-secret": "secret1" };
+const headers = {
+  "content-type": "application/json",
+  "x-app-key": "key1",
+  "x-app-secret": "secret1",
+};
 const pad = "x".repeat(Math.max(0, cfg.payloadBytes - 40));
 let expected = 0;
 let inflight = 0;
@@ -68,7 +85,11 @@ let maxHttp = cfg.maxHttp;
 
 /** Sends trigger `n`, stamped with `t` (its intended send time in the open loop). */
 async function trigger(n: number, t = performance.now()) {
-  const body = JSON.stringify({ channel: names[n % cfg.channels], event: "bench", data: { t, pad } });
+  const body = JSON.stringify({
+    channel: names[n % cfg.channels],
+    event: "bench",
+    data: { t, pad },
+  });
   inflight++;
   expected += cfg.perChannel;
   try {
@@ -133,7 +154,9 @@ await drive;
 
 // Open loop: triggers leave on a fixed schedule at half the saturated rate, whatever the
 // replies and deliveries do; latency counts from each trigger's intended send time.
-let open: { openTriggersPerSecond: number; openP50: number; openP99: number; openSamples: number } | undefined;
+let open:
+  | { openTriggersPerSecond: number; openP50: number; openP99: number; openSamples: number }
+  | undefined;
 const saturated = (r1 - r0) / elapsed / cfg.perChannel;
 if (cfg.openSeconds && saturated > 0) {
   const rate = saturated / 2;

@@ -45,7 +45,12 @@ export class Http1Conn {
   }
 
   /** Sends one request (pipelined behind any still waiting) and resolves with its reply. */
-  request(method: string, path: string, headers: Record<string, string>, body = ""): Promise<Reply> {
+  request(
+    method: string,
+    path: string,
+    headers: Record<string, string>,
+    body = "",
+  ): Promise<Reply> {
     if (this.#closed) return Promise.reject(this.#closed);
     let head = `${method} ${path} HTTP/1.1\r\nhost: ${this.#host}\r\n`;
     for (const k in headers) head += `${k}: ${headers[k]}\r\n`;
@@ -69,7 +74,9 @@ export class Http1Conn {
       const head = this.#buf.subarray(0, end).toString("latin1");
       const m = /content-length:\s*(\d+)/i.exec(head);
       if (!m) {
-        this.#waiting.shift()?.reject(new Error(`reply without content-length: ${head.slice(0, 200)}`));
+        this.#waiting.shift()?.reject(
+          new Error(`reply without content-length: ${head.slice(0, 200)}`),
+        );
         this.#sock.destroy();
         return;
       }
@@ -95,7 +102,12 @@ export class Http1Pool {
   }
 
   /** Sends one request on an idle connection (or a new one) and resolves with its reply. */
-  async request(method: string, path: string, headers: Record<string, string>, body = ""): Promise<Reply> {
+  async request(
+    method: string,
+    path: string,
+    headers: Record<string, string>,
+    body = "",
+  ): Promise<Reply> {
     const conn = this.#idle.pop() ?? await Http1Conn.open(this.#base);
     const reply = await conn.request(method, path, headers, body);
     this.#idle.push(conn);

@@ -87,7 +87,9 @@ export class RawWebSocket {
       const end = buf.indexOf(HANDSHAKE_END);
       if (end < 0) return void (this.#pending = Buffer.from(buf));
       const status = buf.toString("latin1", 0, end).split("\r\n")[0];
-      if (!/^HTTP\/1\.1 101/.test(status)) return this.#failed?.(new Error(`upgrade refused: ${status}`));
+      if (!/^HTTP\/1\.1 101/.test(status)) {
+        return this.#failed?.(new Error(`upgrade refused: ${status}`));
+      }
       this.#open = true;
       this.#opened?.();
       at = end + 4;
@@ -110,8 +112,7 @@ export class RawWebSocket {
       at = start + length;
       if (opcode === 1) {
         if (!this.onFrame(buf, start, at)) this.onText(buf.toString("latin1", start, at));
-      }
-      else if (opcode === 9) this.#frame(10, buf.subarray(start, at));
+      } else if (opcode === 9) this.#frame(10, buf.subarray(start, at));
       else if (opcode === 8) this.#socket.end();
     }
     // Bun reuses the buffer it hands to `data`: keep a copy of what is left.

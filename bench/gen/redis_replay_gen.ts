@@ -24,7 +24,8 @@ sock.on("data", (d: Uint8Array) => {
   onData?.();
 });
 
-const enc = (cmd: string[]) => `*${cmd.length}\r\n${cmd.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join("")}`;
+const enc = (cmd: string[]) =>
+  `*${cmd.length}\r\n${cmd.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join("")}`;
 
 /** Reads one RESP value at `at`; returns [value, next offset] or null when incomplete. */
 function parse(at: number): [unknown, number] | null {
@@ -77,7 +78,9 @@ function call(cmds: string[][]): Promise<unknown[]> {
 
 for (let i = 0; i < cfg.count; i += 1000) {
   const batch: string[][] = [];
-  for (let j = i; j < Math.min(cfg.count, i + 1000); j++) batch.push(["XADD", "replay", "*", "d", JSON.stringify({ n: j, pad })]);
+  for (let j = i; j < Math.min(cfg.count, i + 1000); j++) {
+    batch.push(["XADD", "replay", "*", "d", JSON.stringify({ n: j, pad })]);
+  }
   await call(batch);
 }
 
@@ -91,7 +94,9 @@ for (let round = -3; round < 5; round++) {
   let n = 0;
   let start = "-";
   while (true) {
-    const [page] = await call([["XRANGE", "replay", start, "+", "COUNT", "1000"]]) as [[string, string[]][]];
+    const [page] = await call([["XRANGE", "replay", start, "+", "COUNT", "1000"]]) as [
+      [string, string[]][],
+    ];
     if (n === 0) first = performance.now() - t0;
     if (page.length === 0) break;
     for (const [, fields] of page) if (fields) n++;
@@ -105,4 +110,9 @@ mark("end");
 const genCpu = cpu.share();
 sock.destroy();
 rounds.sort((a, b) => a.perSecond - b.perSecond);
-done({ entries: cfg.count, perSecond: rounds[2].perSecond, firstEntryMs: rounds[2].firstMs, genCpu });
+done({
+  entries: cfg.count,
+  perSecond: rounds[2].perSecond,
+  firstEntryMs: rounds[2].firstMs,
+  genCpu,
+});

@@ -32,11 +32,14 @@ function open(): Promise<{ send(cmd: string[]): Promise<string>; close(): void }
         send: (cmd) =>
           new Promise((r) => {
             waiting = r;
-            sock.write(`*${cmd.length}\r\n${cmd.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join("")}`);
+            sock.write(
+              `*${cmd.length}\r\n${
+                cmd.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join("")
+              }`,
+            );
           }),
         close: () => sock.destroy(),
-      })
-    );
+      }));
   });
 }
 

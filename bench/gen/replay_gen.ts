@@ -13,7 +13,11 @@ interface Cfg {
 }
 
 const cfg = config<Cfg>();
-const headers = { "content-type": "application/json", "x-app-key": "key1", "x-app-secret": "secret1" };
+const headers = {
+  "content-type": "application/json",
+  "x-app-key": "key1",
+  "x-app-secret": "secret1",
+};
 const pad = "x".repeat(Math.max(0, cfg.valueBytes - 20));
 const id = `r${Date.now()}`;
 
@@ -21,8 +25,16 @@ const t0 = performance.now();
 let failures = 0;
 await pool(cfg.count, 64, async (n) => {
   const [url, method, body] = cfg.kind === "object"
-    ? [`${cfg.base}/api/v1/objects/app-1/replay/${id}/v`, "PUT", JSON.stringify({ value: { n, pad } })]
-    : [`${cfg.base}/api/apps/app-1/trigger`, "POST", JSON.stringify({ channel: id, event: "e", data: { n, pad } })];
+    ? [
+      `${cfg.base}/api/v1/objects/app-1/replay/${id}/v`,
+      "PUT",
+      JSON.stringify({ value: { n, pad } }),
+    ]
+    : [
+      `${cfg.base}/api/apps/app-1/trigger`,
+      "POST",
+      JSON.stringify({ channel: id, event: "e", data: { n, pad } }),
+    ];
   const res = await fetch(url, { method, headers, body });
   await res.arrayBuffer();
   if (!res.ok && ++failures < 5) log(`preload ${res.status}`);
@@ -31,17 +43,25 @@ const preloadPerSecond = cfg.count / ((performance.now() - t0) / 1000);
 log(`preloaded ${cfg.count} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 
 const topic = cfg.kind === "object" ? `durable:key1:replay:${id}` : `pubsub:key1:${id}`;
-const params = cfg.kind === "object" ? { app_secret: "secret1", after_log_id: 0 } : { after_serial: 0 };
+const params = cfg.kind === "object"
+  ? { app_secret: "secret1", after_log_id: 0 }
+  : { after_serial: 0 };
 
 /** One join: resolves with entries received before the reply and the elapsed time. */
 function joinOnce(): Promise<{ entries: number; ms: number; firstMs: number; reply: string }> {
-  const ws = new WebSocket(`${cfg.base.replace("http", "ws")}/socket/websocket?app_key=key1&vsn=2.0.0`);
+  const ws = new WebSocket(
+    `${cfg.base.replace("http", "ws")}/socket/websocket?app_key=key1&vsn=2.0.0`,
+  );
   return new Promise((resolve, reject) => {
     let entries = 0;
     let start = 0;
     let first = 0;
-    const timer = setTimeout(() => reject(new Error(`replay timed out after ${entries} entries`)), 300_000);
-    ws.onclose = (e) => reject(new Error(`socket closed after ${entries} entries: ${e.code} ${e.reason}`));
+    const timer = setTimeout(
+      () => reject(new Error(`replay timed out after ${entries} entries`)),
+      300_000,
+    );
+    ws.onclose = (e) =>
+      reject(new Error(`socket closed after ${entries} entries: ${e.code} ${e.reason}`));
     ws.onmessage = (e) => {
       const s = e.data as string;
       if (s.startsWith('[null,null,"phoenix"')) {

@@ -49,7 +49,10 @@ const pct = (p: number) => {
 class Phx {
   #ws: RawWebSocket;
   #ref = 0;
-  #waiting = new Map<string, (payload: { status: string; response: Record<string, unknown> }) => void>();
+  #waiting = new Map<
+    string,
+    (payload: { status: string; response: Record<string, unknown> }) => void
+  >();
   errors = 0;
   closed = false;
   /** Viewers' hot path: a `stream` delta's offset and text length, read without a full parse. */
@@ -94,8 +97,9 @@ class Phx {
       const t = setTimeout(() => reject(new Error(`${event} on ${topic}: no reply`)), 20_000);
       this.#waiting.set(ref, (p) => {
         clearTimeout(t);
-        if (p.status !== "ok") reject(new Error(`${event} on ${topic}: ${JSON.stringify(p.response)}`));
-        else resolve(p.response);
+        if (p.status !== "ok") {
+          reject(new Error(`${event} on ${topic}: ${JSON.stringify(p.response)}`));
+        } else resolve(p.response);
       });
     });
   }
@@ -121,7 +125,12 @@ function within(buf: Buffer, needle: Buffer, start: number, end: number): boolea
  * byte searches (the text is ASCII `tok ` tokens, so it holds no escapes); false for any other
  * frame.
  */
-function readDelta(buf: Buffer, start: number, end: number, onDelta: (offset: number, length: number) => void): boolean {
+function readDelta(
+  buf: Buffer,
+  start: number,
+  end: number,
+  onDelta: (offset: number, length: number) => void,
+): boolean {
   const at = buf.indexOf(STREAM, start);
   if (at < 0 || at + STREAM.length > end) return false;
   const text = buf.indexOf(TEXT, at);
@@ -162,7 +171,18 @@ const agentSocket = (k: number) => {
 const runs: Run[] = await pool(cfg.runs, 16, async (i) => {
   const topic = `chat:key1:bench-${cfg.tag}-${i}`;
   const runId = `run-${cfg.tag}-${i}`;
-  const run: Run = { topic, runId, agent: null as unknown as Phx, joinRef: "", sent: 0, sendTimes: new Float64Array(capacity), viewers: [], received: new Array(cfg.viewers).fill(0), frameHead: "", frameTail: "" };
+  const run: Run = {
+    topic,
+    runId,
+    agent: null as unknown as Phx,
+    joinRef: "",
+    sent: 0,
+    sendTimes: new Float64Array(capacity),
+    viewers: [],
+    received: new Array(cfg.viewers).fill(0),
+    frameHead: "",
+    frameTail: "",
+  };
   for (let v = 0; v < cfg.viewers; v++) {
     const s = await Phx.open();
     await s.send(null, topic, "phx_join", { client_id: `viewer-${v}` });
@@ -184,7 +204,10 @@ const runs: Run[] = await pool(cfg.runs, 16, async (i) => {
   run.joinRef = `${Date.now()}-${i}`;
   run.frameHead = `${JSON.stringify(run.joinRef)},`;
   run.frameTail = `,${JSON.stringify(topic)},"token",{"runId":${JSON.stringify(runId)},"text":"`;
-  await run.agent.send(run.joinRef, topic, "phx_join", { agent_secret: "secret1", agent_id: "bench-agent" });
+  await run.agent.send(run.joinRef, topic, "phx_join", {
+    agent_secret: "secret1",
+    agent_id: "bench-agent",
+  });
   await run.agent.send(run.joinRef, topic, "run:start", { runId });
   return run;
 });
@@ -205,7 +228,9 @@ async function pace() {
       const upTo = Math.min(due, capacity);
       if (r.sent >= upTo) continue;
       const n = upTo - r.sent;
-      for (let k = 0; k < n; k++, r.sent++) r.sendTimes[r.sent] = begin + (r.sent * 1000) / cfg.tokensPerSecond;
+      for (let k = 0; k < n; k++, r.sent++) {
+        r.sendTimes[r.sent] = begin + (r.sent * 1000) / cfg.tokensPerSecond;
+      }
       // ["joinRef","ref","topic","token",{"runId":"..","text":"tok tok .."}]
       r.agent.sendBuilt((ref) => `[${r.frameHead}"${ref}"${r.frameTail}${TOKEN.repeat(n)}"}]`);
     }
@@ -227,10 +252,15 @@ running = false;
 await pacing;
 await sleep(300); // the last roll-ups (40 ms) arrive
 let lagging = 0;
-for (const r of runs) for (const got of r.received) if (got < r.sent - cfg.tokensPerSecond * 0.2) lagging++;
+for (const r of runs) {
+  for (const got of r.received) if (got < r.sent - cfg.tokensPerSecond * 0.2) lagging++;
+}
 const agents = await Promise.all(agentSockets.values());
 const errors = agents.reduce((a, s) => a + s.errors, 0);
-const closed = runs.reduce((a, r) => a + r.viewers.filter((v) => v.closed).length, agents.filter((s) => s.closed).length);
+const closed = runs.reduce(
+  (a, r) => a + r.viewers.filter((v) => v.closed).length,
+  agents.filter((s) => s.closed).length,
+);
 for (const s of agents) s.close();
 for (const r of runs) for (const v of r.viewers) v.close();
 done({

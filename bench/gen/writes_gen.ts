@@ -23,7 +23,11 @@ interface Cfg {
 }
 
 const cfg = config<Cfg>();
-const headers = { "content-type": "application/json", "x-app-key": "key1", "x-app-secret": "secret1" };
+const headers = {
+  "content-type": "application/json",
+  "x-app-key": "key1",
+  "x-app-secret": "secret1",
+};
 const pad = "x".repeat(Math.max(0, cfg.valueBytes - 20));
 const prefix = `/api/v1/objects/app-1/bench-${cfg.op}-${cfg.objects}`;
 let errors = 0;
@@ -37,20 +41,24 @@ function request(w: number, n: number): [string, string, string] {
 }
 
 // One keep-alive connection per writer, reopened after a failure.
-const conns = await Promise.all(Array.from({ length: cfg.closedRate ? 0 : cfg.concurrency }, () => Http1Conn.open(cfg.base)));
-const closed = cfg.closedRate ? { writes: 0, perSecond: cfg.closedRate, p50: NaN, p99: NaN, genCpu: NaN } : await closedLoop(cfg, async (w, n) => {
-  const [url, method, body] = request(w, n);
-  try {
-    const res = await conns[w].request(method, url, headers, body);
-    if (res.status === 200) return true;
-    if (++errors < 5) log(`${method} ${url}: ${res.status} ${res.body}`);
-  } catch (e) {
-    if (++errors < 5) log(`${method} ${url}: ${e}`);
-    await sleep(10);
-    conns[w] = await Http1Conn.open(cfg.base);
-  }
-  return false;
-});
+const conns = await Promise.all(
+  Array.from({ length: cfg.closedRate ? 0 : cfg.concurrency }, () => Http1Conn.open(cfg.base)),
+);
+const closed = cfg.closedRate
+  ? { writes: 0, perSecond: cfg.closedRate, p50: NaN, p99: NaN, genCpu: NaN }
+  : await closedLoop(cfg, async (w, n) => {
+    const [url, method, body] = request(w, n);
+    try {
+      const res = await conns[w].request(method, url, headers, body);
+      if (res.status === 200) return true;
+      if (++errors < 5) log(`${method} ${url}: ${res.status} ${res.body}`);
+    } catch (e) {
+      if (++errors < 5) log(`${method} ${url}: ${e}`);
+      await sleep(10);
+      conns[w] = await Http1Conn.open(cfg.base);
+    }
+    return false;
+  });
 for (const c of conns) c.close();
 const { perSecond } = closed;
 
@@ -70,10 +78,12 @@ if (cfg.openSeconds && perSecond > 0) {
     for (; sent < due; sent++) {
       const intended = begin + (sent / rate) * 1000;
       const [url, method, body] = request(sent % 64, 1_000_000 + sent);
-      pending.push(conns.request(method, url, headers, body).then((res) => {
-        if (res.status === 200) openLat.add(performance.now() - intended);
-        else if (errors++ < 5) log(`open loop: ${res.status} ${res.body}`);
-      }, (e) => void (errors++ < 5 && log(`open loop: ${e}`))));
+      pending.push(
+        conns.request(method, url, headers, body).then((res) => {
+          if (res.status === 200) openLat.add(performance.now() - intended);
+          else if (errors++ < 5) log(`open loop: ${res.status} ${res.body}`);
+        }, (e) => void (errors++ < 5 && log(`open loop: ${e}`))),
+      );
     }
     await sleep(1);
   }

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { findProgram } from "./peers.ts";
-import { cpuSeconds, CpuMeter } from "./proc.ts";
+import { CpuMeter, cpuSeconds } from "./proc.ts";
 
 /** The HTTP generator the write rows use: wrk when installed (unless BENCH_HTTP_GEN=bun). */
 export function httpGenerator(): { name: "wrk" | "bun"; path?: string } {
@@ -38,12 +38,20 @@ export interface NativeRun {
 
 /** Runs `cmd args`, sampling `serverPid` from spawn to exit and the child's own CPU (polled every
  * 50 ms; the last reading before exit). Resolves with stdout and the readings. */
-async function measuredRun(cmd: string, args: string[], serverPid: number, env: Record<string, string> = {}) {
+async function measuredRun(
+  cmd: string,
+  args: string[],
+  serverPid: number,
+  env: Record<string, string> = {},
+) {
   const meter = new CpuMeter(serverPid);
   const server0 = cpuSeconds(serverPid);
   meter.mark("start");
   const started = performance.now();
-  const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"], env: { ...Deno.env.toObject(), ...env } });
+  const child = spawn(cmd, args, {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...Deno.env.toObject(), ...env },
+  });
   let out = "";
   let err = "";
   child.stdout!.on("data", (c: Uint8Array) => (out += new TextDecoder().decode(c)));
@@ -64,8 +72,16 @@ async function measuredRun(cmd: string, args: string[], serverPid: number, env: 
   clearInterval(poll);
   meter.mark("end");
   const wall = (performance.now() - started) / 1000;
-  if (code !== 0) throw new Error(`${cmd} failed (exit ${code}): ${err.slice(-1000)} ${out.slice(-500)}`);
-  return { out, wall, genCpu: genSeconds / wall, meter, serverSeconds: cpuSeconds(serverPid) - server0 };
+  if (code !== 0) {
+    throw new Error(`${cmd} failed (exit ${code}): ${err.slice(-1000)} ${out.slice(-500)}`);
+  }
+  return {
+    out,
+    wall,
+    genCpu: genSeconds / wall,
+    meter,
+    serverSeconds: cpuSeconds(serverPid) - server0,
+  };
 }
 
 /** One closed-loop write run over HTTP. */
@@ -86,10 +102,14 @@ export interface WrkWrites {
  * the summary printed as one JSON line. */
 function wrkScript(cfg: WrkWrites): string {
   const pad = "x".repeat(Math.max(0, cfg.valueBytes - 20));
-  const body = cfg.op === "set" ? JSON.stringify({ value: { n: 1, pad } }) : JSON.stringify({ slot: "n", by: 1 });
+  const body = cfg.op === "set"
+    ? JSON.stringify({ value: { n: 1, pad } })
+    : JSON.stringify({ slot: "n", by: 1 });
   const method = cfg.op === "set" ? "PUT" : "POST";
   const suffix = cfg.op === "set" ? "/v" : "/increment";
-  const headers = Object.entries(cfg.headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join("\n");
+  const headers = Object.entries(cfg.headers).map(([k, v]) =>
+    `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`
+  ).join("\n");
   return `
 wrk.method = ${JSON.stringify(method)}
 wrk.body = ${JSON.stringify(body)}
@@ -100,7 +120,9 @@ init = function(args)
   if objects == 1 then
     reqs[1] = wrk.format(nil, ${JSON.stringify(cfg.prefix)} .. "/hot" .. ${JSON.stringify(suffix)})
   else
-    for i = 0, objects - 1 do reqs[i + 1] = wrk.format(nil, ${JSON.stringify(cfg.prefix)} .. "/o" .. i .. ${JSON.stringify(suffix)}) end
+    for i = 0, objects - 1 do reqs[i + 1] = wrk.format(nil, ${
+    JSON.stringify(cfg.prefix)
+  } .. "/o" .. i .. ${JSON.stringify(suffix)}) end
   end
 end
 request = function()
@@ -118,17 +140,32 @@ end
 
 /** Runs wrk (1 thread, `concurrency` keep-alive connections) for `warmup` then `seconds`
  * against `serverPid`'s server; the second run is measured. */
-export async function wrkWrites(wrk: string, cfg: WrkWrites, serverPid: number): Promise<NativeRun> {
+export async function wrkWrites(
+  wrk: string,
+  cfg: WrkWrites,
+  serverPid: number,
+): Promise<NativeRun> {
   const dir = mkdtempSync(join(tmpdir(), "sb-bench-wrk-"));
   try {
     const script = join(dir, "writes.lua");
     writeFileSync(script, wrkScript(cfg));
-    const args = (s: number) => ["-t1", `-c${cfg.concurrency}`, `-d${s}s`, "--timeout", "10s", "-s", script, cfg.base];
-    if (cfg.warmup > 0) await measuredRun(wrk, args(Math.max(1, Math.round(cfg.warmup))), serverPid);
+    const args = (
+      s: number,
+    ) => ["-t1", `-c${cfg.concurrency}`, `-d${s}s`, "--timeout", "10s", "-s", script, cfg.base];
+    if (cfg.warmup > 0) {
+      await measuredRun(wrk, args(Math.max(1, Math.round(cfg.warmup))), serverPid);
+    }
     const run = await measuredRun(wrk, args(cfg.seconds), serverPid);
     const line = run.out.trim().split("\n").filter((l) => l.startsWith("{")).pop();
     if (!line) throw new Error(`wrk printed no summary: ${run.out.slice(-500)}`);
-    const r = JSON.parse(line) as { requests: number; us: number; errors: number; status: number; p50: number; p99: number };
+    const r = JSON.parse(line) as {
+      requests: number;
+      us: number;
+      errors: number;
+      status: number;
+      p50: number;
+      p99: number;
+    };
     const ok = r.requests - r.status;
     return {
       writes: ok,
@@ -151,14 +188,31 @@ export async function wrkWrites(wrk: string, cfg: WrkWrites, serverPid: number):
 /** Runs redis-benchmark (`concurrency` clients, INCR on one key or `objects` random keys) for
  * about `seconds` at `expectedRate` (it runs a fixed count), against the Redis at `port`. */
 export async function redisBenchWrites(
-  cfg: { port: number; objects: number; concurrency: number; seconds: number; expectedRate?: number },
+  cfg: {
+    port: number;
+    objects: number;
+    concurrency: number;
+    seconds: number;
+    expectedRate?: number;
+  },
   serverPid: number,
 ): Promise<NativeRun | null> {
   const bin = findProgram("redis-benchmark");
   if (!bin) return null;
   const total = Math.max(1000, Math.round(cfg.seconds * (cfg.expectedRate ?? 60_000)));
   const cmd = cfg.objects === 1 ? ["incr", "hot"] : ["incr", "key:__rand_int__"];
-  const args = ["-p", String(cfg.port), "-c", String(cfg.concurrency), "-n", String(total), "-r", String(cfg.objects), "--csv", ...cmd];
+  const args = [
+    "-p",
+    String(cfg.port),
+    "-c",
+    String(cfg.concurrency),
+    "-n",
+    String(total),
+    "-r",
+    String(cfg.objects),
+    "--csv",
+    ...cmd,
+  ];
   const run = await measuredRun(bin, args, serverPid);
   const row = run.out.trim().split("\n").pop()!.split(",").map((s) => s.replaceAll('"', ""));
   const perSecond = Number(row[1]);

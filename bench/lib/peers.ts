@@ -38,8 +38,22 @@ export async function startRedis(): Promise<Peer | null> {
   const dir = mkdtempSync(join(tmpdir(), "sb-bench-redis-"));
   const port = freePort();
   const child = spawn(bin, [
-    "--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "",
-    "--appendonly", "yes", "--appendfsync", "always", "--daemonize", "no", "--protected-mode", "no",
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--dir",
+    dir,
+    "--save",
+    "",
+    "--appendonly",
+    "yes",
+    "--appendfsync",
+    "always",
+    "--daemonize",
+    "no",
+    "--protected-mode",
+    "no",
   ], { stdio: ["ignore", "pipe", "pipe"] });
   await waitFor(child, /Ready to accept connections/, "redis-server");
   return peer(child, port, dir);

@@ -11,7 +11,14 @@ export const ROOT = new URL("../../", import.meta.url).pathname;
 export const BUN = join(ROOT, "node_modules/.bin/bun");
 /** The benchmark app: open (no user auth), no practical backend rate cap. */
 export const APP = { id: "app-1", key: "key1", secret: "secret1" };
-const APPS = { apps: [{ ...APP, enable_client_messages: true, max_backend_events_per_sec: 1_000_000_000, max_client_events_per_sec: 1_000_000_000 }] };
+const APPS = {
+  apps: [{
+    ...APP,
+    enable_client_messages: true,
+    max_backend_events_per_sec: 1_000_000_000,
+    max_client_events_per_sec: 1_000_000_000,
+  }],
+};
 
 /** A running child listening on a loopback port. */
 export interface Served {
@@ -34,8 +41,14 @@ export function denoPath(): string {
 /** The command that runs Switchboard: the compiled binary when SWITCHBOARD_BIN is set. */
 export function serverCommand(): { cmd: string; args: string[]; label: string } {
   const bin = Deno.env.get("SWITCHBOARD_BIN");
-  if (bin) return { cmd: bin.startsWith("/") ? bin : join(ROOT, bin), args: [], label: `binary ${bin}` };
-  return { cmd: denoPath(), args: ["run", "-A", join(ROOT, "main.ts")], label: "source (deno run main.ts)" };
+  if (bin) {
+    return { cmd: bin.startsWith("/") ? bin : join(ROOT, bin), args: [], label: `binary ${bin}` };
+  }
+  return {
+    cmd: denoPath(),
+    args: ["run", "-A", join(ROOT, "main.ts")],
+    label: "source (deno run main.ts)",
+  };
 }
 
 /** Runtime used for in-process baselines that must match the server's runtime (lmdb raw). */
@@ -51,13 +64,35 @@ export function startSwitchboard(extraArgs: string[] = []): Promise<Served> {
   const appsFile = join(dataDir, "apps.json");
   writeFileSync(appsFile, JSON.stringify(APPS));
   const { cmd, args } = serverCommand();
-  const all = [...args, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dataDir, "data"), "--apps", appsFile, "--idle-timeout", "3600", ...extraArgs];
+  const all = [
+    ...args,
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--data-dir",
+    join(dataDir, "data"),
+    "--apps",
+    appsFile,
+    "--idle-timeout",
+    "3600",
+    ...extraArgs,
+  ];
   return startListening(cmd, all, /listening on http:\/\/[^:]+:(\d+)/, dataDir);
 }
 
 /** Starts a process that prints `listening on http://HOST:PORT` and waits for that line. */
-export async function startListening(cmd: string, args: string[], pattern: RegExp, dataDir?: string): Promise<Served> {
-  const child = spawn(cmd, args, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...Deno.env.toObject(), NO_COLOR: "1" } });
+export async function startListening(
+  cmd: string,
+  args: string[],
+  pattern: RegExp,
+  dataDir?: string,
+): Promise<Served> {
+  const child = spawn(cmd, args, {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...Deno.env.toObject(), NO_COLOR: "1" },
+  });
   let out = "";
   const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
   const port = await new Promise<number>((resolve, reject) => {
@@ -105,17 +140,29 @@ async function stopChild(child: ChildProcess, exited: Promise<void>) {
 
 /** Starts the bare Bun `server.publish` baseline. */
 export function startBunPubsub(): Promise<Served> {
-  return startListening(BUN, ["run", join(ROOT, "bench/baselines/bun_pubsub_server.ts")], /listening on http:\/\/[^:]+:(\d+)/);
+  return startListening(
+    BUN,
+    ["run", join(ROOT, "bench/baselines/bun_pubsub_server.ts")],
+    /listening on http:\/\/[^:]+:(\d+)/,
+  );
 }
 
 /** Starts the HTTP floor baseline: a bare Bun server answering each request, storing nothing. */
 export function startHttpFloor(): Promise<Served> {
-  return startListening(BUN, ["run", join(ROOT, "bench/baselines/http_floor_server.ts")], /listening on http:\/\/[^:]+:(\d+)/);
+  return startListening(
+    BUN,
+    ["run", join(ROOT, "bench/baselines/http_floor_server.ts")],
+    /listening on http:\/\/[^:]+:(\d+)/,
+  );
 }
 
 /** Starts the npm `ws` broadcast baseline under node. */
 export function startWsBroadcast(): Promise<Served> {
-  return startListening("node", [join(ROOT, "bench/baselines/ws_broadcast_server.mjs")], /listening on http:\/\/[^:]+:(\d+)/);
+  return startListening(
+    "node",
+    [join(ROOT, "bench/baselines/ws_broadcast_server.mjs")],
+    /listening on http:\/\/[^:]+:(\d+)/,
+  );
 }
 
 /**
@@ -123,14 +170,22 @@ export function startWsBroadcast(): Promise<Served> {
  * bridge); rejects when nats-server is not installed.
  */
 export async function startNatsPeer(): Promise<Served> {
-  const served = await startListening(BUN, ["run", join(ROOT, "bench/baselines/nats_peer.ts")], /listening on http:\/\/[^:]+:(\d+) ws \d+/);
+  const served = await startListening(
+    BUN,
+    ["run", join(ROOT, "bench/baselines/nats_peer.ts")],
+    /listening on http:\/\/[^:]+:(\d+) ws \d+/,
+  );
   served.wsPort = Number(served.output().match(/ ws (\d+)/)![1]);
   return served;
 }
 
 /** Starts the Socket.IO peer under node. */
 export function startSocketIo(): Promise<Served> {
-  return startListening("node", [join(ROOT, "bench/baselines/socketio_server.mjs")], /listening on http:\/\/[^:]+:(\d+)/);
+  return startListening(
+    "node",
+    [join(ROOT, "bench/baselines/socketio_server.mjs")],
+    /listening on http:\/\/[^:]+:(\d+)/,
+  );
 }
 
 /** Which program runs a generator file. */
@@ -184,7 +239,9 @@ export async function runGenerator<T>(
     });
   });
   const last = out.trim().split("\n").filter((l) => l.startsWith("{")).pop();
-  if (code !== 0 || !last) throw new Error(`${file} failed (exit ${code}):\n${err.slice(-2000)}\n${out.slice(-1000)}`);
+  if (code !== 0 || !last) {
+    throw new Error(`${file} failed (exit ${code}):\n${err.slice(-2000)}\n${out.slice(-1000)}`);
+  }
   return JSON.parse(last) as T;
 }
 
@@ -197,7 +254,10 @@ export function rssBytes(pid: number): number {
 /** CPU seconds (user + system) used so far by `pid` and its threads, or by its thread `tid`
  * alone. */
 export function cpuSeconds(pid: number, tid?: number): number {
-  const stat = readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8");
+  const stat = readFileSync(
+    tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`,
+    "utf8",
+  );
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (100 Hz)
 }
@@ -240,7 +300,9 @@ export class CpuMeter {
 
 /** [busy, total] jiffies over all cores from /proc/stat (idle and iowait are not busy). */
 function machineTicks(): [number, number] {
-  const f = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(Number);
+  const f = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1).map(
+    Number,
+  );
   const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
   return [total - f[3] - f[4], total];
 }
@@ -256,7 +318,14 @@ export function openFileLimit(): number {
  * write, "shape" puts the log entry and the counter row every 32nd write (the store's shape),
  * "serial" is the store's shape with one commit at a time (as the commit queue runs them). A
  * fresh data dir, removed on stop. */
-export function startDurableFloor(variant: "counter" | "log" | "shape" | "serial"): Promise<Served> {
+export function startDurableFloor(
+  variant: "counter" | "log" | "shape" | "serial",
+): Promise<Served> {
   const dataDir = mkdtempSync(join(tmpdir(), "sb-durable-floor-"));
-  return startListening(BUN, ["run", join(ROOT, "bench/baselines/durable_floor_server.ts"), "0", variant, dataDir], /listening on http:\/\/[^:]+:(\d+)/, dataDir);
+  return startListening(
+    BUN,
+    ["run", join(ROOT, "bench/baselines/durable_floor_server.ts"), "0", variant, dataDir],
+    /listening on http:\/\/[^:]+:(\d+)/,
+    dataDir,
+  );
 }

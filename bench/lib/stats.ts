@@ -55,7 +55,13 @@ export function human(n: number | null | undefined): string {
 /** Renders rows as an aligned text table with the given columns. */
 export function table(columns: string[], rows: (string | number | null | undefined)[][]): string {
   const cells = rows.map((r) => r.map((c) => (typeof c === "number" ? human(c) : c ?? "-")));
-  const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => String(r[i] ?? "").length)));
+  const widths = columns.map((c, i) =>
+    Math.max(c.length, ...cells.map((r) => String(r[i] ?? "").length))
+  );
   const line = (r: string[]) => r.map((c, i) => String(c).padEnd(widths[i])).join("  ").trimEnd();
-  return [line(columns), line(widths.map((w) => "-".repeat(w))), ...cells.map((r) => line(r as string[]))].join("\n");
+  return [
+    line(columns),
+    line(widths.map((w) => "-".repeat(w))),
+    ...cells.map((r) => line(r as string[])),
+  ].join("\n");
 }

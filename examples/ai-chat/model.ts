@@ -13,7 +13,10 @@ const usage = {
 
 /** The last user text and whether a tool has answered it already. */
 function promptOf(prompt: unknown): { text: string; toolDone: boolean } {
-  const messages = prompt as { role: string; content: { type: string; text?: string }[] | string }[];
+  const messages = prompt as {
+    role: string;
+    content: { type: string; text?: string }[] | string;
+  }[];
   const at = messages.findLastIndex((m) => m.role === "user");
   const lastUser = messages[at];
   const text = typeof lastUser?.content === "string"
@@ -28,15 +31,25 @@ export function mockModel(): LanguageModel {
   return new MockLanguageModelV4({
     doStream: ({ prompt }) => {
       const { text, toolDone } = promptOf(prompt);
-      const words = (toolDone ? `It is sunny in ${cityOf(text)}, 21 °C.` : `You said: ${text}`).split(/(?<= )/);
+      const words = (toolDone ? `It is sunny in ${cityOf(text)}, 21 °C.` : `You said: ${text}`)
+        .split(/(?<= )/);
       const chunks: unknown[] = [
         { type: "reasoning-start", id: "r" },
-        { type: "reasoning-delta", id: "r", delta: toolDone ? "The tool answered." : "The user wrote something." },
+        {
+          type: "reasoning-delta",
+          id: "r",
+          delta: toolDone ? "The tool answered." : "The user wrote something.",
+        },
         { type: "reasoning-end", id: "r" },
       ];
       if (/weather/i.test(text) && !toolDone) {
         chunks.push(
-          { type: "tool-call", toolCallId: `call-${Date.now()}`, toolName: "weather", input: JSON.stringify({ city: cityOf(text) }) },
+          {
+            type: "tool-call",
+            toolCallId: `call-${Date.now()}`,
+            toolName: "weather",
+            input: JSON.stringify({ city: cityOf(text) }),
+          },
           { type: "finish", finishReason: { unified: "tool-calls", raw: undefined }, usage },
         );
       } else {
@@ -47,7 +60,9 @@ export function mockModel(): LanguageModel {
           { type: "finish", finishReason: { unified: "stop", raw: undefined }, usage },
         );
       }
-      return Promise.resolve({ stream: simulateReadableStream({ chunks: chunks as never[], chunkDelayInMs: 60 }) });
+      return Promise.resolve({
+        stream: simulateReadableStream({ chunks: chunks as never[], chunkDelayInMs: 60 }),
+      });
     },
   });
 }

@@ -35,10 +35,20 @@ function threadOfPage(): string {
 }
 
 const threadId = threadOfPage();
-const transport = new SwitchboardChatTransport({ endpoint: config.endpoint, appKey: config.appKey, clientId: "you" });
+const transport = new SwitchboardChatTransport({
+  endpoint: config.endpoint,
+  appKey: config.appKey,
+  clientId: "you",
+});
 
 type Part = UIMessage["parts"][number];
-type ToolPart = { state: string; approval?: { id: string }; input?: unknown; output?: unknown; errorText?: string };
+type ToolPart = {
+  state: string;
+  approval?: { id: string };
+  input?: unknown;
+  output?: unknown;
+  errorText?: string;
+};
 
 const TOOL_STATE: Record<string, string> = {
   "input-streaming": "preparing…",
@@ -52,54 +62,89 @@ const TOOL_STATE: Record<string, string> = {
 
 /** One bubble. Reasoning is drawn first: it arrives after the text while streaming and
  * before it once stored, so a fixed place keeps the bubble the same across a reload. */
-function Bubble(props: { message: UIMessage; live: boolean; onApproval: (id: string, approved: boolean) => void }) {
+function Bubble(
+  props: { message: UIMessage; live: boolean; onApproval: (id: string, approved: boolean) => void },
+) {
   const { message, live } = props;
   const parts = message.parts as Part[];
-  const ordered = [...parts.filter((p) => p.type === "reasoning"), ...parts.filter((p) => p.type !== "reasoning")];
+  const ordered = [
+    ...parts.filter((p) => p.type === "reasoning"),
+    ...parts.filter((p) => p.type !== "reasoning"),
+  ];
   const children: ReactNode[] = ordered.map((p, i) => {
-    if (p.type === "reasoning") return p.text ? h("div", { key: i, className: "reasoning" }, p.text) : null;
+    if (p.type === "reasoning") {
+      return p.text ? h("div", { key: i, className: "reasoning" }, p.text) : null;
+    }
     if (p.type === "text") return h("span", { key: i, className: "text" }, p.text);
     if (p.type === "tool-weather") {
       const t = p as unknown as ToolPart;
-      return h("div", { key: i, className: "tool", "data-state": t.state },
-        h("b", null, "weather"), ` ${(t.input as { city?: string } | undefined)?.city ?? ""}`,
+      return h(
+        "div",
+        { key: i, className: "tool", "data-state": t.state },
+        h("b", null, "weather"),
+        ` ${(t.input as { city?: string } | undefined)?.city ?? ""}`,
         h("span", { className: "state" }, TOOL_STATE[t.state] ?? t.state),
         t.output !== undefined ? h("code", null, JSON.stringify(t.output)) : null,
         t.errorText ? h("code", null, t.errorText) : null,
         t.state === "approval-requested" && t.approval
-          ? h("div", null,
-            h("button", { type: "button", className: "approve", onClick: () => props.onApproval(t.approval!.id, true) }, "Approve"),
-            h("button", { type: "button", className: "secondary deny", onClick: () => props.onApproval(t.approval!.id, false) }, "Deny"))
-          : null);
+          ? h(
+            "div",
+            null,
+            h("button", {
+              type: "button",
+              className: "approve",
+              onClick: () => props.onApproval(t.approval!.id, true),
+            }, "Approve"),
+            h("button", {
+              type: "button",
+              className: "secondary deny",
+              onClick: () => props.onApproval(t.approval!.id, false),
+            }, "Deny"),
+          )
+          : null,
+      );
     }
     return null;
   });
   if (live) children.push(h("span", { key: "cursor", className: "cursor" }));
-  return h("div", { className: `msg ${message.role}${live ? " streaming" : ""}`, "data-id": message.id }, ...children);
+  return h("div", {
+    className: `msg ${message.role}${live ? " streaming" : ""}`,
+    "data-id": message.id,
+  }, ...children);
 }
 
 function Chat({ initial }: { initial: UIMessage[] }) {
-  const { messages, sendMessage, status, stop, regenerate, addToolApprovalResponse, error } = useChat({
-    id: threadId,
-    transport,
-    messages: initial,
-    resume: true,
-    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
-  });
+  const { messages, sendMessage, status, stop, regenerate, addToolApprovalResponse, error } =
+    useChat({
+      id: threadId,
+      transport,
+      messages: initial,
+      resume: true,
+      sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
+    });
   const [input, setInput] = useState("");
   const busy = status === "submitted" || status === "streaming";
   const last = messages[messages.length - 1];
   useEffect(() => {
     (globalThis as unknown as { scrollTo(x: number, y: number): void }).scrollTo(0, 1e9); // follow the newest
   }, [messages]);
-  return h("div", { className: "app" },
-    h("header", null,
+  return h(
+    "div",
+    { className: "app" },
+    h(
+      "header",
+      null,
       h("h1", null, "Switchboard + AI SDK"),
       h("span", { className: "thread", id: "thread", title: threadId }, `thread ${threadId}`),
       h("a", { href: "/", id: "new-chat" }, "New chat"),
-      h("span", { id: "status", className: `pill ${status}` }, status)),
-    h("main", { id: "log" },
-      messages.length === 0 ? h("p", { className: "empty" }, "Say something. Try: weather in Paris") : null,
+      h("span", { id: "status", className: `pill ${status}` }, status),
+    ),
+    h(
+      "main",
+      { id: "log" },
+      messages.length === 0
+        ? h("p", { className: "empty" }, "Say something. Try: weather in Paris")
+        : null,
       ...messages.map((m) =>
         h(Bubble, {
           key: m.id,
@@ -109,23 +154,55 @@ function Chat({ initial }: { initial: UIMessage[] }) {
         })
       ),
       status === "submitted" && last?.role !== "assistant"
-        ? h("div", { className: "msg assistant typing", "aria-label": "the agent is typing" }, h("span"), h("span"), h("span"))
+        ? h(
+          "div",
+          { className: "msg assistant typing", "aria-label": "the agent is typing" },
+          h("span"),
+          h("span"),
+          h("span"),
+        )
         : null,
       !busy && last?.role === "assistant"
-        ? h("div", { className: "actions" }, h("button", { type: "button", id: "again", className: "secondary", onClick: () => void regenerate() }, "Regenerate"))
-        : null),
+        ? h(
+          "div",
+          { className: "actions" },
+          h("button", {
+            type: "button",
+            id: "again",
+            className: "secondary",
+            onClick: () => void regenerate(),
+          }, "Regenerate"),
+        )
+        : null,
+    ),
     error ? h("p", { id: "error" }, error.message) : null,
-    h("form", {
-      onSubmit: (e: { preventDefault(): void }) => {
-        e.preventDefault();
-        if (!input.trim() || busy) return;
-        void sendMessage({ text: input });
-        setInput("");
+    h(
+      "form",
+      {
+        onSubmit: (e: { preventDefault(): void }) => {
+          e.preventDefault();
+          if (!input.trim() || busy) return;
+          void sendMessage({ text: input });
+          setInput("");
+        },
       },
-    },
-      h("input", { id: "input", value: input, autoFocus: true, placeholder: "Message the agent (try: weather in Paris)", onChange: (e: { target: { value: string } }) => setInput(e.target.value) }),
+      h("input", {
+        id: "input",
+        value: input,
+        autoFocus: true,
+        placeholder: "Message the agent (try: weather in Paris)",
+        onChange: (e: { target: { value: string } }) => setInput(e.target.value),
+      }),
       h("button", { type: "submit", id: "send", disabled: busy || !input.trim() }, "Send"),
-      h("button", { type: "button", id: "stop", className: "secondary", disabled: !busy, onClick: () => void stop() }, "Stop")));
+      h("button", {
+        type: "button",
+        id: "stop",
+        className: "secondary",
+        disabled: !busy,
+        onClick: () => void stop(),
+      }, "Stop"),
+    ),
+  );
 }
 
 function App() {
@@ -141,7 +218,9 @@ function App() {
       .then(setInitial, (err: Error) => setFailure(err.message));
   }, []);
   if (failure) return h("p", { id: "error" }, failure);
-  return initial ? h(Chat, { initial }) : h("p", { className: "empty", id: "status" }, "connecting…");
+  return initial
+    ? h(Chat, { initial })
+    : h("p", { className: "empty", id: "status" }, "connecting…");
 }
 
 createRoot(document.getElementById("root")!).render(h(App));

@@ -7,9 +7,9 @@ import type { Principal } from "./principal.ts";
 
 export {
   type Capability,
+  capabilityMatches,
   CHAT_AGENT_VERBS,
   CHAT_CLIENT_VERBS,
-  capabilityMatches,
   objectTypeProblem,
   parseCapability,
   validateCapabilities,

@@ -162,7 +162,11 @@ export class MessageStore {
   }
 
   /** The newest `limit` messages of a thread in creation order, and whether older ones exist. */
-  recent(app: App, threadId: string, limit: number): { messages: MessageRecord[]; hasOlder: boolean } {
+  recent(
+    app: App,
+    threadId: string,
+    limit: number,
+  ): { messages: MessageRecord[]; hasOlder: boolean } {
     const { items, older } = this.rows.newest(app.id, [threadId], limit);
     return { messages: items, hasOlder: older };
   }

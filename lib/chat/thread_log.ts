@@ -140,7 +140,11 @@ export class ThreadLog {
 
   /** Entries before `position`, newest first, at most `limit`. */
   before(app: App, threadId: string, position: number, limit: number): LogRecord<ThreadEntry>[] {
-    return this.streams.log.before<ThreadEntry>(this.address(app, threadId).stream, position, limit);
+    return this.streams.log.before<ThreadEntry>(
+      this.address(app, threadId).stream,
+      position,
+      limit,
+    );
   }
 
   /** The thread's current `log_id` (0 when never written). */

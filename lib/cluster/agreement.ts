@@ -97,7 +97,9 @@ export class PeerAgreement {
    * members, and each peer's latest report (its position, fingerprint there, and whether it
    * said it diverged), as one string (equal strings: nothing of it changed). */
   inputs(): string {
-    return JSON.stringify(this.#peers().sort().map((p) => [p, this.#latest.get(p) ?? null, this.#diverged.has(p)]));
+    return JSON.stringify(
+      this.#peers().sort().map((p) => [p, this.#latest.get(p) ?? null, this.#diverged.has(p)]),
+    );
   }
 
   /** The highest position up to which a majority of the members (this node included) applied
@@ -158,7 +160,9 @@ export class PeerAgreement {
           this.#agreedUpTo.set(node, Math.max(this.#agreedUpTo.get(node) ?? 0, seq));
           this.#disagrees.delete(node);
         } else {
-          if (!this.#disagrees.has(node)) log.warn("cluster node applied the log differently", { peer: node, position: seq });
+          if (!this.#disagrees.has(node)) {
+            log.warn("cluster node applied the log differently", { peer: node, position: seq });
+          }
           this.#disagrees.set(node, seq);
         }
       }
@@ -174,6 +178,8 @@ export class PeerAgreement {
   }
 
   #wakeConfirmed(): void {
-    for (const w of this.#waiters.slice()) if (this.#selfDiverged || this.#confirmed(w.seq)) w.wake();
+    for (const w of this.#waiters.slice()) {
+      if (this.#selfDiverged || this.#confirmed(w.seq)) w.wake();
+    }
   }
 }

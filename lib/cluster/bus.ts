@@ -13,7 +13,9 @@ const codec = new Packr({ useRecords: false });
 
 /** Connects `hub` to the other nodes; returns the stop function. */
 export function startBus(link: ClusterLink, hub: Hub): () => void {
-  hub.useRelay((t, e, p, x) => link.publish(SUBJECT, codec.pack({ n: link.nodeId, t: t.key, e, p, x })));
+  hub.useRelay((t, e, p, x) =>
+    link.publish(SUBJECT, codec.pack({ n: link.nodeId, t: t.key, e, p, x }))
+  );
   return link.subscribe(SUBJECT, (data) => {
     const m = codec.unpack(data) as { n: string; t: string; e: string; p: unknown; x?: string };
     if (m.n === link.nodeId) return;

@@ -26,7 +26,11 @@ export interface Claim {
 
 /** How a claim was judged: this node's history is the confirmed one up to `at`, or it is not
  * (`node` claimed it). */
-export type Verdict = { kind: "learned"; at: number } | { kind: "contradicted"; at: number; node: string };
+export type Verdict = { kind: "learned"; at: number } | {
+  kind: "contradicted";
+  at: number;
+  node: string;
+};
 
 /** See the module comment. */
 export class ConfirmedClaims {

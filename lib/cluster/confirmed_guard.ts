@@ -94,7 +94,9 @@ function differedBefore(own: PositionRecord, seq: number, before: string | undef
  * store applied (see the module comment), or undefined when there is none. Throws when a read
  * of the log fails (the rebuild is then tried again later).
  */
-export async function firstConfirmedMismatch(check: ConfirmedCheck): Promise<ConfirmedMismatch | undefined> {
+export async function firstConfirmedMismatch(
+  check: ConfirmedCheck,
+): Promise<ConfirmedMismatch | undefined> {
   const { confirmed: upTo, mine, source, sourcePosition: from } = check;
   if (upTo <= 0) return undefined;
   // Positions the source reaches: its records, and its digest at the highest position at or
@@ -113,10 +115,18 @@ export async function firstConfirmedMismatch(check: ConfirmedCheck): Promise<Con
   const known = new Set([...mine.records.keys(), ...mine.checkpoints.keys()]);
   let common: number | undefined;
   for (const seq of known) {
-    if (seq <= reached && (common === undefined || seq > common) && digestAt(mine, seq) !== undefined && digestAt(source, seq) !== undefined) common = seq;
+    if (
+      seq <= reached && (common === undefined || seq > common) &&
+      digestAt(mine, seq) !== undefined && digestAt(source, seq) !== undefined
+    ) common = seq;
   }
   if (common !== undefined && digestAt(mine, common) !== digestAt(source, common)) {
-    return { seq: common, mine: digestAt(mine, common)!, theirs: digestAt(source, common), chained: true };
+    return {
+      seq: common,
+      mine: digestAt(mine, common)!,
+      theirs: digestAt(source, common),
+      chained: true,
+    };
   }
   if (from >= upTo) return undefined;
   // The positions after the source, read from the log: each compared with the old store's
@@ -139,14 +149,22 @@ export async function firstConfirmedMismatch(check: ConfirmedCheck): Promise<Con
         // The oldest record kept (or one after a gap) may differ only because the history
         // before it, seen through the digest alone, already did: named as such.
         if (differedBefore(record, s, chain)) {
-          return { seq: s - 1, mine: record.c!, theirs: chainDigest(chain!, s, theirs), chained: true, ...range() };
+          return {
+            seq: s - 1,
+            mine: record.c!,
+            theirs: chainDigest(chain!, s, theirs),
+            chained: true,
+            ...range(),
+          };
         }
         return { seq: s, mine: record.b, theirs };
       }
       if (chain === undefined) continue;
       chain = chainDigest(chain, s, theirs);
       const own = digestAt(mine, s);
-      if (own !== undefined && own !== chain) return { seq: s, mine: own, theirs: chain, chained: true, ...range() };
+      if (own !== undefined && own !== chain) {
+        return { seq: s, mine: own, theirs: chain, chained: true, ...range() };
+      }
       if (own !== undefined) equal = s;
       // Nothing there (the log ends before the confirmed position): the record check above
       // names it when the old store keeps a record; else the digest further on differs.

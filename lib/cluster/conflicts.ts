@@ -23,7 +23,9 @@ export function emptyReads(): ReadSet {
 }
 
 /** The keys a `getRange`/`getKeys` call can visit, as inclusive bounds (null when open). */
-export function rangeBounds(opts: { start?: Key; end?: Key; reverse?: boolean } = {}): [Key | null, Key | null] {
+export function rangeBounds(
+  opts: { start?: Key; end?: Key; reverse?: boolean } = {},
+): [Key | null, Key | null] {
   const start = opts.start ?? null;
   const end = opts.end ?? null;
   return opts.reverse ? [end, start] : [start, end];
@@ -65,7 +67,10 @@ export class RecentWrites {
       for (const [db, key] of e.written) {
         if (whole.has(db) || points.has(id(db, key))) return true;
         for (const [rdb, lo, hi] of reads.g) {
-          if (rdb === db && (lo === null || compareKeys(key, lo) >= 0) && (hi === null || compareKeys(key, hi) <= 0)) {
+          if (
+            rdb === db && (lo === null || compareKeys(key, lo) >= 0) &&
+            (hi === null || compareKeys(key, hi) <= 0)
+          ) {
             return true;
           }
         }
@@ -81,7 +86,9 @@ export class RecentWrites {
     if (batch !== undefined) this.#batches.set(batch, (this.#batches.get(batch) ?? 0) + 1);
     const keepAfter = seq - this.window;
     let drop = 0;
-    while (drop < this.#entries.length && this.#entries[drop].seq <= keepAfter) this.#forget(this.#entries[drop++]);
+    while (drop < this.#entries.length && this.#entries[drop].seq <= keepAfter) {
+      this.#forget(this.#entries[drop++]);
+    }
     if (drop > 0) this.#entries.splice(0, drop);
   }
 

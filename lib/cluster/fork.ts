@@ -16,7 +16,9 @@ const ENTRIES_SUFFIX = logDbNames("").entries;
 
 /** The writes a diverged replica's message holds instead of `writes` (see the module comment). */
 export function forkedWrites(writes: Write[]): Write[] {
-  return writes.map((w) => (w[0] === 0 && w[1].endsWith(ENTRIES_SUFFIX) ? [0, w[1], w[2], forkLastText(w[3])] : w));
+  return writes.map((
+    w,
+  ) => (w[0] === 0 && w[1].endsWith(ENTRIES_SUFFIX) ? [0, w[1], w[2], forkLastText(w[3])] : w));
 }
 
 /** A copy of `value` whose last string (depth first) ends with `FORKED_MARK`. */

@@ -18,7 +18,9 @@ import { log } from "../log/mod.ts";
 function threadTimes(): { run: number; runq: number } | undefined {
   try {
     const [run, runq] = readFileSync("/proc/thread-self/schedstat", "utf8").split(" ").map(Number);
-    return Number.isFinite(run) && Number.isFinite(runq) ? { run: run / 1e6, runq: runq / 1e6 } : undefined;
+    return Number.isFinite(run) && Number.isFinite(runq)
+      ? { run: run / 1e6, runq: runq / 1e6 }
+      : undefined;
   } catch {
     return undefined;
   }
@@ -41,7 +43,10 @@ export function startLagSampler(everyMs = 50, reportMs = 100): () => void {
         lag_ms: Math.round(lag),
         cpu_ms: Math.round((used.user + used.system) / 1000),
         ...(thread && times
-          ? { thread_cpu_ms: Math.round(times.run - thread.run), runq_ms: Math.round(times.runq - thread.runq) }
+          ? {
+            thread_cpu_ms: Math.round(times.run - thread.run),
+            runq_ms: Math.round(times.runq - thread.runq),
+          }
           : {}),
         heap_freed_mb: Math.max(0, Math.round((heap - heapNow) / 1e5) / 10),
       });

@@ -130,7 +130,13 @@ export class ClusterLink {
   #soughtAt = 0;
   #apiAnsweredAt = 0;
 
-  private constructor(nc: NatsConnection, jsm: JetStreamManager, nodeId: string, replicas: number, servers: string[]) {
+  private constructor(
+    nc: NatsConnection,
+    jsm: JetStreamManager,
+    nodeId: string,
+    replicas: number,
+    servers: string[],
+  ) {
     this.nc = nc;
     this.#servers = servers;
     this.#replicas = replicas;
@@ -158,11 +164,20 @@ export class ClusterLink {
         for (const end of this.#inflight) end();
         this.#inflight.clear();
       } else if (s.type === DebugEvents.Reconnecting) {
-        if (dials.length < DIALS_LOGGED) dials.push(`${String(s.data)}@${lostAt ? Date.now() - lostAt : 0}ms`);
+        if (dials.length < DIALS_LOGGED) {
+          dials.push(`${String(s.data)}@${lostAt ? Date.now() - lostAt : 0}ms`);
+        }
       } else if (s.type === DebugEvents.StaleConnection) {
-        log.warn("cluster NATS server missed pings; moving to another", { server: this.nc.getServer(), max_pings_out: MAX_PINGS_OUT });
+        log.warn("cluster NATS server missed pings; moving to another", {
+          server: this.nc.getServer(),
+          max_pings_out: MAX_PINGS_OUT,
+        });
       } else if (s.type === Events.Reconnect) {
-        log.info("cluster NATS reconnected", { server: String(s.data), after_ms: lostAt ? Date.now() - lostAt : 0, dials: dials.join(" ") });
+        log.info("cluster NATS reconnected", {
+          server: String(s.data),
+          after_ms: lostAt ? Date.now() - lostAt : 0,
+          dials: dials.join(" "),
+        });
       }
     }
   }
@@ -214,7 +229,9 @@ export class ClusterLink {
       } catch (err) {
         // Said once: a node starting before JetStream has its meta leader otherwise says
         // nothing between `starting` and its first log read.
-        if (lastError === undefined) log.warn("cluster waiting for NATS JetStream", { error: describe(err) });
+        if (lastError === undefined) {
+          log.warn("cluster waiting for NATS JetStream", { error: describe(err) });
+        }
         lastError = err;
         await new Promise((r) => setTimeout(r, 250));
       }
@@ -246,7 +263,10 @@ export class ClusterLink {
         const send = () => {
           running++;
           const sentAt = Date.now();
-          this.js.publish(LOG_SUBJECT, data, { msgID: msgId, timeout: Math.max(100, deadline - sentAt) }).then((r) => {
+          this.js.publish(LOG_SUBJECT, data, {
+            msgID: msgId,
+            timeout: Math.max(100, deadline - sentAt),
+          }).then((r) => {
             if (settled) return;
             settled = true;
             resolve(r);
@@ -290,13 +310,18 @@ export class ClusterLink {
   #answered(sentAt: number): void {
     let again = 0;
     for (const p of this.#pending) {
-      if (p.sentAt + RESEND_GAP_MS > sentAt || p.sentAt > this.#failedAt + TROUBLED_MS || p.resends >= MAX_RESENDS) continue;
+      if (
+        p.sentAt + RESEND_GAP_MS > sentAt || p.sentAt > this.#failedAt + TROUBLED_MS ||
+        p.resends >= MAX_RESENDS
+      ) continue;
       p.resends++;
       p.sentAt = Date.now();
       p.send();
       again++;
     }
-    if (again > 0) log.debug("cluster NATS requests sent again (JetStream answers again)", { requests: again });
+    if (again > 0) {
+      log.debug("cluster NATS requests sent again (JetStream answers again)", { requests: again });
+    }
   }
 
   /** Notes that JetStream failed a request just now (see `#answered`). */
@@ -351,19 +376,38 @@ export class ClusterLink {
    */
   #seek(): void {
     const others = this.#servers.filter((u) => !sameServer(u, this.nc.getServer()));
-    if (this.#seeking || Date.now() - this.#soughtAt < SEEK_MS || others.length === 0 || !this.connected()) return;
+    if (
+      this.#seeking || Date.now() - this.#soughtAt < SEEK_MS || others.length === 0 ||
+      !this.connected()
+    ) return;
     this.#seeking = true;
     const started = this.#soughtAt = Date.now();
     const from = this.nc.getServer();
     const ask = async (url: string): Promise<string> => {
-      const nc = await connect({ servers: [url], timeout: SEEK_MS, reconnect: false, noRandomize: true, ignoreClusterUpdates: true, name: `switchboard-${this.nodeId}-seek` });
+      const nc = await connect({
+        servers: [url],
+        timeout: SEEK_MS,
+        reconnect: false,
+        noRandomize: true,
+        ignoreClusterUpdates: true,
+        name: `switchboard-${this.nodeId}-seek`,
+      });
       try {
-        const m = await nc.request(`$JS.API.STREAM.INFO.${LOG_STREAM}`, new TextEncoder().encode("{}"), { timeout: SEEK_MS });
-        const r = JSON.parse(new TextDecoder().decode(m.data)) as { error?: ApiError; cluster?: { leader?: string } };
+        const m = await nc.request(
+          `$JS.API.STREAM.INFO.${LOG_STREAM}`,
+          new TextEncoder().encode("{}"),
+          { timeout: SEEK_MS },
+        );
+        const r = JSON.parse(new TextDecoder().decode(m.data)) as {
+          error?: ApiError;
+          cluster?: { leader?: string };
+        };
         if (r.error) throw apiError(r.error);
         // The first answer may come across a route from another server: only the stream's
         // leader itself is known to serve its own clients.
-        if (nc.info?.cluster && r.cluster?.leader !== nc.info.server_name) throw new Error(`${url} does not lead the stream`);
+        if (nc.info?.cluster && r.cluster?.leader !== nc.info.server_name) {
+          throw new Error(`${url} does not lead the stream`);
+        }
         return url;
       } finally {
         await nc.close().catch(() => {});
@@ -372,13 +416,25 @@ export class ClusterLink {
     Promise.any(others.map(ask)).then((url) => {
       // A server just resumed from a freeze may answer once from its stale state, then refuse:
       // the next refusal seeks again (`SEEK_MS` later at the soonest).
-      if (this.#apiAnsweredAt >= started || this.nc.getServer() !== from || !this.connected()) return;
-      const list = (this.nc as unknown as { protocol?: { servers?: { servers?: { listen?: string }[] } } }).protocol?.servers?.servers;
-      const at = list?.findIndex((s) => typeof s.listen === "string" && sameServer(url, s.listen)) ?? -1;
+      if (this.#apiAnsweredAt >= started || this.nc.getServer() !== from || !this.connected()) {
+        return;
+      }
+      const list =
+        (this.nc as unknown as { protocol?: { servers?: { servers?: { listen?: string }[] } } })
+          .protocol?.servers?.servers;
+      const at = list?.findIndex((s) =>
+        typeof s.listen === "string" && sameServer(url, s.listen)
+      ) ?? -1;
       if (list && at > 0) list.unshift(...list.splice(at, 1));
-      this.moveOn("cluster NATS server refuses JetStream requests (10008); moving to one that answers", { to: url, sought_ms: Date.now() - started });
+      this.moveOn(
+        "cluster NATS server refuses JetStream requests (10008); moving to one that answers",
+        { to: url, sought_ms: Date.now() - started },
+      );
     }, () => {
-      log.debug("cluster NATS server refuses JetStream requests (10008); no other server answers: staying", { sought_ms: Date.now() - started });
+      log.debug(
+        "cluster NATS server refuses JetStream requests (10008); no other server answers: staying",
+        { sought_ms: Date.now() - started },
+      );
     }).finally(() => (this.#seeking = false));
   }
 
@@ -389,10 +445,13 @@ export class ClusterLink {
     // server, the send buffer full) waits until the kernel takes the data: a node took 4 s
     // more to leave. A transport closed with an error skips the flush (nats.js internals, 2.x;
     // reconnect() where they are not there).
-    const transport = (this.nc as unknown as { protocol?: { transport?: { _closed?: (err: Error, internal: boolean) => Promise<void> } } })
+    const transport = (this.nc as unknown as {
+      protocol?: { transport?: { _closed?: (err: Error, internal: boolean) => Promise<void> } };
+    })
       .protocol?.transport;
-    if (typeof transport?._closed === "function") void transport._closed(new Error(why), true).catch(() => {});
-    else void this.nc.reconnect().catch(() => {});
+    if (typeof transport?._closed === "function") {
+      void transport._closed(new Error(why), true).catch(() => {});
+    } else void this.nc.reconnect().catch(() => {});
   }
 
   /** Moves to another server when a ping has waited `SUSPECT_RTT_MS`, or `SILENT_MS` while
@@ -412,7 +471,9 @@ export class ClusterLink {
     if (!why) return false;
     this.#pings.clear();
     this.moveOn(
-      why === "silent" ? "cluster NATS server silent; moving to another" : "cluster NATS server does not answer; moving to another",
+      why === "silent"
+        ? "cluster NATS server silent; moving to another"
+        : "cluster NATS server does not answer; moving to another",
       { ping_waited_ms: now - oldest, heard_ms_ago: now - this.#heardAt },
     );
     this.lastMove = { why, pingWaitedMs: now - oldest };
@@ -426,7 +487,9 @@ export class ClusterLink {
    * answers. */
   async read(seq: number): Promise<Uint8Array | null> {
     try {
-      const r = await this.#api(`$JS.API.STREAM.MSG.GET.${LOG_STREAM}`, { seq }) as { message?: { data?: string } };
+      const r = await this.#api(`$JS.API.STREAM.MSG.GET.${LOG_STREAM}`, { seq }) as {
+        message?: { data?: string };
+      };
       return r.message?.data ? Buffer.from(r.message.data, "base64") : new Uint8Array(0);
     } catch (err) {
       const code = (err as { api_error?: { err_code?: number } }).api_error?.err_code;
@@ -484,7 +547,9 @@ export class ClusterLink {
       };
       this.#apiWaiting.set(token, (m) => {
         // No server took the request (nats.js's "no responders").
-        if (m.data.length === 0 && m.headers?.code === 503) return fail(Object.assign(new Error("503"), { code: "503" }));
+        if (m.data.length === 0 && m.headers?.code === 503) {
+          return fail(Object.assign(new Error("503"), { code: "503" }));
+        }
         let r: Record<string, unknown> & { error?: ApiError };
         try {
           r = JSON.parse(new TextDecoder().decode(m.data));
@@ -518,7 +583,15 @@ export class ClusterLink {
         clearTimeout(grace);
         grace = undefined;
         const left = Math.max(deadline - Date.now(), API_GRACE_MS);
-        timer = setTimeout(() => fail(unavailable ? apiError(unavailable) : Object.assign(new Error("TIMEOUT"), { code: "TIMEOUT" })), left);
+        timer = setTimeout(
+          () =>
+            fail(
+              unavailable
+                ? apiError(unavailable)
+                : Object.assign(new Error("TIMEOUT"), { code: "TIMEOUT" }),
+            ),
+          left,
+        );
         try {
           // One subscription for every answer (a subscription per request would cost the
           // servers an interest change each): the reply subject's last token names the request.
@@ -529,7 +602,9 @@ export class ClusterLink {
             });
             this.#apiInbox = inbox;
           }
-          this.nc.publish(subject, new TextEncoder().encode(JSON.stringify(body)), { reply: `${this.#apiInbox}.${token}` });
+          this.nc.publish(subject, new TextEncoder().encode(JSON.stringify(body)), {
+            reply: `${this.#apiInbox}.${token}`,
+          });
         } catch (err) {
           fail(err);
         }
@@ -636,7 +711,9 @@ interface ApiError {
 
 /** An error carrying JetStream's answer as nats.js's do (`api_error`). */
 function apiError(e: ApiError): Error {
-  return Object.assign(new Error(`${e.code ?? ""} ${e.description ?? ""}`.trim()), { api_error: e });
+  return Object.assign(new Error(`${e.code ?? ""} ${e.description ?? ""}`.trim()), {
+    api_error: e,
+  });
 }
 
 /**
@@ -644,7 +721,10 @@ function apiError(e: ApiError): Error {
  * "silent" once it has waited `SILENT_MS` while no message came from the server for as long
  * (`heardMsAgo`), else undefined.
  */
-export function silentFor(pingWaitedMs: number, heardMsAgo: number): "silent" | "unanswered" | undefined {
+export function silentFor(
+  pingWaitedMs: number,
+  heardMsAgo: number,
+): "silent" | "unanswered" | undefined {
   if (pingWaitedMs > SUSPECT_RTT_MS) return "unanswered";
   if (pingWaitedMs > SILENT_MS && heardMsAgo > SILENT_MS) return "silent";
   return undefined;
@@ -653,7 +733,8 @@ export function silentFor(pingWaitedMs: number, heardMsAgo: number): "silent" | 
 /** An error's text, with JetStream's own description when it gave one (nats.js names both
  * "no responders" and "JetStream temporarily unavailable" just `503`). */
 function describe(err: unknown): string {
-  const api = (err as { api_error?: { code?: number; err_code?: number; description?: string } }).api_error;
+  const api =
+    (err as { api_error?: { code?: number; err_code?: number; description?: string } }).api_error;
   if (api) return `JetStream ${api.code} ${api.description ?? ""} (${api.err_code})`;
   const code = (err as { code?: string }).code;
   if (code === "503") return "503 no responders";
@@ -662,7 +743,8 @@ function describe(err: unknown): string {
 
 /** Whether server URL `a` and `b` (a URL or nats.js's `host:port`) name the same server. */
 function sameServer(a: string, b: string): boolean {
-  const hostPort = (u: string) => u.replace(/^[a-z]+:\/\//, "").replace(/\/.*$/, "").replace(/^localhost:/, "127.0.0.1:");
+  const hostPort = (u: string) =>
+    u.replace(/^[a-z]+:\/\//, "").replace(/\/.*$/, "").replace(/^localhost:/, "127.0.0.1:");
   return hostPort(a) === hostPort(b);
 }
 
@@ -674,7 +756,11 @@ function sameServer(a: string, b: string): boolean {
  * Relies on nats.js internals (2.x); does nothing when they are not there.
  */
 function rotatePastCurrent(nc: NatsConnection): void {
-  const servers = (nc as unknown as { protocol?: { servers?: { servers?: unknown[]; currentServer?: unknown } } }).protocol?.servers;
+  const servers =
+    (nc as unknown as { protocol?: { servers?: { servers?: unknown[]; currentServer?: unknown } } })
+      .protocol?.servers;
   const list = servers?.servers;
-  if (Array.isArray(list) && list.length > 1 && list[0] === servers!.currentServer) list.push(list.shift());
+  if (Array.isArray(list) && list.length > 1 && list[0] === servers!.currentServer) {
+    list.push(list.shift());
+  }
 }

@@ -5,7 +5,12 @@
  */
 import type { Key } from "lmdb";
 import { entryRecord, type LogDbNames, logDbNames, type StoredEntry } from "../store/log_layout.ts";
-import type { LogChangeListener, RemoteChanges, StreamChange, UnsureRange } from "../store/storage.ts";
+import type {
+  LogChangeListener,
+  RemoteChanges,
+  StreamChange,
+  UnsureRange,
+} from "../store/storage.ts";
 
 /** One replicated write: `[0, db, key, value]` puts, `[1, db, key]` removes. */
 export type Write = [0, string, Key, unknown] | [1, string, Key];
@@ -18,7 +23,7 @@ export function streamChanges(names: LogDbNames, writes: Write[]): StreamChange[
   const changes = new Map<string, StreamChange>();
   const change = (stream: string) => {
     let c = changes.get(stream);
-    if (!c) changes.set(stream, (c = { stream, appended: [] }));
+    if (!c) changes.set(stream, c = { stream, appended: [] });
     return c;
   };
   const appended = new Map<string, ReturnType<typeof entryRecord>[]>();
@@ -37,7 +42,7 @@ export function streamChanges(names: LogDbNames, writes: Write[]): StreamChange[
     } else if (w[1] === names.entries && w[0] === 0) {
       const key = w[2] as [string, number];
       let list = appended.get(key[0]);
-      if (!list) appended.set(key[0], (list = []));
+      if (!list) appended.set(key[0], list = []);
       list.push(entryRecord(key, w[3] as StoredEntry));
     }
   }
@@ -54,22 +59,32 @@ const ENTRIES_SUFFIX = logDbNames("").entries;
  * write set wrote) and the lowest position written in each. */
 export function streamsWritten(keys: Iterable<[string, Key]>): Map<string, Map<string, number>> {
   const out = new Map<string, Map<string, number>>();
-  for (const [log, streams] of rangesWritten(keys)) out.set(log, new Map([...streams].map(([s, [from]]) => [s, from])));
+  for (const [log, streams] of rangesWritten(keys)) {
+    out.set(log, new Map([...streams].map(([s, [from]]) => [s, from])));
+  }
   return out;
 }
 
 /** Per ordered log (by name), the streams with entries among `keys` (`[db, key]` pairs write
  * sets wrote) and the lowest and highest position written in each. */
-export function rangesWritten(keys: Iterable<[string, Key]>): Map<string, Map<string, [number, number]>> {
+export function rangesWritten(
+  keys: Iterable<[string, Key]>,
+): Map<string, Map<string, [number, number]>> {
   const out = new Map<string, Map<string, [number, number]>>();
   for (const [db, key] of keys) {
-    if (!db.endsWith(ENTRIES_SUFFIX) || !Array.isArray(key) || typeof key[0] !== "string" || typeof key[1] !== "number") continue;
+    if (
+      !db.endsWith(ENTRIES_SUFFIX) || !Array.isArray(key) || typeof key[0] !== "string" ||
+      typeof key[1] !== "number"
+    ) continue;
     const log = db.slice(0, -ENTRIES_SUFFIX.length);
     if (logDbNames(log).entries !== db) continue;
     let streams = out.get(log);
-    if (!streams) out.set(log, (streams = new Map()));
+    if (!streams) out.set(log, streams = new Map());
     const known = streams.get(key[0]);
-    streams.set(key[0], known ? [Math.min(known[0], key[1]), Math.max(known[1], key[1])] : [key[1], key[1]]);
+    streams.set(
+      key[0],
+      known ? [Math.min(known[0], key[1]), Math.max(known[1], key[1])] : [key[1], key[1]],
+    );
   }
   return out;
 }
@@ -107,7 +122,10 @@ export class LogChangeFeed implements RemoteChanges {
 
   /** Inside a write transaction: gives the streams named, per log name, a new epoch each, and
    * records the `ranges` given for them (see `LogChangeListener.renewEpochs`). */
-  renewEpochs(streams: Map<string, Iterable<string>>, ranges?: Map<string, Map<string, UnsureRange>>): void {
+  renewEpochs(
+    streams: Map<string, Iterable<string>>,
+    ranges?: Map<string, Map<string, UnsureRange>>,
+  ): void {
     for (const { name, listener } of this.#logs) {
       const mine = streams.get(name);
       if (mine) listener.renewEpochs([...mine], ranges?.get(name));
@@ -136,12 +154,17 @@ export class LogChangeFeed implements RemoteChanges {
   applied(writes: Write[], committed: boolean): void {
     const changes = this.#changes(writes);
     this.#pending = undefined;
-    this.#logs.forEach(({ listener }, i) => changes[i].length > 0 && listener.applied(changes[i], committed));
+    this.#logs.forEach(({ listener }, i) =>
+      changes[i].length > 0 && listener.applied(changes[i], committed)
+    );
   }
 
   #changes(writes: Write[]): StreamChange[][] {
     if (this.#pending?.writes !== writes) {
-      this.#pending = { writes, changes: this.#logs.map(({ names }) => streamChanges(names, writes)) };
+      this.#pending = {
+        writes,
+        changes: this.#logs.map(({ names }) => streamChanges(names, writes)),
+      };
     }
     return this.#pending.changes;
   }

@@ -25,7 +25,8 @@ export { ReplicatedEnv } from "./replicated_env.ts";
 /** Tunables read from the environment (tests shorten them). */
 function tunable(name: string, fallback: number): number {
   const raw = Number(process.env[name]);
-  return Number.isFinite(raw) && raw >= 0 && process.env[name] !== "" && process.env[name] !== undefined
+  return Number.isFinite(raw) && raw >= 0 && process.env[name] !== "" &&
+      process.env[name] !== undefined
     ? raw
     : fallback;
 }
@@ -42,7 +43,11 @@ export interface ClusterNode {
 }
 
 /** Connects to NATS and opens the replicated store at `storePath`. */
-export async function openCluster(urls: string, nodeId: string, storePath: string): Promise<ClusterNode> {
+export async function openCluster(
+  urls: string,
+  nodeId: string,
+  storePath: string,
+): Promise<ClusterNode> {
   const link = await ClusterLink.open(urls.split(",").map((u) => u.trim()).filter(Boolean), nodeId);
   await restoreIfBehind(link, storePath).catch(async (err) => {
     await link.close();
@@ -65,8 +70,12 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
       await env.start();
       // A store marked diverged whose rebuild was refused serves stopped (503): it caught up
       // with nothing (`ReplicatedEnv.start`).
-      if (env.stopped) log.warn("cluster node serving stopped: its store was not rebuilt (see the reason above); it tries again later", { position: env.applied });
-      else log.info("cluster log caught up", { position: env.applied });
+      if (env.stopped) {
+        log.warn(
+          "cluster node serving stopped: its store was not rebuilt (see the reason above); it tries again later",
+          { position: env.applied },
+        );
+      } else log.info("cluster log caught up", { position: env.applied });
       stops.push(startBus(link, hub));
       stops.push(startLagSampler());
       const heartbeatMs = tunable("SWITCHBOARD_PRESENCE_HEARTBEAT_MS", 1000);
@@ -84,7 +93,9 @@ export async function openCluster(urls: string, nodeId: string, storePath: strin
         if (m.occupancy) stops.push(startOccupancy(link, m.occupancy, nodes, heartbeatMs));
       }
       // After presence and occupancy dropped the gone node's part: its topics' new owners.
-      nodes.onGone((node) => hub.ownerGone((topic) => ownerOf(topic.key, [...nodes.live(), node]) === node));
+      nodes.onGone((node) =>
+        hub.ownerGone((topic) => ownerOf(topic.key, [...nodes.live(), node]) === node)
+      );
       const every = tunable("SWITCHBOARD_CLUSTER_SNAPSHOT_EVERY", 100_000);
       const hearAsks = tunable("SWITCHBOARD_FAULT_IGNORE_SNAPSHOT_ASKS", 0) === 0;
       stops.push(startSnapshots(link, env, nodes, { every, checkMs: heartbeatMs, hearAsks }));

@@ -47,4 +47,5 @@ async function* iterate(this: TransportState): AsyncGenerator<Uint8Array> {
 (NodeTransport.prototype as unknown as { iterate: typeof iterate }).iterate = iterate;
 
 /** Whether the fix is in place (imported for its effect; tests check it). */
-export const transportFixed = (NodeTransport.prototype as unknown as { iterate: unknown }).iterate === iterate;
+export const transportFixed =
+  (NodeTransport.prototype as unknown as { iterate: unknown }).iterate === iterate;

@@ -55,7 +55,9 @@ export function ownerOf(topic: string, nodes: Iterable<string>): string | undefi
   let bestScore = -1;
   for (const node of nodes) {
     const score = hash(`${node}\n${topic}`);
-    if (score > bestScore || (score === bestScore && node < best!)) [best, bestScore] = [node, score];
+    if (score > bestScore || (score === bestScore && node < best!)) {
+      [best, bestScore] = [node, score];
+    }
   }
   return best;
 }
@@ -77,7 +79,12 @@ export class NodeWatch {
 
   /** Starts sending heartbeats (with this node's `state`) and watching the other nodes',
    * handing each claim they carry to `hearClaim`. */
-  constructor(link: ClusterLink, timing: NodeTiming, state: () => NodeState, hearClaim: (node: string, claim: Claim) => void) {
+  constructor(
+    link: ClusterLink,
+    timing: NodeTiming,
+    state: () => NodeState,
+    hearClaim: (node: string, claim: Claim) => void,
+  ) {
     this.me = link.nodeId;
     this.#link = link;
     this.#state = state;
@@ -158,7 +165,13 @@ export class NodeWatch {
 
   #send(k: Message["k"]): void {
     const { applied, stopped, claim } = this.#state();
-    const message: Message = { n: this.me, k, a: applied, ...(stopped ? { s: 1 } : {}), ...(claim ? { c: [claim.at, claim.chain] } : {}) };
+    const message: Message = {
+      n: this.me,
+      k,
+      a: applied,
+      ...(stopped ? { s: 1 } : {}),
+      ...(claim ? { c: [claim.at, claim.chain] } : {}),
+    };
     this.#link.publish(SUBJECT, codec.pack(message));
   }
 

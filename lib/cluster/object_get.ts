@@ -22,13 +22,25 @@ export class ObjectReadStalled extends Error {}
 /** Writes the data of `got` (an `ObjectStore.get` result) to `file`; rejects with
  * `ObjectReadStalled` when no chunk arrives for `idleMs`, with the source cancelled (nats.js
  * then drops its consumer), or with the read's own error. */
-export async function getFile(got: ObjectResult, file: string, idleMs = OBJECT_IDLE_MS): Promise<void> {
+export async function getFile(
+  got: ObjectResult,
+  file: string,
+  idleMs = OBJECT_IDLE_MS,
+): Promise<void> {
   const stall = new AbortController();
   let timer: ReturnType<typeof setTimeout> | undefined;
   let bytes = 0;
   const arm = () => {
     clearTimeout(timer);
-    timer = setTimeout(() => stall.abort(new ObjectReadStalled(`object read stalled: no chunk for ${idleMs} ms after ${bytes} bytes`)), idleMs);
+    timer = setTimeout(
+      () =>
+        stall.abort(
+          new ObjectReadStalled(
+            `object read stalled: no chunk for ${idleMs} ms after ${bytes} bytes`,
+          ),
+        ),
+      idleMs,
+    );
   };
   const watched = got.data.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({

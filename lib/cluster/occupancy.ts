@@ -30,7 +30,8 @@ export function startOccupancy(
   const subject = `sb.occupancy.${occupancy.product.replace(/[^A-Za-z0-9_-]/g, "")}`;
   const me = link.nodeId;
   const send = (m: Message) => link.publish(subject, codec.pack(m));
-  const full = () => send({ n: me, k: "full", c: occupancy.localCounts().map(([t, count]) => [t.key, count]) });
+  const full = () =>
+    send({ n: me, k: "full", c: occupancy.localCounts().map(([t, count]) => [t.key, count]) });
   /** The reported counts whose topic parses. */
   const parsed = (c: [string, number][]) =>
     c.flatMap(([t, count]): [Topic, number][] => {

@@ -56,7 +56,7 @@ export class WriteOverlay {
   /** Records a put (`value`: the value's encoding) or, for null, a remove of `key` in `db`. */
   write(db: string, key: Key, value: Uint8Array | null): void {
     let list = this.#dbs.get(db);
-    if (!list) this.#dbs.set(db, (list = []));
+    if (!list) this.#dbs.set(db, list = []);
     const bytes = keyBytes(key);
     const i = this.#search(list, bytes);
     if (i >= 0) list[i].value = value;
@@ -81,8 +81,10 @@ export class WriteOverlay {
     const end = opts.end === undefined ? undefined : keyBytes(opts.end);
     const out = list.filter((w) =>
       opts.reverse
-        ? (start === undefined || compareBytes(w.bytes, start) <= 0) && (end === undefined || compareBytes(w.bytes, end) > 0)
-        : (start === undefined || compareBytes(w.bytes, start) >= 0) && (end === undefined || compareBytes(w.bytes, end) < 0)
+        ? (start === undefined || compareBytes(w.bytes, start) <= 0) &&
+          (end === undefined || compareBytes(w.bytes, end) > 0)
+        : (start === undefined || compareBytes(w.bytes, start) >= 0) &&
+          (end === undefined || compareBytes(w.bytes, end) < 0)
     );
     return opts.reverse ? out.reverse() : out;
   }
@@ -117,7 +119,13 @@ export class OverlayReads {
   /** `live` tells whether the run (and `txn`) is still going: a range iterated after it ends
    * reads the store as it is then, without the overlay, as one iterated after the aborted
    * write transaction did. */
-  constructor(name: string, raw: Database, overlay: WriteOverlay, txn: Transaction, live: () => boolean) {
+  constructor(
+    name: string,
+    raw: Database,
+    overlay: WriteOverlay,
+    txn: Transaction,
+    live: () => boolean,
+  ) {
     this.#name = name;
     this.#raw = raw;
     this.#overlay = overlay;
@@ -132,7 +140,9 @@ export class OverlayReads {
 
   /** A put of `value` (encoded now, as LMDB would: later changes to the object are not seen). */
   put(key: Key, value: unknown): void {
-    if (keyBytes(key).length > MAX_KEY_BYTES) throw new Error(`Key size is larger than the maximum key size (${MAX_KEY_BYTES})`);
+    if (keyBytes(key).length > MAX_KEY_BYTES) {
+      throw new Error(`Key size is larger than the maximum key size (${MAX_KEY_BYTES})`);
+    }
     const codec = this.#raw as unknown as Codec;
     this.#overlay.write(this.#name, key, Uint8Array.from(codec.encoder.encode(value)));
   }
@@ -154,7 +164,11 @@ export class OverlayReads {
     const w = this.#overlay.find(this.#name, key);
     if (w) return w.value !== null;
     // lmdb-js: an `undefined` value asks whether the key exists at all.
-    const doesExist = this.#raw.doesExist as (key: Key, value: undefined, options: { transaction: Transaction }) => boolean;
+    const doesExist = this.#raw.doesExist as (
+      key: Key,
+      value: undefined,
+      options: { transaction: Transaction },
+    ) => boolean;
     return doesExist.call(this.#raw, key, undefined, { transaction: this.#txn });
   }
 
@@ -189,7 +203,8 @@ export class OverlayReads {
     const { limit: _, ...unlimited } = opts;
     const stored = this.#raw.getRange({ ...unlimited, transaction: this.#txn } as RangeOptions);
     const sign = opts.reverse ? -1 : 1;
-    const entry = (w: Written) => keysOnly ? readBack(w.bytes) : { key: readBack(w.bytes), value: this.#decode(w.value!) };
+    const entry = (w: Written) =>
+      keysOnly ? readBack(w.bytes) : { key: readBack(w.bytes), value: this.#decode(w.value!) };
     let i = 0;
     let count = 0;
     for (const item of stored as Iterable<{ key: Key } | Key>) {

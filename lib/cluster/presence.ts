@@ -33,7 +33,8 @@ export function startPresence(
   const registry = shared.registry;
   const me = link.nodeId;
   const send = (m: Message) => link.publish(SUBJECT, codec.pack(m));
-  const local = (): [string, string, unknown][] => registry.membersVia(registry.node).map(([t, u, i]) => [t.key, u, i]);
+  const local = (): [string, string, unknown][] =>
+    registry.membersVia(registry.node).map(([t, u, i]) => [t.key, u, i]);
   nodes.onGone((node) => {
     for (const [t, u] of registry.membersVia(node)) registry.remove(t, u, node);
   });
@@ -60,7 +61,9 @@ export function startPresence(
         return send({ n: me, k: "full", m: local() });
       case "full": {
         const now = new Set(m.m.map(([t, u]) => `${t}\n${u}`));
-        for (const [t, u] of registry.membersVia(m.n)) if (!now.has(`${t.key}\n${u}`)) registry.remove(t, u, m.n);
+        for (const [t, u] of registry.membersVia(m.n)) {
+          if (!now.has(`${t.key}\n${u}`)) registry.remove(t, u, m.n);
+        }
         for (const [t, u, i] of m.m) {
           const topic = Topic.parse(t);
           if (topic) registry.add(topic, u, i, m.n);

@@ -32,7 +32,11 @@ export const POSITION_HEADER = "Switchboard-Position";
 
 /** A requested minimum position: a non-negative integer, else undefined (ignored). */
 export function parsePosition(raw: unknown): number | undefined {
-  const n = typeof raw === "number" ? raw : typeof raw === "string" && /^\s*\d+\s*$/.test(raw) ? Number(raw) : NaN;
+  const n = typeof raw === "number"
+    ? raw
+    : typeof raw === "string" && /^\s*\d+\s*$/.test(raw)
+    ? Number(raw)
+    : NaN;
   return Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }
 
@@ -65,7 +69,9 @@ export function minPositionReads(source: PositionSource): MiddlewareHandler {
       const min = parsePosition(c.req.header(MIN_POSITION_HEADER));
       // Asked even when applied that far: a node rebuilding its store is never caught up.
       if (min !== undefined && !(await source.caughtUp(min, source.writeDeadlineMs))) {
-        throw new StorageUnavailableError(`${NOT_CAUGHT_UP} to log position ${min} (applied ${source.applied})`);
+        throw new StorageUnavailableError(
+          `${NOT_CAUGHT_UP} to log position ${min} (applied ${source.applied})`,
+        );
       }
     }
     await next();

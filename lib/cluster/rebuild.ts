@@ -92,7 +92,11 @@ const RECONNECT_WAIT_MS = 5000;
  * failed read it moves to the next server from `--nats` (`ClusterLink#moveOn`) and reads
  * there.
  */
-export async function rebuildSource(link: ClusterLink, first: number, tries = SNAPSHOT_TRIES): Promise<RebuildSource> {
+export async function rebuildSource(
+  link: ClusterLink,
+  first: number,
+  tries = SNAPSHOT_TRIES,
+): Promise<RebuildSource> {
   for (let attempt = 1;; attempt++) {
     try {
       return await sourceOnce(link, first);
@@ -132,8 +136,15 @@ export async function rebuildInputs(link: ClusterLink): Promise<RebuildInputs> {
 /** After a failed read of the snapshot: moves `link` to the next server from `--nats` and
  * resolves once it is connected there (see `rebuildSource`; a node restoring a snapshot before
  * it starts, `snapshots.ts`, does the same). */
-export async function readElsewhere(link: ClusterLink, err: unknown, attempt: number): Promise<void> {
-  link.moveOn("cluster snapshot read failed on this NATS server; reading it from another", { error: String(err), attempt });
+export async function readElsewhere(
+  link: ClusterLink,
+  err: unknown,
+  attempt: number,
+): Promise<void> {
+  link.moveOn("cluster snapshot read failed on this NATS server; reading it from another", {
+    error: String(err),
+    attempt,
+  });
   await reconnected(link, RECONNECT_WAIT_MS);
 }
 
@@ -175,8 +186,12 @@ async function downloadSnapshot(link: ClusterLink, expected: number): Promise<Re
     store = new StoreEnv(file, false);
     const position = store.db<number>(POSITION_DB_NAME).get("applied") ?? 0;
     const described = Number(got.info.description);
-    if (position !== described) throw new Error(`snapshot holds position ${position}, not ${described}`);
-    if (position < expected) throw new Error(`snapshot at ${position} is older than the one listed (${expected})`);
+    if (position !== described) {
+      throw new Error(`snapshot holds position ${position}, not ${described}`);
+    }
+    if (position < expected) {
+      throw new Error(`snapshot at ${position} is older than the one listed (${expected})`);
+    }
     return { position, store, dispose };
   } catch (err) {
     await dispose();
@@ -209,16 +224,21 @@ export interface LiveStore {
  * before a throw).
  */
 export async function replaceStore(live: LiveStore, source: RebuildSource): Promise<void> {
-  const names = (root: RootDatabase) => [...root.getKeys()].filter((k): k is string => typeof k === "string");
+  const names = (root: RootDatabase) =>
+    [...root.getKeys()].filter((k): k is string => typeof k === "string");
   const replaced = new Set(live.replaced);
   const skip = (name: string) => live.keep.has(name) && !replaced.has(name);
   const sourceNodeLocal = new Set<string>();
   if (source.store) {
-    for (const k of source.store.db("cluster:node-local").getKeys()) sourceNodeLocal.add(k as string);
+    for (const k of source.store.db("cluster:node-local").getKeys()) {
+      sourceNodeLocal.add(k as string);
+    }
   }
   const liveNames = names(live.root).filter((n) => !skip(n));
   const sourceNames = source.store
-    ? names(source.store.root).filter((n) => !skip(n) && !sourceNodeLocal.has(n) && n !== "cluster:node-local")
+    ? names(source.store.root).filter((n) =>
+      !skip(n) && !sourceNodeLocal.has(n) && n !== "cluster:node-local"
+    )
     : [];
   // Opened before the commit: opening a database is itself a write.
   const targets = new Map(sourceNames.map((n) => [n, live.db(n)]));

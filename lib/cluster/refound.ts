@@ -38,10 +38,19 @@ import type { Database, Key } from "lmdb";
 import { ConfigError } from "../config/config.ts";
 import { StoreEnv, storePath } from "../store/env.ts";
 import { DataDirLockedError, lockDataDir } from "../store/lock.ts";
-import { firstConfirmedMismatch, type KeptHistory, type PositionRecord } from "./confirmed_guard.ts";
+import {
+  firstConfirmedMismatch,
+  type KeptHistory,
+  type PositionRecord,
+} from "./confirmed_guard.ts";
 import { LOG_STREAM, logStreamConfig } from "./link.ts";
 import { DIVERGED_KEY, SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "./rebuild.ts";
-import { CONFIRMED_KEY, POSITION_DB, UNSURE_FROM_KEY, UNSURE_REPORT_KEY } from "./replicated_env.ts";
+import {
+  CONFIRMED_KEY,
+  POSITION_DB,
+  UNSURE_FROM_KEY,
+  UNSURE_REPORT_KEY,
+} from "./replicated_env.ts";
 import { readyRestored } from "./snapshots.ts";
 import { newReport, PENDING_DB } from "./unsure.ts";
 import { heartbeatSender, NODES_SUBJECT } from "./nodes.ts";
@@ -95,7 +104,9 @@ export async function readStore(dataDir: string): Promise<StoreStatus> {
     const applied = Number(state.get("applied") ?? 0);
     const marked = state.get(DIVERGED_KEY);
     const from = state.get(UNSURE_FROM_KEY);
-    const confirmed = Number(state.get(CONFIRMED_KEY) ?? (from !== undefined ? Number(from) - 1 : 0));
+    const confirmed = Number(
+      state.get(CONFIRMED_KEY) ?? (from !== undefined ? Number(from) - 1 : 0),
+    );
     const history = keptHistory(store.db("cluster:recent"), store.db("cluster:chain"));
     const seqs = [...history.records.keys()];
     return {
@@ -116,7 +127,9 @@ function keptHistory(recent: Database<unknown, Key>, chain: Database<unknown, Ke
   const records = new Map<number, PositionRecord>();
   for (const { key, value } of recent.getRange()) {
     const { b, c } = Array.isArray(value) ? {} : (value as { b?: string; c?: string });
-    if (typeof key === "number" && b !== undefined) records.set(key, c === undefined ? { b } : { b, c });
+    if (typeof key === "number" && b !== undefined) {
+      records.set(key, c === undefined ? { b } : { b, c });
+    }
   }
   const checkpoints = new Map<number, string>();
   for (const { key, value } of chain.getRange()) {
@@ -146,7 +159,9 @@ export async function lacks(base: StoreStatus, other: StoreStatus): Promise<stri
     read: () => Promise.resolve(undefined),
   });
   if (!mismatch) return undefined;
-  const where = mismatch.chained ? `at or before position ${mismatch.seq}` : `at position ${mismatch.seq}`;
+  const where = mismatch.chained
+    ? `at or before position ${mismatch.seq}`
+    : `at position ${mismatch.seq}`;
   return `${base.dir} holds another history than ${other.dir} confirmed, ${where}`;
 }
 
@@ -168,8 +183,16 @@ export async function clusterStatus(dirs: string[]): Promise<string> {
     lines.push(`${s.dir}:`);
     lines.push(`  position applied:        ${s.applied}`);
     lines.push(`  diverged:                ${s.diverged ? `yes (${s.diverged})` : "no"}`);
-    lines.push(`  confirmed by a majority: up to position ${s.confirmed}${s.diverged ? "" : " (not marked: its whole store)"}`);
-    lines.push(`  records kept:            ${s.records ? `positions ${s.records[0]}-${s.records[1]}` : "none"}`);
+    lines.push(
+      `  confirmed by a majority: up to position ${s.confirmed}${
+        s.diverged ? "" : " (not marked: its whole store)"
+      }`,
+    );
+    lines.push(
+      `  records kept:            ${
+        s.records ? `positions ${s.records[0]}-${s.records[1]}` : "none"
+      }`,
+    );
   }
   if (stores.length > 1) {
     for (const s of stores) {
@@ -182,7 +205,9 @@ export async function clusterStatus(dirs: string[]): Promise<string> {
     const ok = await bases(stores);
     lines.push(
       ok.length
-        ? `re-found on: ${ok.sort((a, b) => b.applied - a.applied)[0].dir} (holds every confirmed history given)`
+        ? `re-found on: ${
+          ok.sort((a, b) => b.applied - a.applied)[0].dir
+        } (holds every confirmed history given)`
         : "re-found on: none of these (no store holds every confirmed history given; do not re-found)",
     );
   }
@@ -256,13 +281,19 @@ export async function refound(opts: RefoundOptions): Promise<string> {
   }
   for (const dir of opts.others) {
     const why = await lacks(chosen, await readStore(dir));
-    if (why) throw new ConfigError(`refusing to re-found on ${opts.dataDir}: ${why} (nothing changed; see switchboard cluster status)`);
+    if (why) {
+      throw new ConfigError(
+        `refusing to re-found on ${opts.dataDir}: ${why} (nothing changed; see switchboard cluster status)`,
+      );
+    }
   }
   let release: () => void;
   try {
     release = lockDataDir(opts.dataDir);
   } catch (err) {
-    if (err instanceof DataDirLockedError) throw new ConfigError(`${err.message}: stop every node first (nothing changed)`);
+    if (err instanceof DataDirLockedError) {
+      throw new ConfigError(`${err.message}: stop every node first (nothing changed)`);
+    }
     throw err;
   }
   const work = mkdtempSync(join(tmpdir(), "sb-refound-"));
@@ -270,7 +301,13 @@ export async function refound(opts: RefoundOptions): Promise<string> {
   try {
     nc = await connect({ servers: opts.nats, timeout: 5000 });
     const running = await runningNodes(nc, opts.listenMs ?? LISTEN_MS);
-    if (running.length) throw new ConfigError(`nodes still running: ${running.sort().join(", ")}; stop every node first (nothing changed)`);
+    if (running.length) {
+      throw new ConfigError(
+        `nodes still running: ${
+          running.sort().join(", ")
+        }; stop every node first (nothing changed)`,
+      );
+    }
     const jsm = await retried(() => nc!.jetstreamManager({ timeout: 2000 }));
     const replicas = logStreamConfig(nc).num_replicas;
     // Every replica of the old log up: one that comes back later could bring its old history.
@@ -282,9 +319,15 @@ export async function refound(opts: RefoundOptions): Promise<string> {
         throw err;
       }
     });
-    const offline = (old?.cluster?.replicas ?? []).filter((r) => r.offline || (r.active ?? 0) > SILENT_REPLICA_NS).map((r) => r.name);
+    const offline = (old?.cluster?.replicas ?? []).filter((r) =>
+      r.offline || (r.active ?? 0) > SILENT_REPLICA_NS
+    ).map((r) => r.name);
     if (offline.length) {
-      throw new ConfigError(`the log's replicas on ${offline.join(", ")} are offline: start every nats-server first (nothing changed)`);
+      throw new ConfigError(
+        `the log's replicas on ${
+          offline.join(", ")
+        } are offline: start every nats-server first (nothing changed)`,
+      );
     }
 
     // The snapshot: the store's copy without node-local rows and without the diverged mark.
@@ -299,7 +342,9 @@ export async function refound(opts: RefoundOptions): Promise<string> {
     const copy = new StoreEnv(file, false);
     try {
       const state = copy.db(POSITION_DB);
-      for (const key of [DIVERGED_KEY, UNSURE_FROM_KEY, CONFIRMED_KEY, UNSURE_REPORT_KEY]) state.removeSync(key);
+      for (const key of [DIVERGED_KEY, UNSURE_FROM_KEY, CONFIRMED_KEY, UNSURE_REPORT_KEY]) {
+        state.removeSync(key);
+      }
     } finally {
       await copy.close();
     }
@@ -308,10 +353,17 @@ export async function refound(opts: RefoundOptions): Promise<string> {
     await deleteStream(jsm, `OBJ_${SNAPSHOT_BUCKET}`);
     const js = nc.jetstream();
     const options = { replicas, storage: StorageType.File };
-    await retried(() => putFile(js, SNAPSHOT_BUCKET, options, { name: SNAPSHOT_OBJECT, description: String(position) }, file));
+    await retried(() =>
+      putFile(js, SNAPSHOT_BUCKET, options, {
+        name: SNAPSHOT_OBJECT,
+        description: String(position),
+      }, file)
+    );
     const objects = await retried(() => js.views.os(SNAPSHOT_BUCKET, options));
     const info = await retried(() => objects.info(SNAPSHOT_OBJECT));
-    if (Number(info?.description) !== position) throw new Error(`the snapshot reads back at ${info?.description}, not ${position}`);
+    if (Number(info?.description) !== position) {
+      throw new Error(`the snapshot reads back at ${info?.description}, not ${position}`);
+    }
     exitAfter("snapshot");
 
     // The log, empty, its next position right after the snapshot's.
@@ -320,7 +372,11 @@ export async function refound(opts: RefoundOptions): Promise<string> {
     if (position > 0) await retried(() => jsm.streams.purge(LOG_STREAM, { seq: position + 1 }));
     const { state } = await retried(() => jsm.streams.info(LOG_STREAM));
     if (state.first_seq !== position + 1 || state.messages !== 0) {
-      throw new Error(`the new log starts at ${state.first_seq} with ${state.messages} messages, not empty at ${position + 1}`);
+      throw new Error(
+        `the new log starts at ${state.first_seq} with ${state.messages} messages, not empty at ${
+          position + 1
+        }`,
+      );
     }
     exitAfter("stream");
 
@@ -332,7 +388,9 @@ export async function refound(opts: RefoundOptions): Promise<string> {
       const state = store.db(POSITION_DB);
       const pending = store.db(PENDING_DB);
       await store.root.transaction(() => {
-        for (const key of [DIVERGED_KEY, UNSURE_FROM_KEY, CONFIRMED_KEY, UNSURE_REPORT_KEY]) state.remove(key);
+        for (const key of [DIVERGED_KEY, UNSURE_FROM_KEY, CONFIRMED_KEY, UNSURE_REPORT_KEY]) {
+          state.remove(key);
+        }
         pending.put([report, "", ""], "all");
       });
     } finally {
@@ -340,7 +398,9 @@ export async function refound(opts: RefoundOptions): Promise<string> {
     }
     return [
       `re-founded the cluster log on ${opts.dataDir} at position ${position}`,
-      `  snapshot ${SNAPSHOT_BUCKET}/${SNAPSHOT_OBJECT} at position ${position}; log ${LOG_STREAM} empty, next position ${position + 1}`,
+      `  snapshot ${SNAPSHOT_BUCKET}/${SNAPSHOT_OBJECT} at position ${position}; log ${LOG_STREAM} empty, next position ${
+        position + 1
+      }`,
       `  every stream's epoch is renewed once the cluster takes writes (report ${report})`,
       "  now start this node, then every other node on its kept data dir",
     ].join("\n");

@@ -54,10 +54,31 @@ import { requestPositions } from "./read_your_writes.ts";
 import { CHAIN_START, chainDigest, positionDigest, WindowFingerprint } from "./fingerprint.ts";
 import { PeerAgreement } from "./agreement.ts";
 import { type Claim, ConfirmedClaims, type Verdict } from "./claims.ts";
-import { DIVERGED_KEY, type RebuildInputs, rebuildInputs, type RebuildSource, rebuildSource, replaceStore, wantSnapshot } from "./rebuild.ts";
-import { CHAIN_CHECKPOINT_EVERY, firstConfirmedMismatch, type KeptHistory, type PositionRecord } from "./confirmed_guard.ts";
+import {
+  DIVERGED_KEY,
+  type RebuildInputs,
+  rebuildInputs,
+  type RebuildSource,
+  rebuildSource,
+  replaceStore,
+  wantSnapshot,
+} from "./rebuild.ts";
+import {
+  CHAIN_CHECKPOINT_EVERY,
+  firstConfirmedMismatch,
+  type KeptHistory,
+  type PositionRecord,
+} from "./confirmed_guard.ts";
 import { OverlayReads, WriteOverlay } from "./overlay.ts";
-import { LEGACY_DB, newReport, PENDING_DB, type StreamRanges, UNSURE_MS, UNSURE_SUBJECT, UnsureStreams } from "./unsure.ts";
+import {
+  LEGACY_DB,
+  newReport,
+  PENDING_DB,
+  type StreamRanges,
+  UNSURE_MS,
+  UNSURE_SUBJECT,
+  UnsureStreams,
+} from "./unsure.ts";
 
 export { UNSURE_MS } from "./unsure.ts";
 
@@ -94,7 +115,9 @@ const MAX_APPLY = 128;
 const MAX_APPLY_BYTES = 256 * 1024;
 const MAX_APPLY_DECODE_MS = 10;
 
-const codec = new Packr({ useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0]);
+const codec = new Packr(
+  { useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0],
+);
 
 /** One log message: the writing node, its message id, the position its reads saw, what it read
  * and its write set, the writer's fingerprint at `base` (`fingerprint.ts`; absent in messages
@@ -153,7 +176,8 @@ interface SnapshotRun {
   unsupported?: string;
 }
 /** Why a node cannot go on (see `snapshots.ts`: a restart restores the newest snapshot). */
-const BEHIND = "cluster unavailable: the log was compacted past this node's position; restart the node";
+const BEHIND =
+  "cluster unavailable: the log was compacted past this node's position; restart the node";
 /** Core NATS subject on which a writer announces the position at which it found its batch in
  * the stream (a hint only: the others read that position from the stream, never from it). */
 const HEAD_SUBJECT = "sb.head";
@@ -371,9 +395,18 @@ export class ReplicatedEnv implements Storage {
       // depends on changes (`#stillHeld`).
       const rebuilt = this.#rebuilding !== undefined && this.#rebuildRead !== undefined;
       this.#stopSelf(
-        `cluster unavailable: this node applied the log differently from a majority of the nodes (${peers.join(", ")}) ` +
+        `cluster unavailable: this node applied the log differently from a majority of the nodes (${
+          peers.join(", ")
+        }) ` +
           `by position ${seq} (a NATS stream replica diverged); it rebuilds its store from the log`,
-        rebuilt ? { peers: this.#peers.inputs(), read: this.#rebuildRead!.full, logged: false, wanted: seq } : undefined,
+        rebuilt
+          ? {
+            peers: this.#peers.inputs(),
+            read: this.#rebuildRead!.full,
+            logged: false,
+            wanted: seq,
+          }
+          : undefined,
       );
       // The log it rebuilt from holds other messages than the majority applied, by `seq`: a
       // snapshot reaching there (which the others agreed on) is read instead of them.
@@ -385,16 +418,24 @@ export class ReplicatedEnv implements Storage {
    * applied). */
   #loadHistory(): [RecentWrites, WindowFingerprint] {
     const stored: [number, [string, Key][], string?][] = [];
-    for (const { key, value } of this.#recentDb.getRange({ start: this.#applied - CONFLICT_WINDOW + 1 })) {
+    for (
+      const { key, value } of this.#recentDb.getRange({
+        start: this.#applied - CONFLICT_WINDOW + 1,
+      })
+    ) {
       // Older stores kept the keys alone, without the batch id.
-      stored.push(Array.isArray(value) ? [key as number, value] : [key as number, value.w, value.b]);
+      stored.push(
+        Array.isArray(value) ? [key as number, value] : [key as number, value.w, value.b],
+      );
     }
     // A position whose write set was skipped recorded no keys (an applied one always has some).
     return [
       new RecentWrites(CONFLICT_WINDOW, stored),
       new WindowFingerprint(
         CONFLICT_WINDOW,
-        stored.sort((a, b) => a[0] - b[0]).map(([seq, keys, batch]) => [seq, positionDigest(batch, keys.length > 0)]),
+        stored.sort((a, b) => a[0] - b[0]).map((
+          [seq, keys, batch],
+        ) => [seq, positionDigest(batch, keys.length > 0)]),
       ),
     ];
   }
@@ -414,7 +455,9 @@ export class ReplicatedEnv implements Storage {
    * reports or claims showed. Undefined when it knows none or keeps no digest there. */
   claim(): Claim | undefined {
     if (this.#replacing) return undefined;
-    const at = this.stopped ? this.#confirmed : Math.max(this.#peers.confirmedUpTo(), this.#claims.learned);
+    const at = this.stopped
+      ? this.#confirmed
+      : Math.max(this.#peers.confirmedUpTo(), this.#claims.learned);
     const chain = at > 0 ? this.#chainAt(at) : undefined;
     return chain === undefined ? undefined : { at, chain };
   }
@@ -433,9 +476,16 @@ export class ReplicatedEnv implements Storage {
    */
   #onVerdict(verdict: Verdict): void {
     if (verdict.kind === "learned") {
-      if (this.#diverged === undefined) return log.debug("cluster confirmed position learned from a heartbeat", { position: verdict.at });
+      if (this.#diverged === undefined) {
+        return log.debug("cluster confirmed position learned from a heartbeat", {
+          position: verdict.at,
+        });
+      }
       if (verdict.at <= this.#confirmed) return;
-      log.warn("cluster confirmed history learned from another node's heartbeat", { position: verdict.at, was: this.#confirmed });
+      log.warn("cluster confirmed history learned from another node's heartbeat", {
+        position: verdict.at,
+        was: this.#confirmed,
+      });
       this.#confirmed = verdict.at;
       void this.#rawDb<number>(POSITION_DB).put(CONFIRMED_KEY, verdict.at).catch(() => {});
       return;
@@ -478,11 +528,15 @@ export class ReplicatedEnv implements Storage {
     this.#buffer.clear();
     // Stopped again while rebuilding (the log was compacted meanwhile): the store already
     // holds the majority's history, and what the old one published is being told.
-    const from = first ? Math.max(this.#peers.confirmedUpTo(), this.#claims.learned) + 1 : undefined;
+    const from = first
+      ? Math.max(this.#peers.confirmedUpTo(), this.#claims.learned) + 1
+      : undefined;
     if (from !== undefined) this.#confirmed = from - 1;
     this.#otherActive = (this.#opts.otherAt ?? 0) > 0;
     const report = from !== undefined ? newReport(this.#link.nodeId) : undefined;
-    const streams = from !== undefined && report !== undefined ? this.#markUnsure(from, report) : undefined;
+    const streams = from !== undefined && report !== undefined
+      ? this.#markUnsure(from, report)
+      : undefined;
     const state = this.#rawDb<string | number>(POSITION_DB);
     void state.transaction(() => {
       state.put(DIVERGED_KEY, reason);
@@ -507,7 +561,12 @@ export class ReplicatedEnv implements Storage {
   #markUnsure(from: number, report: string): StreamRanges {
     if (from <= this.#applied - CONFLICT_WINDOW) return this.#unsure.stopped(report, from, "all");
     const keys: [string, Key][] = [];
-    for (const { value } of this.#recentDb.getRange({ start: Math.max(1, from), end: this.#applied + 1 })) {
+    for (
+      const { value } of this.#recentDb.getRange({
+        start: Math.max(1, from),
+        end: this.#applied + 1,
+      })
+    ) {
       keys.push(...(Array.isArray(value) ? value : value.w));
     }
     return this.#unsure.stopped(report, from, rangesWritten(keys));
@@ -539,7 +598,9 @@ export class ReplicatedEnv implements Storage {
     // sooner than the usual pause after the last attempt.
     const base = this.#opts.rebuildPauseMs ?? 1000;
     const held = this.#hold?.logged === true;
-    const pause = held ? base : Math.min(MAX_REBUILD_PAUSE_MS, base * 2 ** Math.min(this.#rebuildAttempts, 10));
+    const pause = held
+      ? base
+      : Math.min(MAX_REBUILD_PAUSE_MS, base * 2 ** Math.min(this.#rebuildAttempts, 10));
     if (!held) this.#rebuildAttempts++;
     this.#rebuildTimer = setTimeout(() => {
       void this.#rebuild().finally(() => {
@@ -560,7 +621,10 @@ export class ReplicatedEnv implements Storage {
     if (!reason || this.#closed) return;
     if (this.#hold && (await this.#stillHeld())) return;
     if (!this.#diverged || this.#closed) return;
-    log.warn("cluster node rebuilding its store", { applied: this.#applied, attempt: this.#rebuildAttempts });
+    log.warn("cluster node rebuilding its store", {
+      applied: this.#applied,
+      attempt: this.#rebuildAttempts,
+    });
     try {
       if ((await this.#replace()) !== "replaced") return;
     } catch (err) {
@@ -573,7 +637,9 @@ export class ReplicatedEnv implements Storage {
       if (this.#failing === BEHIND) {
         // Compacted past the position rebuilt from meanwhile: again, from the newer snapshot.
         this.#failing = undefined;
-        return this.#stopSelf("cluster unavailable: the log was compacted while this node rebuilt its store; it rebuilds again");
+        return this.#stopSelf(
+          "cluster unavailable: the log was compacted while this node rebuilt its store; it rebuilds again",
+        );
       }
       const tail = await this.#tail().catch(() => undefined);
       if (tail === undefined) {
@@ -581,7 +647,8 @@ export class ReplicatedEnv implements Storage {
         continue;
       }
       if (!(await this.#waitApplied(tail, Date.now() + 5000))) continue;
-      this.#rebuilding = `cluster unavailable: this node rebuilt its store and waits for a majority of the nodes to confirm its history (position ${tail})`;
+      this.#rebuilding =
+        `cluster unavailable: this node rebuilt its store and waits for a majority of the nodes to confirm its history (position ${tail})`;
       if (await this.#peers.wait(tail, Date.now() + 5000)) break;
     }
     if (this.#diverged || this.#closed) return;
@@ -614,7 +681,8 @@ export class ReplicatedEnv implements Storage {
       this.#repairTimer = undefined;
       while (this.#applying) await this.#applying;
       if (this.#closed) return "closed";
-      this.#rebuilding = `cluster unavailable: this node is rebuilding its store from the log (it applied the log differently from a majority of the nodes)`;
+      this.#rebuilding =
+        `cluster unavailable: this node is rebuilding its store from the log (it applied the log differently from a majority of the nodes)`;
       await replaceStore({
         root: this.root,
         db: (name) => this.#rawDb(name),
@@ -667,7 +735,9 @@ export class ReplicatedEnv implements Storage {
   async #readInputs(): Promise<RebuildInputs | undefined> {
     const elections = this.#elections;
     const read = await rebuildInputs(this.#link).catch(() => undefined);
-    return read === undefined ? undefined : { full: `${read.full} ${elections}`, refusal: `${read.refusal} ${elections}` };
+    return read === undefined
+      ? undefined
+      : { full: `${read.full} ${elections}`, refusal: `${read.refusal} ${elections}` };
   }
 
   /**
@@ -697,10 +767,13 @@ export class ReplicatedEnv implements Storage {
       if (hold.wanted !== undefined) wantSnapshot(this.#link, hold.wanted);
       if (!hold.logged) {
         hold.logged = true;
-        log.warn("cluster rebuild held: nothing it reads or is judged by has changed since its last attempt", {
-          after: hold.peers === undefined ? "refused" : "disagreement",
-          applied: this.#applied,
-        });
+        log.warn(
+          "cluster rebuild held: nothing it reads or is judged by has changed since its last attempt",
+          {
+            after: hold.peers === undefined ? "refused" : "disagreement",
+            applied: this.#applied,
+          },
+        );
       }
       return true;
     }
@@ -728,7 +801,9 @@ export class ReplicatedEnv implements Storage {
       for (const { key, value } of recent.getRange({ end: this.#confirmed + 1 })) {
         // Older stores kept the keys alone, without the batch id: not compared.
         const { b, c } = Array.isArray(value) ? {} : (value as { b?: string; c?: string });
-        if (typeof key === "number" && b !== undefined) records.set(key, c === undefined ? { b } : { b, c });
+        if (typeof key === "number" && b !== undefined) {
+          records.set(key, c === undefined ? { b } : { b, c });
+        }
       }
       const checkpoints = new Map<number, string>();
       for (const { key, value } of chain.getRange({ end: this.#confirmed + 1 })) {
@@ -754,20 +829,36 @@ export class ReplicatedEnv implements Storage {
     // A snapshot reaching the confirmed position holds that history without the log: asked of
     // the others (each refusal), it changes what the next rebuild reads.
     const wanted = source.position < this.#confirmed ? this.#confirmed : undefined;
-    const where = mismatch.chained ? `at or before position ${mismatch.seq}` : `position ${mismatch.seq}`;
-    const reason = `cluster unavailable: the log no longer holds writes a majority confirmed (${where}); ` +
+    const where = mismatch.chained
+      ? `at or before position ${mismatch.seq}`
+      : `position ${mismatch.seq}`;
+    const reason =
+      `cluster unavailable: the log no longer holds writes a majority confirmed (${where}); ` +
       `the store is kept for an operator`;
     if (this.#refusedFor !== reason) {
       this.#refusedFor = reason;
       // `after`: the digests were last seen equal there (the difference lies between).
       const after = mismatch.after === undefined ? {} : { after: mismatch.after };
       // `snapshot_asked`: whether the others were asked for a snapshot reaching `confirmed`.
-      log.error(reason, { confirmed: this.#confirmed, applied: this.#applied, batch: mismatch.mine, log_batch: mismatch.theirs ?? null, ...after, snapshot_asked: wanted !== undefined });
-    } else log.warn("cluster rebuild refused again", { position: mismatch.seq, chained: mismatch.chained ?? false, attempt: this.#rebuildAttempts });
+      log.error(reason, {
+        confirmed: this.#confirmed,
+        applied: this.#applied,
+        batch: mismatch.mine,
+        log_batch: mismatch.theirs ?? null,
+        ...after,
+        snapshot_asked: wanted !== undefined,
+      });
+    } else {log.warn("cluster rebuild refused again", {
+        position: mismatch.seq,
+        chained: mismatch.chained ?? false,
+        attempt: this.#rebuildAttempts,
+      });}
     this.#diverged = this.#rebuilding = reason;
     if (wanted !== undefined) wantSnapshot(this.#link, wanted);
     // Tried again once what it read changed (`#stillHeld`).
-    this.#hold = this.#rebuildRead === undefined ? undefined : { read: this.#rebuildRead.refusal, logged: false, wanted };
+    this.#hold = this.#rebuildRead === undefined
+      ? undefined
+      : { read: this.#rebuildRead.refusal, logged: false, wanted };
     const state = this.#rawDb<string>(POSITION_DB);
     await state.put(DIVERGED_KEY, reason).catch(() => {});
     return true;
@@ -787,7 +878,13 @@ export class ReplicatedEnv implements Storage {
   /** What readiness needs to know, without asking anyone: the connection, how long ago this
    * node last had a batch found in the log and last applied, and how far behind the log's
    * last known position it is. */
-  status(): { connected: boolean; appendAgeMs: number; applyAgeMs: number; lag: number; failing?: string } {
+  status(): {
+    connected: boolean;
+    appendAgeMs: number;
+    applyAgeMs: number;
+    lag: number;
+    failing?: string;
+  } {
     const now = Date.now();
     return {
       connected: this.#link.connected(),
@@ -826,7 +923,9 @@ export class ReplicatedEnv implements Storage {
     let refused = false;
     if (marked) {
       this.#diverged = this.#rebuilding = String(marked);
-      log.warn("cluster store marked diverged; rebuilding it before serving", { reason: String(marked) });
+      log.warn("cluster store marked diverged; rebuilding it before serving", {
+        reason: String(marked),
+      });
       const position = this.#rawDb<number>(POSITION_DB);
       const from = position.get(UNSURE_FROM_KEY) ?? 1;
       // A store marked by an earlier version kept only the first unsure position.
@@ -864,8 +963,14 @@ export class ReplicatedEnv implements Storage {
       this.#knownTail = Math.max(this.#knownTail, seq);
       if (seq > this.#applied) this.#scheduleRepair(seq);
     });
-    this.#unsubscribeUnsure = this.#link.subscribe(UNSURE_SUBJECT, (data) => this.#unsure.heard(data));
-    this.#unsubscribeElections = this.#link.subscribe(ELECTED_SUBJECT, () => void this.#elections++);
+    this.#unsubscribeUnsure = this.#link.subscribe(
+      UNSURE_SUBJECT,
+      (data) => this.#unsure.heard(data),
+    );
+    this.#unsubscribeElections = this.#link.subscribe(
+      ELECTED_SUBJECT,
+      () => void this.#elections++,
+    );
     this.#unsubscribeApplied = this.#link.subscribe(APPLIED_SUBJECT, (data) => {
       try {
         const { n, q, h, d } = codec.unpack(data) as { n: string; q: number; h: string; d?: 1 };
@@ -970,9 +1075,16 @@ export class ReplicatedEnv implements Storage {
     if (stopped) return Promise.reject(new StorageUnavailableError(stopped));
     const deadline = Date.now() + this.#opts.writeDeadlineMs;
     const request = requestPositions.getStore();
-    const position = request && ((seq: number) => void (request.position = Math.max(request.position, seq)));
+    const position = request &&
+      ((seq: number) => void (request.position = Math.max(request.position, seq)));
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ fn, deadline, position, resolve: resolve as (v: unknown) => void, reject });
+      this.#queue.push({
+        fn,
+        deadline,
+        position,
+        resolve: resolve as (v: unknown) => void,
+        reject,
+      });
       this.#pump();
     });
   }
@@ -998,7 +1110,9 @@ export class ReplicatedEnv implements Storage {
     clearTimeout(this.#pumpTimer);
     clearTimeout(this.#rebuildTimer);
     this.#expireQueued(Infinity);
-    while (this.#inflight.size > 0 || this.#applying || this.#replacing) await new Promise((r) => setTimeout(r, 5));
+    while (this.#inflight.size > 0 || this.#applying || this.#replacing) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
     this.#consumer?.stop();
     this.#unsubscribeTail?.();
     this.#unsubscribeApplied?.();
@@ -1030,13 +1144,20 @@ export class ReplicatedEnv implements Storage {
       const spec = this.#spec;
       if (!spec) return undefined;
       let v = spec.views.get(name);
-      if (!v) spec.views.set(name, (v = new OverlayReads(name, raw, spec.overlay, spec.txn, () => spec.live)));
+      if (!v) {
+        spec.views.set(
+          name,
+          v = new OverlayReads(name, raw, spec.overlay, spec.txn, () => spec.live),
+        );
+      }
       return v;
     };
     /** A call the overlay cannot serve exactly: the run goes again in a write transaction. */
     const unsupported = (what: string) => {
       this.#spec!.unsupported ??= what;
-      throw new Error(`speculation on a snapshot cannot serve ${what}; it runs again in a write transaction`);
+      throw new Error(
+        `speculation on a snapshot cannot serve ${what}; it runs again in a write transaction`,
+      );
     };
     const own: Record<string, unknown> = {
       // Plain puts and removes (any further argument was always left out: a version or a
@@ -1095,11 +1216,14 @@ export class ReplicatedEnv implements Storage {
           // whole database (safe: at worst a needless retry). On a snapshot it is not called
           // at all (it might read past the overlay, or write outside any transaction).
           const fn = v.bind(target);
-          bound.set(prop, (b = (...args: unknown[]) => {
-            wholeRead();
-            if (view()) unsupported(String(prop));
-            return fn(...args);
-          }));
+          bound.set(
+            prop,
+            b = (...args: unknown[]) => {
+              wholeRead();
+              if (view()) unsupported(String(prop));
+              return fn(...args);
+            },
+          );
         }
         return b;
       },
@@ -1121,7 +1245,10 @@ export class ReplicatedEnv implements Storage {
     while (this.#queue.length > 0) {
       let oldest = Infinity;
       for (const b of this.#inflight) oldest = Math.min(oldest, b.since);
-      if (this.#inflight.size >= MAX_INFLIGHT || (this.#inflight.size > 0 && now - oldest < SLOW_BATCH_MS)) {
+      if (
+        this.#inflight.size >= MAX_INFLIGHT ||
+        (this.#inflight.size > 0 && now - oldest < SLOW_BATCH_MS)
+      ) {
         let due = this.#inflight.size >= MAX_INFLIGHT ? now + 100 : oldest + SLOW_BATCH_MS;
         for (const t of this.#queue) due = Math.min(due, t.deadline);
         this.#pumpTimer = setTimeout(() => this.#pump(), Math.max(1, due - now));
@@ -1146,7 +1273,9 @@ export class ReplicatedEnv implements Storage {
   /** Fails the queued writes whose deadline is before `now` with 503. */
   #expireQueued(now: number): void {
     if (!this.#queue.some((t) => t.deadline <= now)) return;
-    const reason = this.#closed ? "server shutting down" : `cluster write deadline passed (${this.#failing ?? "queued behind a stalled log"})`;
+    const reason = this.#closed
+      ? "server shutting down"
+      : `cluster write deadline passed (${this.#failing ?? "queued behind a stalled log"})`;
     const err = new StorageUnavailableError(reason);
     for (const t of this.#queue) if (t.deadline <= now) t.reject(err);
     this.#queue = this.#queue.filter((t) => t.deadline > now);
@@ -1171,7 +1300,9 @@ export class ReplicatedEnv implements Storage {
       let base = 0;
       const reads = emptyReads();
       const run = (txn?: Transaction) => {
-        base = (txn ? this.#state.get("applied", { transaction: txn }) : this.#state.get("applied")) ?? 0;
+        base =
+          (txn ? this.#state.get("applied", { transaction: txn }) : this.#state.get("applied")) ??
+            0;
         for (const task of tasks) {
           this.#recording = [];
           try {
@@ -1210,7 +1341,13 @@ export class ReplicatedEnv implements Storage {
         this.#reading = null;
       }
       const took = performance.now() - t0;
-      if (took >= 50) log.warn("cluster speculation held the thread", { ms: Math.round(took), tasks: tasks.length, locked });
+      if (took >= 50) {
+        log.warn("cluster speculation held the thread", {
+          ms: Math.round(took),
+          tasks: tasks.length,
+          locked,
+        });
+      }
       if (spec?.unsupported !== undefined) {
         if (!this.#unsupportedSeen.has(spec.unsupported)) {
           this.#unsupportedSeen.add(spec.unsupported);
@@ -1279,7 +1416,10 @@ export class ReplicatedEnv implements Storage {
       const data = codec.pack(message);
       if (data.byteLength > this.#link.maxPayload && tasks.length > 1) {
         const half = Math.ceil(tasks.length / 2);
-        await Promise.all([this.#commit(tasks.slice(0, half), out), this.#commit(tasks.slice(half), out)]);
+        await Promise.all([
+          this.#commit(tasks.slice(0, half), out),
+          this.#commit(tasks.slice(half), out),
+        ]);
         return;
       }
       out.since = Date.now();
@@ -1300,7 +1440,10 @@ export class ReplicatedEnv implements Storage {
         this.#pump();
       }
       // A node that stopped itself meanwhile (also on a claim, `#onVerdict`) acknowledges nothing.
-      if (outcome.done === "applied" && (!(await this.#peers.wait(outcome.seq, deadline)) || this.#diverged !== undefined)) {
+      if (
+        outcome.done === "applied" &&
+        (!(await this.#peers.wait(outcome.seq, deadline)) || this.#diverged !== undefined)
+      ) {
         lastError = this.#diverged ?? "no majority of the nodes confirmed the log position";
         outcome.done = null;
       }
@@ -1315,7 +1458,9 @@ export class ReplicatedEnv implements Storage {
       }
       if (outcome.done === null) {
         if (this.#closed) lastError = "server shutting down";
-        else if (Date.now() - this.#lastAppend >= this.#opts.writeDeadlineMs) this.#failing = `cluster unavailable: ${lastError}`;
+        else if (Date.now() - this.#lastAppend >= this.#opts.writeDeadlineMs) {
+          this.#failing = `cluster unavailable: ${lastError}`;
+        }
         return this.#missedDeadline(tasks, lastError);
       }
       // Stale (it read a key another write changed first): run it again on fresh state.
@@ -1336,7 +1481,12 @@ export class ReplicatedEnv implements Storage {
    * only where to read: once applied that far without finding the batch, it is published
    * again. Returns the last error seen, if any.
    */
-  async #append(message: LogMessage, data: Uint8Array, outcome: Outcome, deadline: number): Promise<string | undefined> {
+  async #append(
+    message: LogMessage,
+    data: Uint8Array,
+    outcome: Outcome,
+    deadline: number,
+  ): Promise<string | undefined> {
     const batch = message.b;
     let lastError: string | undefined;
     while (outcome.done === null && !this.#closed && !this.#diverged) {
@@ -1356,7 +1506,10 @@ export class ReplicatedEnv implements Storage {
       await this.#waitApplied(r.seq, deadline, outcome);
       if (outcome.done !== null || this.#applied < r.seq) continue;
       lastError = `the log holds another message at position ${r.seq}`;
-      log.warn("cluster publish reply names a position holding another message", { position: r.seq, batch });
+      log.warn("cluster publish reply names a position holding another message", {
+        position: r.seq,
+        batch,
+      });
       // A duplicate pointing at another message: the leader's duplicate table disagrees with its
       // log (a replica that diverged, nats-server 2.9.10), and would answer every retry alike
       // for its whole window. Publish under a new message id, naming the batch's first id: the
@@ -1428,7 +1581,8 @@ export class ReplicatedEnv implements Storage {
         const t0 = performance.now();
         for (
           let s = this.#applied + 1;
-          this.#buffer.has(s) && run.length < MAX_APPLY && bytes < MAX_APPLY_BYTES && performance.now() - t0 < MAX_APPLY_DECODE_MS;
+          this.#buffer.has(s) && run.length < MAX_APPLY && bytes < MAX_APPLY_BYTES &&
+          performance.now() - t0 < MAX_APPLY_DECODE_MS;
           s++
         ) {
           const data = this.#buffer.get(s)!;
@@ -1461,7 +1615,12 @@ export class ReplicatedEnv implements Storage {
 
   /** Tells the other nodes the fingerprint at the position applied (`agreement.ts`). */
   #reportApplied(): void {
-    const report = { n: this.#link.nodeId, q: this.#applied, h: this.#print.at(this.#applied), ...(this.#diverged ? { d: 1 } : {}) };
+    const report = {
+      n: this.#link.nodeId,
+      q: this.#applied,
+      h: this.#print.at(this.#applied),
+      ...(this.#diverged ? { d: 1 } : {}),
+    };
     this.#link.publish(APPLIED_SUBJECT, codec.pack(report));
   }
 
@@ -1475,7 +1634,15 @@ export class ReplicatedEnv implements Storage {
     const before = this.#applied;
     const chainBefore = this.#chain;
     for (const item of run) {
-      if (item.seq === this.#opts.forkAt) item.msg = { ...item.msg, o: "", b: `fork-${item.seq}`, a: undefined, w: forkedWrites(item.msg.w) };
+      if (item.seq === this.#opts.forkAt) {
+        item.msg = {
+          ...item.msg,
+          o: "",
+          b: `fork-${item.seq}`,
+          a: undefined,
+          w: forkedWrites(item.msg.w),
+        };
+      }
       item.msg = this.#played(item.seq, item.msg);
       const { seq, msg } = item;
       // A batch id seen again (a retried publish stored twice) is skipped: its first
@@ -1489,7 +1656,9 @@ export class ReplicatedEnv implements Storage {
       const known = msg.h === undefined ? undefined : this.#print.at(msg.base);
       const forked = known !== undefined && known !== msg.h;
       const stale = repeat || forked || this.#recent.stale(msg.base, seq, msg.r);
-      const keys: [string, Key][] = stale ? [] : msg.w.filter((w) => !this.#localDbs.has(w[1])).map((w) => [w[1], w[2]]);
+      const keys: [string, Key][] = stale
+        ? []
+        : msg.w.filter((w) => !this.#localDbs.has(w[1])).map((w) => [w[1], w[2]]);
       this.#recent.record(seq, keys, id);
       this.#print.add(seq, positionDigest(id, !stale));
       if (this.#chain !== undefined) this.#chain = chainDigest(this.#chain, seq, id);
@@ -1518,8 +1687,13 @@ export class ReplicatedEnv implements Storage {
         const c0 = performance.now();
         for (const { msg } of fresh) this.#write(msg.w, msg.o === me);
         for (const [seq, keys, batch, chain] of written) {
-          this.#recentDb.put(seq, chain === undefined ? { w: keys, b: batch } : { w: keys, b: batch, c: chain });
-          if (chain !== undefined && seq % CHAIN_CHECKPOINT_EVERY === 0) this.#chainDb.put(seq, chain);
+          this.#recentDb.put(
+            seq,
+            chain === undefined ? { w: keys, b: batch } : { w: keys, b: batch, c: chain },
+          );
+          if (chain !== undefined && seq % CHAIN_CHECKPOINT_EVERY === 0) {
+            this.#chainDb.put(seq, chain);
+          }
           if (seq - CONFLICT_WINDOW > 0) this.#recentDb.remove(seq - CONFLICT_WINDOW);
         }
         this.#state.put("applied", last);
@@ -1527,8 +1701,12 @@ export class ReplicatedEnv implements Storage {
       });
       const took = performance.now() - t0;
       // The encoding runs on this thread (requests, `/readyz`, wait meanwhile).
-      if (held >= 50) log.warn("cluster apply held the thread", { ms: Math.round(held), positions: run.length });
-      if (took >= 2000) log.warn("cluster apply commit slow", { ms: Math.round(took), positions: run.length });
+      if (held >= 50) {
+        log.warn("cluster apply held the thread", { ms: Math.round(held), positions: run.length });
+      }
+      if (took >= 2000) {
+        log.warn("cluster apply commit slow", { ms: Math.round(took), positions: run.length });
+      }
     } catch (caught) {
       const err = await asStorageError(caught);
       this.#recent.rollback(before);
@@ -1544,11 +1722,15 @@ export class ReplicatedEnv implements Storage {
     this.#reportApplied();
     this.#peers.applied(last);
     for (const verdict of this.#claims.reached()) this.#onVerdict(verdict);
-    for (const [msg, o] of own) if (o.done === null && fresh.some((f) => f.msg === msg)) o.done = "applied";
+    for (const [msg, o] of own) {
+      if (o.done === null && fresh.some((f) => f.msg === msg)) o.done = "applied";
+    }
     this.#changes.applied(remote, true);
     const due: Waiter[] = [];
     const waiting: Waiter[] = [];
-    for (const w of this.#appliedWaiters) (w.seq <= last || (w.outcome && w.outcome.done !== null) ? due : waiting).push(w);
+    for (const w of this.#appliedWaiters) {
+      (w.seq <= last || (w.outcome && w.outcome.done !== null) ? due : waiting).push(w);
+    }
     this.#appliedWaiters = waiting;
     for (const w of due) w.wake();
   }
@@ -1587,9 +1769,15 @@ export class ReplicatedEnv implements Storage {
       for (const s of this.#buffer.keys()) want = Math.max(want, s);
       this.#repairEmpty = false;
       try {
-        for (let from = this.#applied + 1; from <= want && !this.#closed && !this.#repairEmpty; from += READ_AHEAD) {
+        for (
+          let from = this.#applied + 1;
+          from <= want && !this.#closed && !this.#repairEmpty;
+          from += READ_AHEAD
+        ) {
           const seqs: number[] = [];
-          for (let s = from; s <= Math.min(want, from + READ_AHEAD - 1); s++) if (!this.#buffer.has(s) && s > this.#applied) seqs.push(s);
+          for (let s = from; s <= Math.min(want, from + READ_AHEAD - 1); s++) {
+            if (!this.#buffer.has(s) && s > this.#applied) seqs.push(s);
+          }
           const read = await Promise.all(seqs.map((s) => this.#link.read(s)));
           for (const [i, data] of read.entries()) {
             if (!data) {
@@ -1603,7 +1791,9 @@ export class ReplicatedEnv implements Storage {
       } catch (err) {
         // Logged once a second at most, and retried after a pause (no stream leader yet).
         const now = Date.now();
-        if (now - this.#repairFailedAt > 1000) log.warn("cluster repair read failed", { error: String(err) });
+        if (now - this.#repairFailedAt > 1000) {
+          log.warn("cluster repair read failed", { error: String(err) });
+        }
         this.#repairFailedAt = now;
         // A server that answers pings but whose JetStream requests keep failing is left for
         // another one (in a nemesis run a node stayed on such a server for minutes, every read
@@ -1622,13 +1812,20 @@ export class ReplicatedEnv implements Storage {
           if (!refused && failing >= due) {
             this.#readsFailingSince = now;
             this.#tailWhenFailing = this.#knownTail;
-            this.#link.moveOn("cluster reads keep failing on this NATS server; moving to another", { error: String(err), failing_ms: failing, log_grew: grows });
+            this.#link.moveOn("cluster reads keep failing on this NATS server; moving to another", {
+              error: String(err),
+              failing_ms: failing,
+              log_grew: grows,
+            });
           }
         }
       }
       this.#repairTimer = undefined;
       if (this.#applied >= this.#repairTarget) this.#repairTarget = 0;
-      if (this.#appliedWaiters.length > 0 || this.#buffer.size > 0 || this.#repairTarget > this.#applied) {
+      if (
+        this.#appliedWaiters.length > 0 || this.#buffer.size > 0 ||
+        this.#repairTarget > this.#applied
+      ) {
         this.#scheduleRepair();
       }
     }, pause);
@@ -1642,7 +1839,10 @@ export class ReplicatedEnv implements Storage {
       // A consumer left behind the position applied for 3 checks in a row is re-created.
       this.#consumerBehind = this.#consumerSeq < this.#applied ? this.#consumerBehind + 1 : 0;
       if (this.#consumerBehind >= 3 && !this.#closed) {
-        log.warn("cluster log consumer behind; re-creating it", { consumer: this.#consumerSeq, applied: this.#applied });
+        log.warn("cluster log consumer behind; re-creating it", {
+          consumer: this.#consumerSeq,
+          applied: this.#applied,
+        });
         this.#follow();
       }
       if (first > this.#applied + 1 && this.#failing !== BEHIND) {

@@ -25,8 +25,20 @@ import { StoreEnv } from "../store/env.ts";
 import type { ClusterLink } from "./link.ts";
 import { type NodeWatch, ownerOf } from "./nodes.ts";
 import { getFile } from "./object_get.ts";
-import { NODE_LOCAL_DB, POSITION_DB, type ReplicatedEnv, UNLISTED_NODE_LOCAL } from "./replicated_env.ts";
-import { DIVERGED_KEY, readElsewhere, SNAPSHOT_BUCKET, SNAPSHOT_OBJECT, SNAPSHOT_WANTED_SUBJECT, type SnapshotWanted } from "./rebuild.ts";
+import {
+  NODE_LOCAL_DB,
+  POSITION_DB,
+  type ReplicatedEnv,
+  UNLISTED_NODE_LOCAL,
+} from "./replicated_env.ts";
+import {
+  DIVERGED_KEY,
+  readElsewhere,
+  SNAPSHOT_BUCKET,
+  SNAPSHOT_OBJECT,
+  SNAPSHOT_WANTED_SUBJECT,
+  type SnapshotWanted,
+} from "./rebuild.ts";
 
 // Where the newest snapshot is (a node rebuilding its store reads it too).
 const BUCKET = SNAPSHOT_BUCKET;
@@ -41,7 +53,9 @@ async function positionOf(path: string, clearNodeOnly = false): Promise<number> 
   const store = new StoreEnv(path, false);
   try {
     if (clearNodeOnly) {
-      for (const name of [...store.db(NODE_LOCAL_DB).getKeys()]) store.db(name as string).clearSync();
+      for (const name of [...store.db(NODE_LOCAL_DB).getKeys()]) {
+        store.db(name as string).clearSync();
+      }
     }
     return store.db<number>(POSITION_DB).get("applied") ?? 0;
   } finally {
@@ -145,17 +159,27 @@ export interface SnapshotOptions {
  * a stopped node asks for one (`rebuild.ts` `wantSnapshot`: the owner among the serving nodes
  * other than the asking one takes it once it applied the position asked for); returns the stop
  * function. */
-export function startSnapshots(link: ClusterLink, env: ReplicatedEnv, nodes: NodeWatch, opts: SnapshotOptions): () => void {
+export function startSnapshots(
+  link: ClusterLink,
+  env: ReplicatedEnv,
+  nodes: NodeWatch,
+  opts: SnapshotOptions,
+): () => void {
   let newest = 0;
   let busy = false;
   /** The latest request heard and not yet met. */
   let wanted: SnapshotWanted | undefined;
-  const unsubscribe = !opts.hearAsks ? () => {} : link.subscribe(SNAPSHOT_WANTED_SUBJECT, (data) => {
-    try {
-      const asked = JSON.parse(new TextDecoder().decode(data)) as SnapshotWanted;
-      if (typeof asked.n === "string" && Number.isSafeInteger(asked.p) && asked.p > newest && asked.n !== nodes.me) wanted = asked;
-    } catch { /* not a request */ }
-  });
+  const unsubscribe = !opts.hearAsks
+    ? () => {}
+    : link.subscribe(SNAPSHOT_WANTED_SUBJECT, (data) => {
+      try {
+        const asked = JSON.parse(new TextDecoder().decode(data)) as SnapshotWanted;
+        if (
+          typeof asked.n === "string" && Number.isSafeInteger(asked.p) && asked.p > newest &&
+          asked.n !== nodes.me
+        ) wanted = asked;
+      } catch { /* not a request */ }
+    });
   const timer = setInterval(() => {
     // A node that stopped itself (or is rebuilding) holds no history the others agree with.
     if (busy || env.stopped) return;
@@ -163,7 +187,9 @@ export function startSnapshots(link: ClusterLink, env: ReplicatedEnv, nodes: Nod
     const serving = nodes.serving();
     const asked = wanted !== undefined && env.applied >= wanted.p &&
       ownerOf(SNAPSHOT_TOPIC, serving.filter((n) => n !== wanted!.n)) === nodes.me;
-    if (!asked && (env.applied - newest < opts.every || ownerOf(SNAPSHOT_TOPIC, serving) !== nodes.me)) return;
+    if (
+      !asked && (env.applied - newest < opts.every || ownerOf(SNAPSHOT_TOPIC, serving) !== nodes.me)
+    ) return;
     busy = true;
     snapshot(link, env, nodes, asked ? { reaching: wanted!.p } : { every: opts.every })
       .then((position) => (newest = position))
@@ -179,21 +205,39 @@ export function startSnapshots(link: ClusterLink, env: ReplicatedEnv, nodes: Nod
 /** Stores a snapshot when one is due (`every` positions past the newest, or none yet
  * `reaching` the position a stopped node asked for), then compacts the log; returns the newest
  * snapshot's position. */
-async function snapshot(link: ClusterLink, env: ReplicatedEnv, nodes: NodeWatch, due: { every: number } | { reaching: number }): Promise<number> {
+async function snapshot(
+  link: ClusterLink,
+  env: ReplicatedEnv,
+  nodes: NodeWatch,
+  due: { every: number } | { reaching: number },
+): Promise<number> {
   const store = await link.objectStore(BUCKET);
   const previous = Number((await store.info(OBJECT))?.description ?? 0);
-  if ("every" in due ? env.applied - previous < due.every : previous >= due.reaching) return previous;
+  if ("every" in due ? env.applied - previous < due.every : previous >= due.reaching) {
+    return previous;
+  }
   const dir = await mkdtemp(join(tmpdir(), "sb-snapshot-"));
   try {
     const file = join(dir, "snapshot.mdb");
     await env.backup(file);
     const position = await positionOf(file, true);
     // Only a history a majority of the nodes confirmed is stored (nodes rebuild from it).
-    if (!(await env.confirmed(position, 10_000))) throw new Error(`position ${position} not confirmed by a majority of the nodes`);
-    const { size } = await link.putObject(BUCKET, { name: OBJECT, description: String(position) }, file);
+    if (!(await env.confirmed(position, 10_000))) {
+      throw new Error(`position ${position} not confirmed by a majority of the nodes`);
+    }
+    const { size } = await link.putObject(
+      BUCKET,
+      { name: OBJECT, description: String(position) },
+      file,
+    );
     const below = Math.min(previous, nodes.lowestApplied()) + 1;
     if (below > 1) await link.purge(below);
-    log.info("cluster snapshot stored", { position, bytes: size, log_purged_below: below, ...("reaching" in due ? { asked_for: due.reaching } : {}) });
+    log.info("cluster snapshot stored", {
+      position,
+      bytes: size,
+      log_purged_below: below,
+      ...("reaching" in due ? { asked_for: due.reaching } : {}),
+    });
     return position;
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -87,20 +87,26 @@ export interface UnsureHost {
   closed(): boolean;
 }
 
-const codec = new Packr({ useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0]);
+const codec = new Packr(
+  { useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0],
+);
 
 /** One row of `PENDING_DB` (a number: when a report naming every stream was listed). */
 type Pending = UnsureRange | "all" | "listed" | number;
 
 /** A new report id (random: unique across a node's reports and its restarts on a new disk). */
 export function newReport(nodeId: string): string {
-  const bytes = [...crypto.getRandomValues(new Uint8Array(6))].map((b) => b.toString(16).padStart(2, "0")).join("");
+  const bytes = [...crypto.getRandomValues(new Uint8Array(6))].map((b) =>
+    b.toString(16).padStart(2, "0")
+  ).join("");
   return `${nodeId}:${bytes}`;
 }
 
 /** The lowest position of each stream (what the ordered logs' window needs). */
 function firsts(streams: StreamRanges): Map<string, Map<string, number>> {
-  return new Map([...streams].map(([name, list]) => [name, new Map([...list].map(([s, [from]]) => [s, from]))]));
+  return new Map(
+    [...streams].map(([name, list]) => [name, new Map([...list].map(([s, [from]]) => [s, from]))]),
+  );
 }
 
 /** `a` widened to cover `b` (a `null` end is no end). */
@@ -127,7 +133,11 @@ export class UnsureStreams {
 
   /** `pruneAfterMs`: how old a marker must be to be pruned (`PRUNE_AFTER_MS` or the window,
    * whichever is longer, unless given). */
-  constructor(host: UnsureHost, windowMs: number, pruneAfterMs = Math.max(windowMs, PRUNE_AFTER_MS)) {
+  constructor(
+    host: UnsureHost,
+    windowMs: number,
+    pruneAfterMs = Math.max(windowMs, PRUNE_AFTER_MS),
+  ) {
     this.#host = host;
     this.#windowMs = windowMs;
     this.#pruneAfterMs = pruneAfterMs;
@@ -156,7 +166,9 @@ export class UnsureStreams {
    */
   stopped(report: string, from: number, written: StreamRanges | "all"): StreamRanges {
     const named = written === "all" ? this.#everyStream() : written;
-    let streams: StreamRanges | "all" = written === "all" ? "all" : new Map([...written].map(([n, l]) => [n, new Map(l)]));
+    let streams: StreamRanges | "all" = written === "all"
+      ? "all"
+      : new Map([...written].map(([n, l]) => [n, new Map(l)]));
     const known = this.#told;
     if (known && known.until > Date.now() && streams !== "all") {
       if (known.streams === "all") streams = "all";
@@ -179,7 +191,9 @@ export class UnsureStreams {
       try {
         this.#tell();
       } catch (err) {
-        log.warn("cluster could not tell the streams that may hold another history", { error: String(err) });
+        log.warn("cluster could not tell the streams that may hold another history", {
+          error: String(err),
+        });
       }
     };
     tell();
@@ -207,7 +221,13 @@ export class UnsureStreams {
     let report: string | undefined;
     let streams: StreamRanges | "all";
     try {
-      const { n, r, ttl, all, s } = codec.unpack(data) as { n: string; r?: string; ttl: number; all?: 1; s?: unknown[] };
+      const { n, r, ttl, all, s } = codec.unpack(data) as {
+        n: string;
+        r?: string;
+        ttl: number;
+        all?: 1;
+        s?: unknown[];
+      };
       if (n === this.#host.nodeId || !(ttl > 0)) return;
       report = typeof r === "string" && r.length > 0 ? r : undefined;
       const until = Date.now() + Math.min(ttl, this.#windowMs);
@@ -218,10 +238,15 @@ export class UnsureStreams {
           if (!Array.isArray(row)) continue;
           // `to` is absent in reports of an earlier version: no known end.
           const [name, stream, at, to] = row as [unknown, unknown, unknown, unknown];
-          if (typeof name !== "string" || typeof stream !== "string" || typeof at !== "number") continue;
+          if (typeof name !== "string" || typeof stream !== "string" || typeof at !== "number") {
+            continue;
+          }
           let list = streams.get(name);
-          if (!list) streams.set(name, (list = new Map()));
-          list.set(stream, widen(list.get(stream), [at, typeof to === "number" && to >= at ? to : null]));
+          if (!list) streams.set(name, list = new Map());
+          list.set(
+            stream,
+            widen(list.get(stream), [at, typeof to === "number" && to >= at ? to : null]),
+          );
         }
       }
       this.#host.changes.unsure(streams === "all" ? "all" : firsts(streams), until);
@@ -231,7 +256,9 @@ export class UnsureStreams {
     // A report of an earlier version has no id: its node renews its streams itself.
     if (report === undefined || this.#host.closed()) return;
     void this.#remember(report, streams).then((added) => void (added && this.renew()), (err) => {
-      log.warn("cluster could not list the streams that may hold another history", { error: String(err) });
+      log.warn("cluster could not list the streams that may hold another history", {
+        error: String(err),
+      });
     });
   }
 
@@ -252,7 +279,9 @@ export class UnsureStreams {
         if (renewed.get(key) !== undefined) continue;
         const known = pending.get(key);
         const wide = widen(Array.isArray(known) ? known : undefined, range);
-        if (!Array.isArray(known) || known[0] !== wide[0] || known[1] !== wide[1]) fresh.push([key, wide]);
+        if (!Array.isArray(known) || known[0] !== wide[0] || known[1] !== wide[1]) {
+          fresh.push([key, wide]);
+        }
       }
     }
     if (fresh.length === 0) return false;
@@ -288,7 +317,10 @@ export class UnsureStreams {
             renewed += await this.#host.transaction(() => this.#renewIn(batch));
             listed += batch.length;
           } catch (err) {
-            log.warn("cluster could not renew the epochs of the streams that may hold another history; retrying", { error: String(err) });
+            log.warn(
+              "cluster could not renew the epochs of the streams that may hold another history; retrying",
+              { error: String(err) },
+            );
             await new Promise((r) => setTimeout(r, 1000));
           }
         }
@@ -296,9 +328,21 @@ export class UnsureStreams {
     } finally {
       this.#renewing = false;
     }
-    if (renewed > 0) log.info("cluster renewed the epochs of the streams whose subscribers may hold another history", { streams: renewed });
-    else if (listed > 0) log.info("cluster found the epochs of the streams whose subscribers may hold another history renewed already", { streams: listed });
-    this.#pruneTimer ??= setInterval(() => void this.prune(), Math.max(1000, Math.min(this.#pruneAfterMs, 3600_000)));
+    if (renewed > 0) {
+      log.info(
+        "cluster renewed the epochs of the streams whose subscribers may hold another history",
+        { streams: renewed },
+      );
+    } else if (listed > 0) {
+      log.info(
+        "cluster found the epochs of the streams whose subscribers may hold another history renewed already",
+        { streams: listed },
+      );
+    }
+    this.#pruneTimer ??= setInterval(
+      () => void this.prune(),
+      Math.max(1000, Math.min(this.#pruneAfterMs, 3600_000)),
+    );
   }
 
   /**
@@ -322,8 +366,9 @@ export class UnsureStreams {
       const dated: Key[] = [];
       for (const { key, value } of pending.getRange()) {
         const row = key as string[];
-        if (row[1] === "" && row[2] === "" && typeof value === "number" && value < old) stale.push(key);
-        else {
+        if (row[1] === "" && row[2] === "" && typeof value === "number" && value < old) {
+          stale.push(key);
+        } else {
           listed.add(row[0]);
           // An earlier version's mark has no time: it is pruned that long from now.
           if (value === "listed") dated.push(key);
@@ -338,7 +383,9 @@ export class UnsureStreams {
       while (this.#host.writable()) {
         const batch: Key[] = [];
         for (const { key, value } of this.#host.rawDb<number>(RENEWED_DB).getRange()) {
-          if (typeof value === "number" && value < old && !listed.has((key as string[])[0])) batch.push(key);
+          if (typeof value === "number" && value < old && !listed.has((key as string[])[0])) {
+            batch.push(key);
+          }
           if (batch.length >= PRUNE_BATCH) break;
         }
         if (batch.length === 0) break;
@@ -358,11 +405,15 @@ export class UnsureStreams {
         if (done === 0) break;
       }
     } catch (err) {
-      log.warn("cluster could not prune the markers of renewed epochs; trying again later", { error: String(err) });
+      log.warn("cluster could not prune the markers of renewed epochs; trying again later", {
+        error: String(err),
+      });
     } finally {
       this.#pruning = false;
     }
-    if (removed > 0) log.info("cluster pruned the markers of old epoch renewals", { markers: removed });
+    if (removed > 0) {
+      log.info("cluster pruned the markers of old epoch renewals", { markers: removed });
+    }
     return removed;
   }
 
@@ -378,7 +429,9 @@ export class UnsureStreams {
   async #listAll(): Promise<void> {
     const pending = this.#host.rawDb<Pending>(PENDING_DB);
     const reports: string[] = [];
-    for (const { key, value } of pending.getRange()) if (value === "all") reports.push((key as string[])[0]);
+    for (const { key, value } of pending.getRange()) {
+      if (value === "all") reports.push((key as string[])[0]);
+    }
     if (reports.length === 0) return;
     const every = this.#everyStream();
     const renewed = this.#host.rawDb<number>(RENEWED_DB);
@@ -386,7 +439,9 @@ export class UnsureStreams {
       for (const report of reports) {
         for (const [name, list] of every) {
           for (const [stream, range] of list) {
-            if (renewed.get([report, name, stream]) === undefined) pending.put([report, name, stream], range);
+            if (renewed.get([report, name, stream]) === undefined) {
+              pending.put([report, name, stream], range);
+            }
           }
         }
         pending.put([report, "", ""], Date.now());
@@ -424,10 +479,10 @@ export class UnsureStreams {
       done.put(key, Date.now());
       const [, name, stream] = key;
       let list = streams.get(name);
-      if (!list) streams.set(name, (list = new Set()));
+      if (!list) streams.set(name, list = new Set());
       list.add(stream);
       let known = ranges.get(name);
-      if (!known) ranges.set(name, (known = new Map()));
+      if (!known) ranges.set(name, known = new Map());
       known.set(stream, widen(known.get(stream), range));
       count++;
     }
@@ -438,7 +493,11 @@ export class UnsureStreams {
   /** Every stream of this node's store, each unsure from position 1 with no known end. */
   #everyStream(): StreamRanges {
     const every = this.#host.changes.everyStream((db) => this.#host.rawDb(db).getKeys());
-    return new Map([...every].map(([name, list]) => [name, new Map([...list.keys()].map((s) => [s, [1, null] as UnsureRange]))]));
+    return new Map(
+      [...every].map((
+        [name, list],
+      ) => [name, new Map([...list.keys()].map((s) => [s, [1, null] as UnsureRange]))]),
+    );
   }
 
   /** Tells the other nodes this node's report (in messages within the payload limit), until
@@ -452,7 +511,9 @@ export class UnsureStreams {
     }
     const n = this.#host.nodeId;
     const r = told.report;
-    if (told.streams === "all") return this.#host.publish(UNSURE_SUBJECT, codec.pack({ n, r, ttl, all: 1 }));
+    if (told.streams === "all") {
+      return this.#host.publish(UNSURE_SUBJECT, codec.pack({ n, r, ttl, all: 1 }));
+    }
     const limit = Math.max(1024, this.#host.maxPayload / 2);
     let part: [string, string, number, number | null][] = [];
     let bytes = 0;

@@ -37,7 +37,14 @@ export function appEnabled(app: App): boolean {
 }
 
 /** The channel events a webhook can ask for (Pusher's names). */
-export const WEBHOOK_EVENT_TYPES = ["channel_occupied", "channel_vacated", "member_added", "member_removed", "client_event", "cache_miss"] as const;
+export const WEBHOOK_EVENT_TYPES = [
+  "channel_occupied",
+  "channel_vacated",
+  "member_added",
+  "member_removed",
+  "client_event",
+  "cache_miss",
+] as const;
 
 /** One of `WEBHOOK_EVENT_TYPES`. */
 export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number];
@@ -60,7 +67,8 @@ export function originAllowed(app: App, origin: string | null): boolean {
     if (star < 0) return false;
     const scheme = allowed.slice(0, star + 3);
     const suffix = allowed.slice(star + 4); // ".example.com"
-    return origin.startsWith(scheme) && origin.endsWith(suffix) && origin.length > scheme.length + suffix.length;
+    return origin.startsWith(scheme) && origin.endsWith(suffix) &&
+      origin.length > scheme.length + suffix.length;
   });
 }
 

@@ -6,9 +6,20 @@ import { ConfigError } from "./config.ts";
 import { idProblem } from "../limits.ts";
 
 const KNOWN = new Set([
-  "id", "key", "secret", "name", "enable_user_authentication", "enable_client_messages",
-  "max_client_events_per_sec", "max_backend_events_per_sec", "allowed_origins", "webhooks",
-  "max_connections", "enabled", "user_authentication_timeout", "webhook_batching",
+  "id",
+  "key",
+  "secret",
+  "name",
+  "enable_user_authentication",
+  "enable_client_messages",
+  "max_client_events_per_sec",
+  "max_backend_events_per_sec",
+  "allowed_origins",
+  "webhooks",
+  "max_connections",
+  "enabled",
+  "user_authentication_timeout",
+  "webhook_batching",
 ]);
 
 /** The keys of one webhook entry. */
@@ -16,11 +27,20 @@ const WEBHOOK_KEYS = new Set(["url", "event_types"]);
 
 /** Keys other Pusher-protocol servers accept that Switchboard does not implement: named in the
  * start-up error, so nobody believes a filter or header is applied when it is not. */
-const FOREIGN_HINT = new Set(["filter", "headers", "lambda", "lambda_function", "batch_size", "max_presence_members_per_channel"]);
+const FOREIGN_HINT = new Set([
+  "filter",
+  "headers",
+  "lambda",
+  "lambda_function",
+  "batch_size",
+  "max_presence_members_per_channel",
+]);
 
 /** The start-up error for an unknown key `k` at `at`. */
 function unknownKey(at: string, k: string): ConfigError {
-  const hint = FOREIGN_HINT.has(k) ? " (a setting of other Pusher servers that Switchboard does not support; remove it)" : "";
+  const hint = FOREIGN_HINT.has(k)
+    ? " (a setting of other Pusher servers that Switchboard does not support; remove it)"
+    : "";
   return new ConfigError(`${at} has unknown setting "${k}"${hint}`);
 }
 
@@ -57,11 +77,15 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
   const ids = new Set<string>();
   return list.map((raw, i) => {
     const at = `${where}: apps[${i}]`;
-    if (!raw || typeof raw !== "object" || Array.isArray(raw)) throw new ConfigError(`${at} must be an object`);
+    if (!raw || typeof raw !== "object" || Array.isArray(raw)) {
+      throw new ConfigError(`${at} must be an object`);
+    }
     const r = raw as Record<string, unknown>;
     for (const k of Object.keys(r)) if (!KNOWN.has(k)) throw unknownKey(at, k);
     for (const k of ["id", "key", "secret"]) {
-      if (typeof r[k] !== "string" || r[k] === "") throw new ConfigError(`${at} is missing "${k}" (a non-empty string)`);
+      if (typeof r[k] !== "string" || r[k] === "") {
+        throw new ConfigError(`${at} is missing "${k}" (a non-empty string)`);
+      }
     }
     const key = r.key as string, id = r.id as string;
     // Both become parts of storage keys and topics (docs/limits.md).
@@ -69,16 +93,24 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
       const problem = idProblem(name, v);
       if (problem) throw new ConfigError(`${at}: ${problem}`);
     }
-    if (key.includes(":") || key.includes(".")) throw new ConfigError(`${at}: key must not contain ":" or "."`);
+    if (key.includes(":") || key.includes(".")) {
+      throw new ConfigError(`${at}: key must not contain ":" or "."`);
+    }
     if (keys.has(key)) throw new ConfigError(`${where}: duplicate app key "${key}"`);
     if (ids.has(id)) throw new ConfigError(`${where}: duplicate app id "${id}"`);
     keys.add(key);
     ids.add(id);
     const eua = r.enable_user_authentication ?? APP_DEFAULTS.enable_user_authentication;
-    if (eua !== 0 && eua !== 1) throw new ConfigError(`${at}: enable_user_authentication must be 0 or 1`);
+    if (eua !== 0 && eua !== 1) {
+      throw new ConfigError(`${at}: enable_user_authentication must be 0 or 1`);
+    }
     const ecm = r.enable_client_messages ?? APP_DEFAULTS.enable_client_messages;
-    if (typeof ecm !== "boolean") throw new ConfigError(`${at}: enable_client_messages must be true or false`);
-    const rate = (k: "max_client_events_per_sec" | "max_backend_events_per_sec" | "max_connections") => {
+    if (typeof ecm !== "boolean") {
+      throw new ConfigError(`${at}: enable_client_messages must be true or false`);
+    }
+    const rate = (
+      k: "max_client_events_per_sec" | "max_backend_events_per_sec" | "max_connections",
+    ) => {
       const v = r[k] ?? (k === "max_connections" ? 0 : APP_DEFAULTS[k]);
       // 0 means unlimited (docs/channels.md).
       if (typeof v !== "number" || !(v >= 0) || !Number.isFinite(v)) {
@@ -86,34 +118,50 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
       }
       return v;
     };
-    if (r.enabled !== undefined && typeof r.enabled !== "boolean") throw new ConfigError(`${at}: enabled must be true or false`);
+    if (r.enabled !== undefined && typeof r.enabled !== "boolean") {
+      throw new ConfigError(`${at}: enabled must be true or false`);
+    }
     if (r.webhook_batching !== undefined && typeof r.webhook_batching !== "boolean") {
       throw new ConfigError(`${at}: webhook_batching must be true or false`);
     }
     const uat = r.user_authentication_timeout;
-    if (uat !== undefined && (typeof uat !== "number" || !Number.isInteger(uat) || uat < 1 || uat > 86_400)) {
-      throw new ConfigError(`${at}: user_authentication_timeout must be a whole number of seconds, 1 to 86400`);
+    if (
+      uat !== undefined &&
+      (typeof uat !== "number" || !Number.isInteger(uat) || uat < 1 || uat > 86_400)
+    ) {
+      throw new ConfigError(
+        `${at}: user_authentication_timeout must be a whole number of seconds, 1 to 86400`,
+      );
     }
     return {
-      id, key, secret: r.secret as string,
+      id,
+      key,
+      secret: r.secret as string,
       ...(typeof r.name === "string" ? { name: r.name } : {}),
       enable_user_authentication: eua,
       enable_client_messages: ecm,
       max_client_events_per_sec: rate("max_client_events_per_sec"),
       max_backend_events_per_sec: rate("max_backend_events_per_sec"),
       max_connections: rate("max_connections"),
-      ...(r.allowed_origins !== undefined ? { allowed_origins: origins(r.allowed_origins, at) } : {}),
+      ...(r.allowed_origins !== undefined
+        ? { allowed_origins: origins(r.allowed_origins, at) }
+        : {}),
       ...(r.webhooks !== undefined ? { webhooks: webhooks(r.webhooks, at) } : {}),
       ...(r.enabled !== undefined ? { enabled: r.enabled as boolean } : {}),
       ...(uat !== undefined ? { user_authentication_timeout: uat as number } : {}),
-      ...(r.webhook_batching !== undefined ? { webhook_batching: r.webhook_batching as boolean } : {}),
+      ...(r.webhook_batching !== undefined
+        ? { webhook_batching: r.webhook_batching as boolean }
+        : {}),
     };
   });
 }
 
 /** Validates `allowed_origins`: a non-empty array of origins (see ORIGIN_RE). */
 function origins(v: unknown, at: string): string[] {
-  if (!Array.isArray(v) || v.length === 0 || !v.every((o) => typeof o === "string" && ORIGIN_RE.test(o))) {
+  if (
+    !Array.isArray(v) || v.length === 0 ||
+    !v.every((o) => typeof o === "string" && ORIGIN_RE.test(o))
+  ) {
     throw new ConfigError(
       `${at}: allowed_origins must be a non-empty array of origins like "https://app.example", "https://*.example.com" or "*"`,
     );
@@ -124,18 +172,24 @@ function origins(v: unknown, at: string): string[] {
 /** Validates `webhooks`: `[{ url: "http(s)://...", event_types: [...] }]`. */
 function webhooks(v: unknown, at: string): AppWebhook[] {
   const types: readonly string[] = WEBHOOK_EVENT_TYPES;
-  if (!Array.isArray(v)) throw new ConfigError(`${at}: webhooks must be an array of { url, event_types }`);
+  if (!Array.isArray(v)) {
+    throw new ConfigError(`${at}: webhooks must be an array of { url, event_types }`);
+  }
   return v.map((w, i) => {
     const url = (w as { url?: unknown })?.url;
     const events = (w as { event_types?: unknown })?.event_types;
     if (w && typeof w === "object" && !Array.isArray(w)) {
-      for (const k of Object.keys(w)) if (!WEBHOOK_KEYS.has(k)) throw unknownKey(`${at}: webhooks[${i}]`, k);
+      for (const k of Object.keys(w)) {
+        if (!WEBHOOK_KEYS.has(k)) throw unknownKey(`${at}: webhooks[${i}]`, k);
+      }
     }
     if (typeof url !== "string" || !/^https?:\/\/[^\s]+$/.test(url)) {
       throw new ConfigError(`${at}: webhooks[${i}].url must be an http:// or https:// URL`);
     }
     if (!Array.isArray(events) || events.length === 0 || !events.every((e) => types.includes(e))) {
-      throw new ConfigError(`${at}: webhooks[${i}].event_types must be a non-empty array of ${types.join(", ")}`);
+      throw new ConfigError(
+        `${at}: webhooks[${i}].event_types must be a non-empty array of ${types.join(", ")}`,
+      );
     }
     return { url, event_types: events };
   });
@@ -143,7 +197,9 @@ function webhooks(v: unknown, at: string): AppWebhook[] {
 
 /** A fresh development app with random credentials. */
 export function newDevelopmentApp(): App {
-  const hex = (n: number) => Array.from(crypto.getRandomValues(new Uint8Array(n)), (b) => b.toString(16).padStart(2, "0")).join("");
+  const hex = (n: number) =>
+    Array.from(crypto.getRandomValues(new Uint8Array(n)), (b) => b.toString(16).padStart(2, "0"))
+      .join("");
   return {
     id: `dev-${hex(4)}`,
     key: hex(10),

@@ -48,20 +48,118 @@ interface FlagSpec {
 
 /** Every flag, its environment variable and default (printed by `--help`). */
 export const FLAGS: FlagSpec[] = [
-  { flag: "--port", env: "PORT", key: "port", kind: "port", default: 4000, help: "HTTP and WebSocket port" },
-  { flag: "--host", env: "HOST", key: "host", kind: "string", default: "0.0.0.0", help: "listen address" },
-  { flag: "--data-dir", env: "DATA_DIR", key: "dataDir", kind: "string", default: "./data", help: "directory of the LMDB environment" },
-  { flag: "--apps", env: "APPS_FILE", key: "appsFile", kind: "string", default: undefined, help: "apps JSON file (default: a development app kept in the data dir)" },
-  { flag: "--history-max-count", env: "HISTORY_MAX_COUNT", key: "historyMaxCount", kind: "count", default: 1000, help: "channel events kept per channel for replay" },
-  { flag: "--history-max-age", env: "HISTORY_MAX_AGE", key: "historyMaxAgeSeconds", kind: "count", default: 86400, help: "seconds a channel event is kept for replay" },
-  { flag: "--idle-timeout", env: "IDLE_TIMEOUT", key: "idleTimeoutSeconds", kind: "count", default: 60, help: "seconds of silence before a socket is closed" },
-  { flag: "--log-level", env: "LOG_LEVEL", key: "logLevel", kind: "string", default: "info", help: "debug, info, warn, error or silent" },
-  { flag: "--log-format", env: "LOG_FORMAT", key: "logFormat", kind: "string", default: "auto", help: "json (one object per line) or text; auto: text on a terminal, else json" },
-  { flag: "--metrics-port", env: "METRICS_PORT", key: "metricsPort", kind: "port", default: undefined, help: "serve GET /metrics on this port instead of the main one" },
-  { flag: "--nats", env: "NATS_URL", key: "nats", kind: "string", default: undefined, help: "NATS URL[,URL...]: clustered mode on JetStream (needs --apps)" },
-  { flag: "--node-id", env: "NODE_ID", key: "nodeId", kind: "string", default: hostname(), help: "this node's unique name in logs, metrics and the cluster" },
-  { flag: "--console-secret", env: "CONSOLE_SECRET", key: "consoleSecret", kind: "string", default: undefined, help: "admin secret of the operators' console at /console/ (off when unset)" },
-  { flag: "--no-playground", env: "PLAYGROUND", key: "playground", kind: "bool", default: true, help: "turn off the playground page at / (PLAYGROUND=0)" },
+  {
+    flag: "--port",
+    env: "PORT",
+    key: "port",
+    kind: "port",
+    default: 4000,
+    help: "HTTP and WebSocket port",
+  },
+  {
+    flag: "--host",
+    env: "HOST",
+    key: "host",
+    kind: "string",
+    default: "0.0.0.0",
+    help: "listen address",
+  },
+  {
+    flag: "--data-dir",
+    env: "DATA_DIR",
+    key: "dataDir",
+    kind: "string",
+    default: "./data",
+    help: "directory of the LMDB environment",
+  },
+  {
+    flag: "--apps",
+    env: "APPS_FILE",
+    key: "appsFile",
+    kind: "string",
+    default: undefined,
+    help: "apps JSON file (default: a development app kept in the data dir)",
+  },
+  {
+    flag: "--history-max-count",
+    env: "HISTORY_MAX_COUNT",
+    key: "historyMaxCount",
+    kind: "count",
+    default: 1000,
+    help: "channel events kept per channel for replay",
+  },
+  {
+    flag: "--history-max-age",
+    env: "HISTORY_MAX_AGE",
+    key: "historyMaxAgeSeconds",
+    kind: "count",
+    default: 86400,
+    help: "seconds a channel event is kept for replay",
+  },
+  {
+    flag: "--idle-timeout",
+    env: "IDLE_TIMEOUT",
+    key: "idleTimeoutSeconds",
+    kind: "count",
+    default: 60,
+    help: "seconds of silence before a socket is closed",
+  },
+  {
+    flag: "--log-level",
+    env: "LOG_LEVEL",
+    key: "logLevel",
+    kind: "string",
+    default: "info",
+    help: "debug, info, warn, error or silent",
+  },
+  {
+    flag: "--log-format",
+    env: "LOG_FORMAT",
+    key: "logFormat",
+    kind: "string",
+    default: "auto",
+    help: "json (one object per line) or text; auto: text on a terminal, else json",
+  },
+  {
+    flag: "--metrics-port",
+    env: "METRICS_PORT",
+    key: "metricsPort",
+    kind: "port",
+    default: undefined,
+    help: "serve GET /metrics on this port instead of the main one",
+  },
+  {
+    flag: "--nats",
+    env: "NATS_URL",
+    key: "nats",
+    kind: "string",
+    default: undefined,
+    help: "NATS URL[,URL...]: clustered mode on JetStream (needs --apps)",
+  },
+  {
+    flag: "--node-id",
+    env: "NODE_ID",
+    key: "nodeId",
+    kind: "string",
+    default: hostname(),
+    help: "this node's unique name in logs, metrics and the cluster",
+  },
+  {
+    flag: "--console-secret",
+    env: "CONSOLE_SECRET",
+    key: "consoleSecret",
+    kind: "string",
+    default: undefined,
+    help: "admin secret of the operators' console at /console/ (off when unset)",
+  },
+  {
+    flag: "--no-playground",
+    env: "PLAYGROUND",
+    key: "playground",
+    kind: "bool",
+    default: true,
+    help: "turn off the playground page at / (PLAYGROUND=0)",
+  },
 ];
 
 /** `--help` text. */
@@ -81,7 +179,9 @@ export function helpText(version: string): string {
   for (const f of FLAGS) {
     const arg = f.kind === "bool" ? "" : " <value>";
     const def = f.default === undefined ? "none" : String(f.default);
-    lines.push(`  ${(f.flag + arg).padEnd(28)} ${f.env.padEnd(18)} default ${def.padEnd(8)} ${f.help}`);
+    lines.push(
+      `  ${(f.flag + arg).padEnd(28)} ${f.env.padEnd(18)} default ${def.padEnd(8)} ${f.help}`,
+    );
   }
   lines.push("  --help                                                       print this help");
   lines.push("  --version                                                    print the version");
@@ -103,12 +203,18 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
     if (arg === "backup" && i === 0) {
       config.command = "backup";
       config.backupPath = argv[++i];
-      if (!config.backupPath) throw new ConfigError("backup needs a destination path: switchboard backup <path>");
+      if (!config.backupPath) {
+        throw new ConfigError("backup needs a destination path: switchboard backup <path>");
+      }
       continue;
     }
     if (arg === "cluster" && i === 0) {
       const sub = argv[++i];
-      if (sub !== "status" && sub !== "refound") throw new ConfigError("cluster needs status or refound: switchboard cluster status --data-dir <dir>");
+      if (sub !== "status" && sub !== "refound") {
+        throw new ConfigError(
+          "cluster needs status or refound: switchboard cluster status --data-dir <dir>",
+        );
+      }
       config.command = sub === "status" ? "cluster-status" : "cluster-refound";
       config.otherDataDirs = [];
       continue;
@@ -117,7 +223,9 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
       config.otherDataDirs.push(arg);
       continue;
     }
-    const [name, inline] = arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
+    const [name, inline] = arg.includes("=")
+      ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)]
+      : [arg, undefined];
     const spec = FLAGS.find((f) => f.flag === name);
     if (!spec) throw new ConfigError(`unknown flag ${name} (see --help)`);
     if (spec.kind === "bool") {
@@ -129,16 +237,22 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
     setValue(config, spec, value, name);
   }
   if (!["debug", "info", "warn", "error", "silent"].includes(config.logLevel)) {
-    throw new ConfigError(`--log-level must be debug, info, warn, error or silent, got "${config.logLevel}"`);
+    throw new ConfigError(
+      `--log-level must be debug, info, warn, error or silent, got "${config.logLevel}"`,
+    );
   }
   if (!["json", "text", "auto"].includes(config.logFormat)) {
     throw new ConfigError(`--log-format must be json, text or auto, got "${config.logFormat}"`);
   }
   if (config.consoleSecret !== undefined && config.consoleSecret.length < 16) {
-    throw new ConfigError("--console-secret must be at least 16 characters (it opens every app's console)");
+    throw new ConfigError(
+      "--console-secret must be at least 16 characters (it opens every app's console)",
+    );
   }
   if (config.command === "cluster-refound" && config.nats === undefined) {
-    throw new ConfigError("cluster refound needs --nats: switchboard cluster refound --data-dir <dir> --nats <urls>");
+    throw new ConfigError(
+      "cluster refound needs --nats: switchboard cluster refound --data-dir <dir> --nats <urls>",
+    );
   }
   if (config.nats !== undefined && config.appsFile === undefined && config.command === "serve") {
     throw new ConfigError("--nats needs --apps: every node of a cluster serves the same apps file");
@@ -149,8 +263,9 @@ export function parseConfig(argv: string[], env: Record<string, string | undefin
 function setValue(config: Config, f: FlagSpec, raw: string, source: string) {
   const target = config as unknown as Record<string, unknown>;
   if (f.kind === "string") target[f.key] = raw;
-  else if (f.kind === "bool") target[f.key] = !["0", "false", "no", "off"].includes(raw.toLowerCase());
-  else {
+  else if (f.kind === "bool") {
+    target[f.key] = !["0", "false", "no", "off"].includes(raw.toLowerCase());
+  } else {
     const n = Number(raw);
     const max = f.kind === "port" ? 65535 : Number.MAX_SAFE_INTEGER;
     if (!Number.isInteger(n) || n < 0 || n > max) {

@@ -24,9 +24,19 @@ export interface DevAppFile {
 
 /** Writes the file (mode 0600); `host` and `port` are where the server listens. */
 export function writeDevAppFile(dataDir: string, app: App, host: string, port: number): string {
-  const shown = ["0.0.0.0", "::", "", "[::]"].includes(host) ? "localhost" : host.includes(":") ? `[${host}]` : host;
+  const shown = ["0.0.0.0", "::", "", "[::]"].includes(host)
+    ? "localhost"
+    : host.includes(":")
+    ? `[${host}]`
+    : host;
   const url = `http://${shown}:${port}`;
-  const body: DevAppFile = { app_id: app.id, app_key: app.key, app_secret: app.secret, url, socket: `ws://${shown}:${port}/socket` };
+  const body: DevAppFile = {
+    app_id: app.id,
+    app_key: app.key,
+    app_secret: app.secret,
+    url,
+    socket: `ws://${shown}:${port}/socket`,
+  };
   const path = join(dataDir, DEV_APP_FILE);
   writeFileSync(path, JSON.stringify(body, null, 2) + "\n", { mode: 0o600 });
   chmodSync(path, 0o600); // an older file keeps its mode on rewrite

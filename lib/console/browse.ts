@@ -50,7 +50,9 @@ export class Browse {
   }
 
   /** The app's occupied channels (this node's view of the cluster-wide occupancy). */
-  channels(app: App): { name: string; subscribers: number; members: number | null; serial: number | null }[] {
+  channels(
+    app: App,
+  ): { name: string; subscribers: number; members: number | null; serial: number | null }[] {
     const svc = this.#s.channels;
     return svc.occupancy.topics(app.key).sort(Topic.order).slice(0, 1000).map((topic) => {
       const name = topic.name;
@@ -72,7 +74,9 @@ export class Browse {
     const kind = channelKind(name);
     const subscribers = svc.occupancy.count(topic);
     const serial = kind === "ephemeral" ? null : svc.serial(app, name);
-    const history = serial === null ? [] : svc.history(app, name, Math.max(0, serial - TAIL), TAIL).items;
+    const history = serial === null
+      ? []
+      : svc.history(app, name, Math.max(0, serial - TAIL), TAIL).items;
     return {
       name,
       kind,
@@ -103,11 +107,16 @@ export class Browse {
 
   /** An object: state at the head, its newest log entries and, with `at`, the state then. */
   object(app: App, type: string, key: string, at?: number) {
-    if (!type || !key || type.length > 200 || key.length > 1000) throw new BrowseError(400, "invalid object address");
+    if (!type || !key || type.length > 200 || key.length > 1000) {
+      throw new BrowseError(400, "invalid object address");
+    }
     const store = this.#s.objects;
     const ref = { appId: app.id, appKey: app.key, type, key };
     const head = store.snapshot(ref);
-    const log = store.items(ref, Math.max(0, head.log_id - TAIL), TAIL).map((i) => ({ ...i, value: preview(i.value) }));
+    const log = store.items(ref, Math.max(0, head.log_id - TAIL), TAIL).map((i) => ({
+      ...i,
+      value: preview(i.value),
+    }));
     const out: Record<string, unknown> = { type, key, log_id: head.log_id, state: head.state, log };
     if (at !== undefined) {
       if (!Number.isInteger(at) || at < 0 || at > head.log_id) {
@@ -125,7 +134,11 @@ export class Browse {
     let record = emptyRecord();
     let position = 0;
     while (position < at) {
-      const chunk = store.streams.log.after<Parameters<typeof unpackEntry>[0]>(stream, position, Math.min(1000, at - position));
+      const chunk = store.streams.log.after<Parameters<typeof unpackEntry>[0]>(
+        stream,
+        position,
+        Math.min(1000, at - position),
+      );
       if (chunk.length === 0) break;
       for (const rec of chunk) {
         if (rec.position > at) break;
@@ -141,7 +154,14 @@ export class Browse {
     const page = this.#s.chat.threads.list(app, { size: 100 });
     return page.items
       .sort((a, b) => (b.lastMessageAt ?? b.updatedAt) - (a.lastMessageAt ?? a.updatedAt))
-      .map((t) => ({ id: t.id, title: t.title, status: t.status, botId: t.botId, updatedAt: t.updatedAt, lastMessageAt: t.lastMessageAt }));
+      .map((t) => ({
+        id: t.id,
+        title: t.title,
+        status: t.status,
+        botId: t.botId,
+        updatedAt: t.updatedAt,
+        lastMessageAt: t.lastMessageAt,
+      }));
   }
 
   /** One thread: its newest messages and its runs with their status. */

@@ -35,7 +35,9 @@ export class ClusterPoints {
     const oldest = t - POINTS * STEP_MS;
     try {
       await this.#env.transaction(() => {
-        for (const key of this.#db.getKeys({ start: [node], end: [node, oldest] })) this.#db.remove(key);
+        for (const key of this.#db.getKeys({ start: [node], end: [node, oldest] })) {
+          this.#db.remove(key);
+        }
         this.#db.put([node, t], point);
       });
     } catch (err) {
@@ -64,7 +66,9 @@ export class ClusterPoints {
         const b = Math.floor(t / STEP_MS) * STEP_MS;
         const sum = buckets.get(b) ?? {};
         for (const s of SERIES) {
-          sum[s] = s === "http_p99_ms" ? Math.max(sum[s] ?? 0, point[s] ?? 0) : (sum[s] ?? 0) + (point[s] ?? 0);
+          sum[s] = s === "http_p99_ms"
+            ? Math.max(sum[s] ?? 0, point[s] ?? 0)
+            : (sum[s] ?? 0) + (point[s] ?? 0);
         }
         buckets.set(b, sum);
       }

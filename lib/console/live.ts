@@ -28,7 +28,9 @@ export function entryView(e: TapEntry): Record<string, unknown> {
       const event = String(e.event);
       out.event = event;
       if (event.startsWith("client-")) out.kind = "client";
-      else if (event.startsWith("presence") || event.startsWith("pusher_internal:member_")) out.kind = "presence";
+      else if (event.startsWith("presence") || event.startsWith("pusher_internal:member_")) {
+        out.kind = "presence";
+      }
       const p = e.payload as Record<string, unknown> | undefined;
       const serial = p?.serial ?? p?.log_id;
       if (typeof serial === "number") out.serial = serial;
@@ -45,7 +47,12 @@ export function entryView(e: TapEntry): Record<string, unknown> {
       Object.assign(out, { method: e.method, path: e.path, status: e.status, ms: e.ms });
       break;
     case "connection":
-      Object.assign(out, { what: e.what, protocol: e.protocol, origin: e.origin, socket_id: e.socket_id });
+      Object.assign(out, {
+        what: e.what,
+        protocol: e.protocol,
+        origin: e.origin,
+        socket_id: e.socket_id,
+      });
       break;
     case "webhook":
       Object.assign(out, { url: e.url, attempt: e.attempt, status: e.status });
@@ -82,7 +89,9 @@ export function liveStream(c: Context, appKey: string, untilMs: number): Respons
       await stream.writeSSE({ event: "ready", data: "{}" });
       while (open) {
         while (queue.length && open) {
-          await stream.writeSSE({ data: JSON.stringify({ ...entryView(queue.shift()!), dropped }) });
+          await stream.writeSSE({
+            data: JSON.stringify({ ...entryView(queue.shift()!), dropped }),
+          });
         }
         if (open) await new Promise<void>((r) => (wake = r));
       }

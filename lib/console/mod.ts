@@ -9,7 +9,15 @@ import { type Context, Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { App, AppRegistry } from "../config/apps.ts";
 import type { ProductModule } from "../product.ts";
-import { COOKIE, LoginLimiter, maskSecret, mayOpen, type Session, Sessions, sameOrigin } from "./session.ts";
+import {
+  COOKIE,
+  LoginLimiter,
+  maskSecret,
+  mayOpen,
+  sameOrigin,
+  type Session,
+  Sessions,
+} from "./session.ts";
 import { peerAddress } from "./peer.ts";
 import { Browse, BrowseError, type BrowseSources } from "./browse.ts";
 import type { OutboxView } from "./outbox.ts";
@@ -53,8 +61,18 @@ export function createConsole(opts: ConsoleOptions): ProductModule {
 
   r.get("/console", (c) => c.redirect("/console/", 302));
   r.get("/console/", (c) => c.html(CONSOLE_HTML, 200, PAGE_HEADERS));
-  r.get("/console/console.js", (c) => c.body(CONSOLE_JS, 200, { ...PAGE_HEADERS, "content-type": "text/javascript; charset=utf-8" }));
-  r.get("/console/console.css", (c) => c.body(CONSOLE_CSS, 200, { ...PAGE_HEADERS, "content-type": "text/css; charset=utf-8" }));
+  r.get(
+    "/console/console.js",
+    (c) =>
+      c.body(CONSOLE_JS, 200, {
+        ...PAGE_HEADERS,
+        "content-type": "text/javascript; charset=utf-8",
+      }),
+  );
+  r.get(
+    "/console/console.css",
+    (c) => c.body(CONSOLE_CSS, 200, { ...PAGE_HEADERS, "content-type": "text/css; charset=utf-8" }),
+  );
 
   // Every POST must come from the console's own origin (with SameSite=Strict: CSRF-safe).
   r.post("/console/*", async (c, next) => {
@@ -79,10 +97,13 @@ export function createConsole(opts: ConsoleOptions): ProductModule {
       path: "/console",
       httpOnly: true,
       sameSite: "Strict",
-      secure: new URL(c.req.url).protocol === "https:" || c.req.header("x-forwarded-proto") === "https",
+      secure: new URL(c.req.url).protocol === "https:" ||
+        c.req.header("x-forwarded-proto") === "https",
       maxAge: Math.floor((session.expires - Date.now()) / 1000),
     });
-    return c.json({ admin: session.admin, app_id: session.appId ?? null }, 200, { "cache-control": "no-store" });
+    return c.json({ admin: session.admin, app_id: session.appId ?? null }, 200, {
+      "cache-control": "no-store",
+    });
   });
 
   r.post("/console/logout", (c) => {
@@ -108,7 +129,13 @@ export function createConsole(opts: ConsoleOptions): ProductModule {
       secret: maskSecret(a.secret),
       webhooks: (a.webhooks ?? []).map((w) => ({ url: w.url, event_types: w.event_types })),
     }));
-    return c.json({ admin: session.admin, node: opts.nodeId, clustered: cluster !== undefined, expires: session.expires, apps });
+    return c.json({
+      admin: session.admin,
+      node: opts.nodeId,
+      clustered: cluster !== undefined,
+      expires: session.expires,
+      apps,
+    });
   });
 
   r.get("/console/api/node/stats", async (c) => {
@@ -129,23 +156,52 @@ export function createConsole(opts: ConsoleOptions): ProductModule {
     await next();
   });
 
-  r.get("/console/api/apps/:id/live", (c) => liveStream(c, c.get("app").key, c.get("session").expires));
-  r.get("/console/api/apps/:id/stats", (c) => c.json({ step_ms: 10_000, series: stats.app(c.get("app").key) }));
-  r.get("/console/api/apps/:id/channels", (c) => c.json({ channels: browse.channels(c.get("app")) }));
-  r.get("/console/api/apps/:id/channels/:name", (c) => answer(c, () => browse.channel(c.get("app"), c.req.param("name"))));
+  r.get(
+    "/console/api/apps/:id/live",
+    (c) => liveStream(c, c.get("app").key, c.get("session").expires),
+  );
+  r.get(
+    "/console/api/apps/:id/stats",
+    (c) => c.json({ step_ms: 10_000, series: stats.app(c.get("app").key) }),
+  );
+  r.get(
+    "/console/api/apps/:id/channels",
+    (c) => c.json({ channels: browse.channels(c.get("app")) }),
+  );
+  r.get(
+    "/console/api/apps/:id/channels/:name",
+    (c) => answer(c, () => browse.channel(c.get("app"), c.req.param("name"))),
+  );
   r.get("/console/api/apps/:id/objects", (c) => {
     const at = c.req.query("at");
-    if (!c.req.query("key")) return c.json({ objects: browse.objectList(c.get("app"), c.req.query("type") ?? "") });
-    return answer(c, () =>
-      browse.object(c.get("app"), c.req.query("type") ?? "", c.req.query("key") ?? "", at === undefined || at === "" ? undefined : Number(at)));
+    if (!c.req.query("key")) {
+      return c.json({ objects: browse.objectList(c.get("app"), c.req.query("type") ?? "") });
+    }
+    return answer(
+      c,
+      () =>
+        browse.object(
+          c.get("app"),
+          c.req.query("type") ?? "",
+          c.req.query("key") ?? "",
+          at === undefined || at === "" ? undefined : Number(at),
+        ),
+    );
   });
   r.get("/console/api/apps/:id/threads", (c) => c.json({ threads: browse.threads(c.get("app")) }));
-  r.get("/console/api/apps/:id/threads/:thread", (c) => answer(c, () => browse.thread(c.get("app"), c.req.param("thread"))));
+  r.get(
+    "/console/api/apps/:id/threads/:thread",
+    (c) => answer(c, () => browse.thread(c.get("app"), c.req.param("thread"))),
+  );
   r.get("/console/api/apps/:id/webhooks", (c) => {
     const app = c.get("app");
     const results = new Map(stats.webhooks(app.key).map((w) => [w.url, w]));
     const backlog = new Map(opts.outbox.backlog(app).map((b) => [b.url, b]));
-    const urls = new Set([...(app.webhooks ?? []).map((w) => w.url), ...backlog.keys(), ...results.keys()]);
+    const urls = new Set([
+      ...(app.webhooks ?? []).map((w) => w.url),
+      ...backlog.keys(),
+      ...results.keys(),
+    ]);
     const webhooks = [...urls].map((url) => ({
       url,
       configured: (app.webhooks ?? []).some((w) => w.url === url),
@@ -184,7 +240,9 @@ async function secretOf(c: Context): Promise<string | undefined> {
     const type = c.req.header("content-type") ?? "";
     const body = type.includes("json") ? await c.req.json() : await c.req.parseBody();
     const secret = (body as Record<string, unknown>)?.secret;
-    return typeof secret === "string" && secret.length > 0 && secret.length <= 1024 ? secret : undefined;
+    return typeof secret === "string" && secret.length > 0 && secret.length <= 1024
+      ? secret
+      : undefined;
   } catch {
     return undefined;
   }

@@ -59,7 +59,9 @@ export function pusherOutboxView(env: Storage, wake: () => void): OutboxView {
       for (const { value, dueAt } of rows(app)) {
         const url = String(value.url);
         let b = out.get(url);
-        if (!b) out.set(url, b = { url, pending: 0, oldestAgeMs: null, maxAttempt: 0, nextDueAt: null });
+        if (!b) {
+          out.set(url, b = { url, pending: 0, oldestAgeMs: null, maxAttempt: 0, nextDueAt: null });
+        }
         b.pending++;
         b.maxAttempt = Math.max(b.maxAttempt, value.attempt ?? 0);
         b.nextDueAt = b.nextDueAt === null ? dueAt : Math.min(b.nextDueAt, dueAt);

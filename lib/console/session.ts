@@ -40,7 +40,9 @@ export class Sessions {
   login(secret: string, now = Date.now()): Session | undefined {
     const given = this.#mac("secret", secret);
     let found: Session | undefined;
-    if (timingSafeEqual(given, this.#mac("secret", this.#admin))) found = { admin: true, expires: now + this.#ttlMs };
+    if (timingSafeEqual(given, this.#mac("secret", this.#admin))) {
+      found = { admin: true, expires: now + this.#ttlMs };
+    }
     for (const app of this.#apps.all()) {
       if (timingSafeEqual(given, this.#mac("secret", app.secret)) && !found) {
         found = { admin: false, appId: app.id, expires: now + this.#ttlMs };

@@ -64,7 +64,7 @@ function emptySeries(): Series {
 function push(series: Series, t: number, values: Record<string, number>) {
   series.t.push(t);
   for (const name of SERIES) series[name].push(values[name] ?? 0);
-  if (series.t.length > POINTS) for (const k of Object.keys(series)) series[k].shift();
+  if (series.t.length > POINTS) { for (const k of Object.keys(series)) series[k].shift(); }
 }
 
 /** The 99th percentile of `values` (0 for none). */
@@ -192,7 +192,12 @@ export class ConsoleStats {
     this.#start = Date.now();
     for (const c of this.#apps.values()) {
       push(c.series, t, this.#appPoint(c));
-      c.published = c.delivered = c.joinsRefused = c.webhooksOk = c.webhooksFailed = 0;
+      c.published =
+        c.delivered =
+        c.joinsRefused =
+        c.webhooksOk =
+        c.webhooksFailed =
+          0;
       c.ms = [];
     }
     const point = await this.#sampleNode(true);
@@ -213,8 +218,14 @@ export class ConsoleStats {
       published: await sum("switchboard_messages_published_total"),
       delivered: await sum("switchboard_messages_delivered_total"),
       joins_refused: await sum("switchboard_joins_total", (l) => l.outcome !== "ok"),
-      webhooks_ok: await sum("switchboard_webhook_deliveries_total", (l) => l.result === "delivered"),
-      webhooks_failed: await sum("switchboard_webhook_deliveries_total", (l) => l.result !== "delivered"),
+      webhooks_ok: await sum(
+        "switchboard_webhook_deliveries_total",
+        (l) => l.result === "delivered",
+      ),
+      webhooks_failed: await sum(
+        "switchboard_webhook_deliveries_total",
+        (l) => l.result !== "delivered",
+      ),
     };
     // The latency histogram: cumulative counts per bucket bound, summed over routes.
     const buckets = new Map<number, number>();

@@ -29,7 +29,7 @@ export let tapActive = false;
 /** Starts delivering `appKey`'s entries to `listener`; returns the stop function. */
 export function watchApp(appKey: string, listener: Listener): () => void {
   let set = watchers.get(appKey);
-  if (!set) watchers.set(appKey, (set = new Set()));
+  if (!set) watchers.set(appKey, set = new Set());
   set.add(listener);
   tapActive = true;
   return () => {

@@ -35,7 +35,10 @@ export function appFromCredentials(
  * (`Unauthorized`, no detail, as the spec prescribes) and a disabled app 403 (`app disabled`),
  * both in `surface`'s shape (NATIVE by default; the chat REST passes CHAT).
  */
-export function appCredentials(registry: AppRegistry, surface: Surface = NATIVE): MiddlewareHandler<AppEnv> {
+export function appCredentials(
+  registry: AppRegistry,
+  surface: Surface = NATIVE,
+): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const app = appFromCredentials(
       registry,

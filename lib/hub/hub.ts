@@ -60,7 +60,12 @@ export type Reach = "node" | "cluster";
 export type PublishObserver = (topic: Topic, payload: unknown) => void;
 
 /** Carries a `"cluster"` publish to the other nodes. */
-export type Relay = (topic: Topic, event: string, payload: unknown, excludeSocketId?: string) => void;
+export type Relay = (
+  topic: Topic,
+  event: string,
+  payload: unknown,
+  excludeSocketId?: string,
+) => void;
 
 /** Native topic name for one Phoenix topic and one wire format. */
 const nativeName = (topic: Topic, format: string) => `${format}|${topic.key}`;
@@ -172,7 +177,9 @@ export class Hub {
     if (members.subs.has(sub)) return;
     members.subs.add(sub);
     let format = members.formats.get(sub.format);
-    if (!format) members.formats.set(sub.format, format = { count: 0, native: nativeName(topic, sub.format) });
+    if (!format) {
+      members.formats.set(sub.format, format = { count: 0, native: nativeName(topic, sub.format) });
+    }
     format.count++;
     sub.nativeSubscribe?.(format.native);
     for (const fn of this.#subscriptions) fn(members.topic, members.subs.size, 1);
@@ -204,7 +211,9 @@ export class Hub {
   topics(product: string, appKey?: string): Topic[] {
     const out: Topic[] = [];
     for (const { topic } of this.#topics.values()) {
-      if (topic.product === product && (appKey === undefined || topic.appKey === appKey)) out.push(topic);
+      if (topic.product === product && (appKey === undefined || topic.appKey === appKey)) {
+        out.push(topic);
+      }
     }
     return out;
   }
@@ -215,13 +224,26 @@ export class Hub {
    * relayed to the other nodes, which publish it there. Observers of `event` (see `observe`)
    * see it first. Returns how many subscribers on this node it was sent to.
    */
-  publish(topic: Topic, event: string, payload: unknown, excludeSocketId?: string, reach: Reach = "node"): number {
+  publish(
+    topic: Topic,
+    event: string,
+    payload: unknown,
+    excludeSocketId?: string,
+    reach: Reach = "node",
+  ): number {
     if (reach === "cluster") this.#relay?.(topic, event, payload, excludeSocketId);
     if (this.#observers.size !== 0) {
       const fns = this.#observers.get(event);
-      if (fns) for (const fn of fns) fn(topic, payload);
+      if (fns) { for (const fn of fns) fn(topic, payload); }
     }
-    if (tapActive) tap(topic.appKey, "event", { topic: topic.key, event, payload, subscribers: this.count(topic) });
+    if (tapActive) {
+      tap(topic.appKey, "event", {
+        topic: topic.key,
+        event,
+        payload,
+        subscribers: this.count(topic),
+      });
+    }
     const members = this.#topics.get(topic.key);
     if (!members) return 0;
     const frame: Frame = [null, null, topic.key, event, payload];
@@ -244,7 +266,9 @@ export class Hub {
     for (const sub of [...members.subs]) {
       if (sub === exclude) continue;
       let bytes = encoded.get(sub.format);
-      if (bytes === undefined) encoded.set(sub.format, bytes = this.#encoders.get(sub.format)!(frame, topic));
+      if (bytes === undefined) {
+        encoded.set(sub.format, bytes = this.#encoders.get(sub.format)!(frame, topic));
+      }
       if (bytes !== null) sub.sendEncoded(bytes);
     }
     record.publish(topic.product, members.subs.size - excluded);

@@ -52,9 +52,13 @@ export class Occupancy {
   /** Occupied topics, those of `appKey` when given, whose name starts with `namePrefix`. */
   topics(appKey?: string, namePrefix = ""): Topic[] {
     const out = new Map<string, Topic>();
-    for (const t of this.#hub.topics(this.product, appKey)) if (t.name.startsWith(namePrefix)) out.set(t.key, t);
+    for (const t of this.#hub.topics(this.product, appKey)) {
+      if (t.name.startsWith(namePrefix)) out.set(t.key, t);
+    }
     for (const { topic: t } of this.#remoteTotal.values()) {
-      if ((appKey === undefined || t.appKey === appKey) && t.name.startsWith(namePrefix)) out.set(t.key, t);
+      if ((appKey === undefined || t.appKey === appKey) && t.name.startsWith(namePrefix)) {
+        out.set(t.key, t);
+      }
     }
     return [...out.values()];
   }
@@ -69,7 +73,7 @@ export class Occupancy {
     let counts = this.#remote.get(node);
     const before = counts?.get(topic.key) ?? 0;
     if (before === count) return;
-    if (!counts) this.#remote.set(node, (counts = new Map()));
+    if (!counts) this.#remote.set(node, counts = new Map());
     if (count === 0) counts.delete(topic.key);
     else counts.set(topic.key, count);
     if (counts.size === 0) this.#remote.delete(node);

@@ -14,16 +14,34 @@ export const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"] as const;
 export type LogLevel = typeof LOG_LEVELS[number];
 export type LogFormat = "json" | "text";
 
-const REDACT = ["secret", "app_secret", "agent_secret", "auth", "token", "*.secret", "*.auth", "*.token"];
+const REDACT = [
+  "secret",
+  "app_secret",
+  "agent_secret",
+  "auth",
+  "token",
+  "*.secret",
+  "*.auth",
+  "*.token",
+];
 
 /** A text line for people: `time LEVEL msg key=value ...`. */
 function textLine(line: string): string {
   const { level, time, msg, ...rest } = JSON.parse(line);
-  const fields = Object.entries(rest).map(([k, v]) => `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`);
-  return `${time} ${String(level).toUpperCase().padEnd(5)} ${msg ?? ""}${fields.length ? " " + fields.join(" ") : ""}\n`;
+  const fields = Object.entries(rest).map(([k, v]) =>
+    `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`
+  );
+  return `${time} ${String(level).toUpperCase().padEnd(5)} ${msg ?? ""}${
+    fields.length ? " " + fields.join(" ") : ""
+  }\n`;
 }
 
-function make(level: LogLevel, format: LogFormat, write?: (line: string) => void, base?: Fields): pino.Logger {
+function make(
+  level: LogLevel,
+  format: LogFormat,
+  write?: (line: string) => void,
+  base?: Fields,
+): pino.Logger {
   const dest = write
     ? { write: (line: string) => write(format === "json" ? line : textLine(line)) }
     : format === "json"
@@ -42,7 +60,10 @@ function make(level: LogLevel, format: LogFormat, write?: (line: string) => void
  * The format to log in: `json` and `text` as given; `auto` (the default) is text when stdout is
  * a terminal (a person reading) and JSON otherwise (a pipe, a file, a log collector).
  */
-export function resolveLogFormat(setting: string, stdoutIsTerminal = process.stdout.isTTY === true): LogFormat {
+export function resolveLogFormat(
+  setting: string,
+  stdoutIsTerminal = process.stdout.isTTY === true,
+): LogFormat {
   if (setting === "auto") return stdoutIsTerminal ? "text" : "json";
   return setting === "text" ? "text" : "json";
 }
@@ -62,7 +83,6 @@ export function configureLog(
   logger = make(level, format, write, base);
   announcer = make("info", format, write, base);
 }
-
 
 /** The logger: `log.info("msg", { field })`. Errors are logged with their message and stack. */
 export const log = {

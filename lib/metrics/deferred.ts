@@ -70,7 +70,7 @@ export function deferredHistogram(
           ...buckets.map((le, i) => ({
             metricName: `${name}_bucket`,
             labels: { ...labels, le: String(le) },
-            value: (cumulative += counts[i]),
+            value: cumulative += counts[i],
           })),
           { metricName: `${name}_bucket`, labels: { ...labels, le: "+Inf" }, value: count },
           { metricName: `${name}_sum`, labels, value: sum },

@@ -45,35 +45,79 @@ const connections = new client.Gauge({
 // Both protocols have a sample from the first scrape (dashboards and alerts see 0, not "no data").
 for (const protocol of ["phoenix", "pusher"]) connections.set({ protocol }, 0);
 // Recorded on every write, broadcast or request: deferred (see deferred.ts).
-const published = deferredCounter(registry, "switchboard_messages_published_total", "Broadcasts published to the hub.", ["product"]);
-const delivered = deferredCounter(registry, "switchboard_messages_delivered_total", "Broadcast frames handed to subscribers.", ["product"]);
-const appends = deferredCounter(registry, "switchboard_log_appends_total", "Entries appended to ordered logs.", ["product"]);
-const httpRequests = deferredCounter(registry, "switchboard_http_requests_total", "HTTP requests answered.", ["method", "route", "status"]);
+const published = deferredCounter(
+  registry,
+  "switchboard_messages_published_total",
+  "Broadcasts published to the hub.",
+  ["product"],
+);
+const delivered = deferredCounter(
+  registry,
+  "switchboard_messages_delivered_total",
+  "Broadcast frames handed to subscribers.",
+  ["product"],
+);
+const appends = deferredCounter(
+  registry,
+  "switchboard_log_appends_total",
+  "Entries appended to ordered logs.",
+  ["product"],
+);
+const httpRequests = deferredCounter(
+  registry,
+  "switchboard_http_requests_total",
+  "HTTP requests answered.",
+  ["method", "route", "status"],
+);
 const httpDuration = deferredHistogram(
   registry,
   "switchboard_http_request_duration_seconds",
   "HTTP request duration.",
   [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
 );
-const joins = counter("switchboard_joins_total", "Channel joins by product and outcome (ok or the refusal reason's kind).", ["product", "outcome"]);
-const slowConsumers = counter("switchboard_slow_consumer_closes_total", "Sockets closed with 4008 (send buffer over the bound).");
-const replayed = counter("switchboard_replay_entries_total", "Log entries pushed as replay on joins.");
+const joins = counter(
+  "switchboard_joins_total",
+  "Channel joins by product and outcome (ok or the refusal reason's kind).",
+  ["product", "outcome"],
+);
+const slowConsumers = counter(
+  "switchboard_slow_consumer_closes_total",
+  "Sockets closed with 4008 (send buffer over the bound).",
+);
+const replayed = counter(
+  "switchboard_replay_entries_total",
+  "Log entries pushed as replay on joins.",
+);
 const commits = new client.Histogram({
   name: "switchboard_lmdb_commit_seconds",
   help: "Durable write transaction latency (commit and fsync), including failed ones.",
   buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
   registers: [registry],
 });
-const transactions = counter("switchboard_lmdb_transactions_total", "LMDB write transactions ended (committed or failed); batches handed over during one commit share the next.");
+const transactions = counter(
+  "switchboard_lmdb_transactions_total",
+  "LMDB write transactions ended (committed or failed); batches handed over during one commit share the next.",
+);
 const webhooks = counter(
   "switchboard_webhook_deliveries_total",
   "Webhook delivery attempts by kind (pusher, bot) and result: delivered, retried, given_up, discarded.",
   ["kind", "result"],
 );
-const webhooksDropped = counter("switchboard_webhook_dropped_total", "Webhook deliveries dropped unsent because their app's outbox was full, by kind.", ["kind"]);
+const webhooksDropped = counter(
+  "switchboard_webhook_dropped_total",
+  "Webhook deliveries dropped unsent because their app's outbox was full, by kind.",
+  ["kind"],
+);
 /** Outbox readers per kind, read at scrape time. */
-const outboxes = new Map<string, () => { depth: number; bytes: number; oldestAgeSeconds: number }>();
-const outboxGauge = (name: string, help: string, pick: (s: { depth: number; bytes: number; oldestAgeSeconds: number }) => number) =>
+const outboxes = new Map<
+  string,
+  () => { depth: number; bytes: number; oldestAgeSeconds: number }
+>();
+const outboxGauge = (
+  name: string,
+  help: string,
+  pick: (s: { depth: number; bytes: number; oldestAgeSeconds: number }) => number,
+) =>
   new client.Gauge({
     name,
     help,
@@ -84,12 +128,32 @@ const outboxGauge = (name: string, help: string, pick: (s: { depth: number; byte
       for (const [kind, read] of outboxes) this.set({ kind }, pick(read()));
     },
   });
-outboxGauge("switchboard_webhook_outbox_depth", "Webhook deliveries waiting in the outbox, by kind.", (s) => s.depth);
-outboxGauge("switchboard_webhook_outbox_bytes", "Body bytes of the webhook deliveries waiting in the outbox, by kind.", (s) => s.bytes);
-outboxGauge("switchboard_webhook_outbox_oldest_age_seconds", "Age of the oldest webhook delivery waiting in the outbox (0 when empty), by kind.", (s) => s.oldestAgeSeconds);
-const runs = counter("switchboard_chat_runs_total", "Chat run transitions by the state entered.", ["state"]);
-const tokens = counter("switchboard_chat_tokens_total", "Tokens streamed into chat runs by agents.");
-const storageErrors = counter("switchboard_storage_errors_total", "Commits refused by storage (disk full, I/O error).");
+outboxGauge(
+  "switchboard_webhook_outbox_depth",
+  "Webhook deliveries waiting in the outbox, by kind.",
+  (s) => s.depth,
+);
+outboxGauge(
+  "switchboard_webhook_outbox_bytes",
+  "Body bytes of the webhook deliveries waiting in the outbox, by kind.",
+  (s) => s.bytes,
+);
+outboxGauge(
+  "switchboard_webhook_outbox_oldest_age_seconds",
+  "Age of the oldest webhook delivery waiting in the outbox (0 when empty), by kind.",
+  (s) => s.oldestAgeSeconds,
+);
+const runs = counter("switchboard_chat_runs_total", "Chat run transitions by the state entered.", [
+  "state",
+]);
+const tokens = counter(
+  "switchboard_chat_tokens_total",
+  "Tokens streamed into chat runs by agents.",
+);
+const storageErrors = counter(
+  "switchboard_storage_errors_total",
+  "Commits refused by storage (disk full, I/O error).",
+);
 
 /** Memoizes children per label tuple (joined into one key). */
 function cached<T>(make: (key: string) => T): (key: string) => T {
@@ -115,7 +179,10 @@ const durationBy = cached((key) => {
 });
 
 /** Per method and route: the duration child and the request counters by status class. */
-const httpMeters = new Map<string, Map<string, { duration: { observe(s: number): void }; byClass: { inc(): void }[] }>>();
+const httpMeters = new Map<
+  string,
+  Map<string, { duration: { observe(s: number): void }; byClass: { inc(): void }[] }>
+>();
 
 /** The products' topic prefixes, as constant strings (cheap map keys). */
 const PRODUCTS = ["durable", "pubsub", "chat", "spaces"];
@@ -184,18 +251,23 @@ export const record = {
     webhooksDropped.inc({ kind }, count);
   },
   /** Serves the outbox gauges of `kind` from `read` (the latest outbox of a kind wins). */
-  webhookOutbox(kind: string, read: () => { depth: number; bytes: number; oldestAgeSeconds: number }): void {
+  webhookOutbox(
+    kind: string,
+    read: () => { depth: number; bytes: number; oldestAgeSeconds: number },
+  ): void {
     outboxes.set(kind, read);
     webhooksDropped.inc({ kind }, 0);
-    for (const result of ["delivered", "retried", "given_up"] as const) webhooks.inc({ kind, result }, 0);
+    for (const result of ["delivered", "retried", "given_up"] as const) {
+      webhooks.inc({ kind, result }, 0);
+    }
   },
   /** One answered HTTP request; `route` is the matched route template. */
   http(method: string, route: string, status: number, seconds: number): void {
     // Looked up by method, then route (no key string built per request).
     let routes = httpMeters.get(method);
-    if (!routes) httpMeters.set(method, (routes = new Map()));
+    if (!routes) httpMeters.set(method, routes = new Map());
     let m = routes.get(route);
-    if (!m) routes.set(route, (m = { duration: durationBy(`${method}\u0000${route}`), byClass: [] }));
+    if (!m) routes.set(route, m = { duration: durationBy(`${method}\u0000${route}`), byClass: [] });
     const cls = Math.floor(status / 100);
     (m.byClass[cls] ??= requestsBy(`${method}\u0000${route}\u0000${cls}xx`)).inc();
     m.duration.observe(seconds);

@@ -28,7 +28,11 @@ export function unpackEntry(stored: StoredObjectEntry): ObjectEntry {
   if (!Array.isArray(stored)) return stored;
   const ops: MaterialOp[] = [];
   for (let i = 1; i + 2 < stored.length; i += 3) {
-    ops.push({ op: stored[i] as MaterialOp["op"], key: stored[i + 1] as string, value: stored[i + 2] });
+    ops.push({
+      op: stored[i] as MaterialOp["op"],
+      key: stored[i + 1] as string,
+      value: stored[i + 2],
+    });
   }
   return { batch: stored[0] === 1, ops };
 }

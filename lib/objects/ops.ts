@@ -148,7 +148,9 @@ function place(r: ObjectRecord, key: string, value: unknown, bytes?: number): vo
  */
 export function foldOps(record: ObjectRecord, ops: MaterialOp[]): ObjectRecord {
   const r = copyRecord(record);
-  for (const { op, key, value } of ops) place(r, key, value, op === "delete" ? undefined : jsonBytes(value));
+  for (const { op, key, value } of ops) {
+    place(r, key, value, op === "delete" ? undefined : jsonBytes(value));
+  }
   return r;
 }
 

@@ -92,7 +92,13 @@ const WRITES: WriteRoute[] = [
     reply: ({ log_id, ops }) => ({ log_id, value: ops[0].value }),
   },
   { method: "POST", path: `${OBJECT}/append`, parse: parseAppend, batch: false, reply: logId },
-  { method: "POST", path: `${OBJECT}/transaction`, parse: parseTransaction, batch: true, reply: logId },
+  {
+    method: "POST",
+    path: `${OBJECT}/transaction`,
+    parse: parseTransaction,
+    batch: true,
+    reply: logId,
+  },
 ];
 
 /** Runs one write route: parse (400/413/422 before anything is written), write, reply (then
@@ -138,7 +144,10 @@ export function objectRoutes(apps: AppRegistry, store: ObjectStore): Hono {
     });
   }
   r.delete(SLOT, async (c) => {
-    const { log_id } = await store.write(refOf(c), [{ op: "delete", key: checkSlotName(slotOf(c)) }], false);
+    const { log_id } = await store.write(refOf(c), [{
+      op: "delete",
+      key: checkSlotName(slotOf(c)),
+    }], false);
     return c.json({ log_id });
   });
   r.delete(OBJECT, async (c) => {
@@ -173,7 +182,9 @@ export function objectDirect(apps: AppRegistry, store: ObjectStore): DirectRoute
   const [set, patch, ...posts] = WRITES;
   const byAction = new Map(posts.map((w) => [w.path.slice(OBJECT.length + 1), w]));
   // Each route's reply as a response, made once (not a closure per request).
-  const responses = new Map(WRITES.map((w) => [w, (done: WriteDone) => jsonResponse(w.reply(done))]));
+  const responses = new Map(
+    WRITES.map((w) => [w, (done: WriteDone) => jsonResponse(w.reply(done))]),
+  );
   return (req, path) => {
     if (!path.startsWith(`${BASE}/`) || path.includes("%")) return undefined;
     // ["", "api", "v1", "objects", app_id, type, key, slot or action?]
@@ -189,10 +200,16 @@ export function objectDirect(apps: AppRegistry, store: ObjectStore): DirectRoute
       : undefined;
     if (!route || parts.indexOf("", 1) > 0) return undefined;
     const h = req.headers;
-    const app = appFromCredentials(apps, h.get("x-app-key") ?? undefined, h.get("x-app-secret") ?? undefined);
+    const app = appFromCredentials(
+      apps,
+      h.get("x-app-key") ?? undefined,
+      h.get("x-app-secret") ?? undefined,
+    );
     const declared = h.get("content-length");
     // A disabled app falls through to the router, whose credentials check answers 403.
-    if (!app || app.enabled === false || apps.byIdOrKey(parts[4]) !== app || declared === null) return undefined;
+    if (!app || app.enabled === false || apps.byIdOrKey(parts[4]) !== app || declared === null) {
+      return undefined;
+    }
     return {
       route: route.path,
       app: app.key,
@@ -204,7 +221,12 @@ export function objectDirect(apps: AppRegistry, store: ObjectStore): DirectRoute
         return req.text().then((text) => {
           if (protoProblem(text, h.get("content-type"))) throw new ApiError(422, PROTO_PROBLEM);
           const ops = route.parse(parseBody(text), parts[7] ?? "");
-          return store.write(refFrom(app, parts[5], parts[6]), ops, route.batch, responses.get(route)!);
+          return store.write(
+            refFrom(app, parts[5], parts[6]),
+            ops,
+            route.batch,
+            responses.get(route)!,
+          );
         });
       },
     };

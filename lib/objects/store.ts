@@ -10,8 +10,21 @@
 import type { Database, Key } from "lmdb";
 import type { Hub } from "../hub/hub.ts";
 import type { Commits, Storage } from "../store/storage.ts";
-import { LOG_ID, objectAddress, ProductStream, type StreamAddress, type StreamLog } from "../streams/mod.ts";
-import { applyOps, emptyRecord, foldOps, type MaterialOp, type ObjectRecord, type Op } from "./ops.ts";
+import {
+  LOG_ID,
+  objectAddress,
+  ProductStream,
+  type StreamAddress,
+  type StreamLog,
+} from "../streams/mod.ts";
+import {
+  applyOps,
+  emptyRecord,
+  foldOps,
+  type MaterialOp,
+  type ObjectRecord,
+  type Op,
+} from "./ops.ts";
 import { packEntry, type StoredObjectEntry, unpackEntry } from "./entry.ts";
 
 /**
@@ -110,7 +123,12 @@ export class ObjectStore {
   /** The object's state at the log's `head` (read from the log when not given): staged or
    * cached, or its checkpoint with the entries after it folded in. */
   #held(stream: string, head = this.streams.log.head(stream)): Held | undefined {
-    return this.#commits.read(this.#records, stream, () => this.#load(stream), (held) => held.at === head);
+    return this.#commits.read(
+      this.#records,
+      stream,
+      () => this.#load(stream),
+      (held) => held.at === head,
+    );
   }
 
   /** The stored checkpoint brought up to the last stored entry. */
@@ -132,33 +150,45 @@ export class ObjectStore {
    * `reply` of the durable write (the write itself by default): the HTTP routes build their
    * response there, in the one promise reaction every write needs anyway.
    */
-  write<T = WriteDone>(ref: ObjectRef, ops: Op[], batch: boolean, reply: (done: WriteDone) => T = itself as (done: WriteDone) => T): Promise<T> {
+  write<T = WriteDone>(
+    ref: ObjectRef,
+    ops: Op[],
+    batch: boolean,
+    reply: (done: WriteDone) => T = itself as (done: WriteDone) => T,
+  ): Promise<T> {
     const addr = addressOf(ref);
-    return this.streams.append<MaterialOp[], T>(addr, (head) => {
-      const current = this.#held(addr.stream, head);
-      const { record, material } = applyOps(current ?? emptyRecord(), ops);
-      return {
-        entries: [packEntry(batch, material)],
-        apply: (at) => {
-          const saved = current ? current.saved : 0;
-          const checkpoint = saved === undefined || at - saved >= CHECKPOINT_EVERY;
-          // `record` is applyOps' own copy: it becomes the held state as it is (no third copy).
-          const held = record as Held;
-          held.at = at;
-          held.saved = checkpoint ? at : saved;
-          const weight = record.total + 256;
-          if (checkpoint) this.#commits.write(this.#records, addr.stream, held, weight);
-          else this.#commits.keep(this.#records, addr.stream, held, weight);
-        },
-        result: material,
-      };
-    }, undefined, (position, _count, material) => reply({ log_id: position, ops: material }));
+    return this.streams.append<MaterialOp[], T>(
+      addr,
+      (head) => {
+        const current = this.#held(addr.stream, head);
+        const { record, material } = applyOps(current ?? emptyRecord(), ops);
+        return {
+          entries: [packEntry(batch, material)],
+          apply: (at) => {
+            const saved = current ? current.saved : 0;
+            const checkpoint = saved === undefined || at - saved >= CHECKPOINT_EVERY;
+            // `record` is applyOps' own copy: it becomes the held state as it is (no third copy).
+            const held = record as Held;
+            held.at = at;
+            held.saved = checkpoint ? at : saved;
+            const weight = record.total + 256;
+            if (checkpoint) this.#commits.write(this.#records, addr.stream, held, weight);
+            else this.#commits.keep(this.#records, addr.stream, held, weight);
+          },
+          result: material,
+        };
+      },
+      undefined,
+      (position, _count, material) => reply({ log_id: position, ops: material }),
+    );
   }
 
   /** Replay items after `after`, oldest first; `limit` counts log entries. */
   items(ref: ObjectRef, after: number, limit?: number): LogItem[] {
     const out: LogItem[] = [];
-    for (const rec of this.streams.log.after<StoredObjectEntry>(addressOf(ref).stream, after, limit)) {
+    for (
+      const rec of this.streams.log.after<StoredObjectEntry>(addressOf(ref).stream, after, limit)
+    ) {
       for (const op of unpackEntry(rec.entry).ops) out.push({ ...op, log_id: rec.position });
     }
     return out;
@@ -167,6 +197,9 @@ export class ObjectStore {
   /** Back to never-written, in a new epoch; subscribers get `purge` `{ log_id: 0, epoch }`. */
   async purge(ref: ObjectRef): Promise<void> {
     const addr = addressOf(ref);
-    await this.streams.purge(addr, () => this.#commits.write(this.#records, addr.stream, undefined));
+    await this.streams.purge(
+      addr,
+      () => this.#commits.write(this.#records, addr.stream, undefined),
+    );
   }
 }

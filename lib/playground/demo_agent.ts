@@ -39,13 +39,18 @@ export class DemoAgents {
       this.close();
       this.#closed = false;
       this.#endpoint = conn.endpoint;
-      this.#socket = new Socket(conn.endpoint, { params: { app_key: conn.appKey }, reconnectAfterMs: () => 1000 });
+      this.#socket = new Socket(conn.endpoint, {
+        params: { app_key: conn.appKey },
+        reconnectAfterMs: () => 1000,
+      });
       this.#socket.connect();
     }
     let agent = this.#threads.get(threadId);
     if (!agent) {
       const topic = Topic.of("chat", conn.appKey, threadId).key;
-      agent = ThreadAgent.join(this.#socket!.channel(topic, { agent_secret: conn.appSecret, agent_id: this.agentId }));
+      agent = ThreadAgent.join(
+        this.#socket!.channel(topic, { agent_secret: conn.appSecret, agent_id: this.agentId }),
+      );
       this.#threads.set(threadId, agent);
       agent.catch(() => this.#threads.delete(threadId));
     }
@@ -107,8 +112,14 @@ class ThreadAgent {
 
   #listen() {
     const ch = this.#channel;
-    ch.on("message:created", (p: Payload) => this.#remember(p.message?.messageId, p.message?.content));
-    ch.on("message:updated", (p: Payload) => this.#remember(p.message?.messageId, p.message?.content));
+    ch.on(
+      "message:created",
+      (p: Payload) => this.#remember(p.message?.messageId, p.message?.content),
+    );
+    ch.on(
+      "message:updated",
+      (p: Payload) => this.#remember(p.message?.messageId, p.message?.content),
+    );
     ch.on("run", (p: Payload) => this.#offer(p.run));
     ch.on("run:cancel", (p: Payload) => this.#end(p.runId));
     ch.on("run:end", (p: Payload) => this.#end(p.runId));
@@ -122,7 +133,9 @@ class ThreadAgent {
   }
 
   #remember(id: unknown, content: unknown) {
-    if (typeof id === "string") this.#texts.set(id, typeof content === "string" ? content : JSON.stringify(content ?? ""));
+    if (typeof id === "string") {
+      this.#texts.set(id, typeof content === "string" ? content : JSON.stringify(content ?? ""));
+    }
   }
 
   #end(runId: unknown) {
@@ -152,8 +165,17 @@ class ThreadAgent {
     if (!(await this.#stream(runId, plan.tokens))) return;
     if (plan.tool) {
       const toolCallId = crypto.randomUUID();
-      const decision = new Promise<boolean | null>((resolve) => this.#decisions.set(runId, resolve));
-      if (!(await this.#push("run:suspend", { runId, toolCallId, toolName: plan.tool.name, args: plan.tool.args }))) return;
+      const decision = new Promise<boolean | null>((resolve) =>
+        this.#decisions.set(runId, resolve)
+      );
+      if (
+        !(await this.#push("run:suspend", {
+          runId,
+          toolCallId,
+          toolName: plan.tool.name,
+          args: plan.tool.args,
+        }))
+      ) return;
       const approved = await decision;
       this.#decisions.delete(runId);
       if (approved === null || !(await this.#push("run:resume", { runId }))) return;

@@ -30,7 +30,9 @@ export function planReply(prompt: string, variant: number): DemoPlan {
       tool: {
         name: "get_weather",
         args: { city },
-        approved: tokenize(` The tool says: ${city} is sunny, 21 °C, with a light breeze from the west.`),
+        approved: tokenize(
+          ` The tool says: ${city} is sunny, 21 °C, with a light breeze from the west.`,
+        ),
         rejected: tokenize(" Understood, I will not call the tool. Ask me anything else."),
       },
     };
@@ -40,7 +42,8 @@ export function planReply(prompt: string, variant: number): DemoPlan {
     "Here is another take, regenerated into a new branch.",
     "Third answer on this branch, still streamed token by token.",
   ];
-  const opening = openings[variant % openings.length] + (variant >= openings.length ? ` (variant ${variant + 1})` : "");
+  const opening = openings[variant % openings.length] +
+    (variant >= openings.length ? ` (variant ${variant + 1})` : "");
   return {
     tokens: tokenize(
       `${opening} You said: "${text}". Each word you see arrives as a token pushed by an agent ` +

@@ -67,7 +67,10 @@ export function presenceMember(raw: unknown): PresenceMember | { error: string }
   if (!data) return { error: "invalid channel_data" };
   // A number past 2^53 has already lost digits (two users would merge; 1e400 is Infinity).
   if (typeof data.user_id === "number" && !Number.isSafeInteger(data.user_id)) {
-    return { error: "invalid channel_data: user_id is a number that is not a safe integer (beyond 2^53 - 1 or fractional): send it as a string" };
+    return {
+      error:
+        "invalid channel_data: user_id is a number that is not a safe integer (beyond 2^53 - 1 or fractional): send it as a string",
+    };
   }
   if (jsonBytes(data.user_info) > MAX_MEMBER_INFO_BYTES) {
     return { error: `invalid channel_data: user_info larger than ${MAX_MEMBER_INFO_BYTES} bytes` };
@@ -101,7 +104,11 @@ export async function enterChannel(
  * waits until it is stored; true when it did. (An event published meanwhile makes the join a
  * hit after all: the report stands, as the miss was real when the client subscribed.)
  */
-async function reportCacheMiss(svc: ChannelService, ctx: JoinContext, from: StreamPosition | undefined): Promise<boolean> {
+async function reportCacheMiss(
+  svc: ChannelService,
+  ctx: JoinContext,
+  from: StreamPosition | undefined,
+): Promise<boolean> {
   if (from !== undefined || !svc.isCache(ctx.topic.name)) return false;
   const { stream } = svc.address(ctx.app, ctx.topic.name);
   if (svc.cached(stream, svc.log.head(stream))) return false;
@@ -135,7 +142,13 @@ async function joinChannel(
       if (member) {
         // Added before subscribing, so the joiner itself does not get its own join event (the
         // registry's observer tells the others: `ChannelService`).
-        svc.presence.add(ctx.topic, member.user_id, member.user_info, svc.presence.node, ctx.socketId);
+        svc.presence.add(
+          ctx.topic,
+          member.user_id,
+          member.user_info,
+          svc.presence.node,
+          ctx.socketId,
+        );
         const members = svc.presence.members(ctx.topic);
         response.presence = { members, count: members.length };
       }
@@ -143,9 +156,13 @@ async function joinChannel(
         // The cache at the snapshot: live delivery starts right after it, so nothing is lost
         // or repeated between the cached event and the next one.
         const hit = svc.cached(addr.stream, snap.serial);
-        response.cache = hit ? { event: hit.event, payload: deliveryPayload(hit.serial, hit) } : null;
+        response.cache = hit
+          ? { event: hit.event, payload: deliveryPayload(hit.serial, hit) }
+          : null;
         // Missed only now (the cached event expired since): reported without holding the join.
-        if (!hit && from === undefined && !missReported) void svc.cacheMiss(ctx.app, ctx.topic.name).catch(() => {});
+        if (!hit && from === undefined && !missReported) {
+          void svc.cacheMiss(ctx.app, ctx.topic.name).catch(() => {});
+        }
       }
       return response;
     },
@@ -154,7 +171,12 @@ async function joinChannel(
 
 /** Ends a presence member's socket on `topic`; the others hear `presence:leave` if it was its
  * last presence anywhere. */
-export function leavePresence(svc: ChannelService, topic: Topic, member: PresenceMember, socketId: string): void {
+export function leavePresence(
+  svc: ChannelService,
+  topic: Topic,
+  member: PresenceMember,
+  socketId: string,
+): void {
   // The member is already unsubscribed here, so the leave goes to the others only.
   svc.presence.remove(topic, member.user_id, svc.presence.node, socketId);
 }

@@ -23,10 +23,20 @@ interface Entry {
 
 /** Told when a user becomes a member of a topic anywhere (`joined`) or stops being one, with
  * the info it joined with. */
-export type PresenceObserver = (topic: Topic, userId: string, joined: boolean, info: unknown) => void;
+export type PresenceObserver = (
+  topic: Topic,
+  userId: string,
+  joined: boolean,
+  info: unknown,
+) => void;
 
 /** Told when a user's presence through this node starts (`true`) or ends. */
-export type LocalPresenceObserver = (topic: Topic, userId: string, info: unknown, present: boolean) => void;
+export type LocalPresenceObserver = (
+  topic: Topic,
+  userId: string,
+  info: unknown,
+  present: boolean,
+) => void;
 
 /** Presence state of every presence channel in this process. */
 export class PresenceRegistry {
@@ -58,16 +68,18 @@ export class PresenceRegistry {
    */
   add(topic: Topic, userId: string, info: unknown, node: string, socketId = ""): boolean {
     let t = this.#topics.get(topic.key);
-    if (!t) this.#topics.set(topic.key, (t = { topic, members: new Map() }));
+    if (!t) this.#topics.set(topic.key, t = { topic, members: new Map() });
     let entry = t.members.get(userId);
     const created = !entry;
-    if (!entry) t.members.set(userId, (entry = { info, via: new Map() }));
+    if (!entry) t.members.set(userId, entry = { info, via: new Map() });
     let held = entry.via.get(node);
-    if (!held) entry.via.set(node, (held = new Set()));
+    if (!held) entry.via.set(node, held = new Set());
     const first = held.size === 0;
     held.add(socketId);
-    if (created) for (const fn of this.#observers) fn(t.topic, userId, true, info);
-    if (first && node === this.node) for (const fn of this.#local) fn(t.topic, userId, entry.info, true);
+    if (created) { for (const fn of this.#observers) fn(t.topic, userId, true, info); }
+    if (first && node === this.node) {
+      for (const fn of this.#local) fn(t.topic, userId, entry.info, true);
+    }
     return created;
   }
 
@@ -80,7 +92,11 @@ export class PresenceRegistry {
     if (!t || !entry || !held || !held.delete(socketId)) return false;
     if (held.size > 0) return false;
     entry.via.delete(node);
-    if (node === this.node) for (const fn of this.#local) fn(t.topic, userId, entry.info, false);
+    if (node === this.node) {
+      for (const fn of this.#local) {
+        fn(t.topic, userId, entry.info, false);
+      }
+    }
     if (entry.via.size > 0) return false;
     t.members.delete(userId);
     if (t.members.size === 0) this.#topics.delete(topic.key);

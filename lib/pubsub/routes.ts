@@ -3,7 +3,7 @@
  * history, channel list, one channel, presence users. Credentials via `appCredentials`.
  */
 import { type Context, Hono } from "hono";
-import { type AppEnv, appCredentials } from "../http/credentials.ts";
+import { appCredentials, type AppEnv } from "../http/credentials.ts";
 import type { App, AppRegistry } from "../config/apps.ts";
 import { ApiError, readJsonBody } from "../http/errors.ts";
 import {
@@ -47,18 +47,24 @@ export function pubsubRoutes(apps: AppRegistry, svc: ChannelService): Hono {
     const events = body.ok && isObject(body.body) ? body.body.events : undefined;
     if (!Array.isArray(events)) throw new ApiError(400, "body must be { events: [...] }");
     if (events.length === 0 || events.length > MAX_PUSH_EVENTS) {
-      throw new ApiError(422, `events must hold 1 to ${MAX_PUSH_EVENTS} events`, { source: { pointer: "/events" } });
+      throw new ApiError(422, `events must hold 1 to ${MAX_PUSH_EVENTS} events`, {
+        source: { pointer: "/events" },
+      });
     }
     const byChannel = new Map<string, { index: number; event: StoredEvent }[]>();
     for (const [index, raw] of events.entries()) {
-      const checked = isObject(raw) ? checkEvent(raw, `/events/${index}`) : { status: 422 as const, detail: `/events/${index} must be an object` };
+      const checked = isObject(raw)
+        ? checkEvent(raw, `/events/${index}`)
+        : { status: 422 as const, detail: `/events/${index} must be an object` };
       if ("status" in checked) throw invalid(checked);
       const list = byChannel.get(checked.channel) ?? [];
       list.push({ index, event: checked.event });
       byChannel.set(checked.channel, list);
     }
     const app = c.get("app");
-    if (!svc.backendLimiter.take(app.id, app.max_backend_events_per_sec, events.length)) throw tooMany(app);
+    if (!svc.backendLimiter.take(app.id, app.max_backend_events_per_sec, events.length)) {
+      throw tooMany(app);
+    }
     const serials: (number | null)[] = new Array(events.length);
     await Promise.all([...byChannel].map(async ([channel, list]) => {
       const got = await svc.publish(app, channel, list.map((l) => l.event));
@@ -104,9 +110,15 @@ export function pubsubRoutes(apps: AppRegistry, svc: ChannelService): Hono {
     if (!validChannelName(name)) throw badName();
     const after = intParam(c.req.query("after"), 0);
     const limit = intParam(c.req.query("limit"), HISTORY_DEFAULT_LIMIT);
-    if (after === null) throw new ApiError(422, "after must be a non-negative integer", { source: { parameter: "after" } });
+    if (after === null) {
+      throw new ApiError(422, "after must be a non-negative integer", {
+        source: { parameter: "after" },
+      });
+    }
     if (limit === null || limit < 1 || limit > HISTORY_MAX_LIMIT) {
-      throw new ApiError(422, `limit must be an integer from 1 to ${HISTORY_MAX_LIMIT}`, { source: { parameter: "limit" } });
+      throw new ApiError(422, `limit must be an integer from 1 to ${HISTORY_MAX_LIMIT}`, {
+        source: { parameter: "limit" },
+      });
     }
     return c.json(svc.history(c.get("app"), name, after, limit));
   });
@@ -126,7 +138,10 @@ export function pubsubRoutes(apps: AppRegistry, svc: ChannelService): Hono {
 
 function checkEvent(body: Record<string, unknown>, at: string): Checked {
   if (!validChannelName(body.channel)) {
-    return { status: 422, detail: `${at}/channel must be 1-164 characters of A-Z a-z 0-9 _ - = @ , . ; :` };
+    return {
+      status: 422,
+      detail: `${at}/channel must be 1-164 characters of A-Z a-z 0-9 _ - = @ , . ; :`,
+    };
   }
   const problem = eventNameProblem(body.event);
   if (problem) return { status: 422, detail: `${at}/event: ${problem}` };

@@ -33,7 +33,11 @@ export interface StoredEvent {
 }
 
 /** See `ChannelService.onEnter`: undefined when the join need not wait. */
-export type EnterHook = (app: App, topic: Topic, userId: string | undefined) => Promise<(() => void) | void> | undefined;
+export type EnterHook = (
+  app: App,
+  topic: Topic,
+  userId: string | undefined,
+) => Promise<(() => void) | void> | undefined;
 
 /** One event of the history route. */
 export interface HistoryItem extends StoredEvent {
@@ -72,13 +76,18 @@ export class ChannelService {
   #maxCount: number;
   #maxAgeMs: number;
   #trim = new Map<string, { appends: number; lastAgeTrim: number; running: boolean }>();
-  #clientEventObservers: ((app: App, channel: string, event: StoredEvent) => void | Promise<void>)[] = [];
+  #clientEventObservers:
+    ((app: App, channel: string, event: StoredEvent) => void | Promise<void>)[] = [];
   #enterHooks: EnterHook[] = [];
   #cacheMissObservers: ((app: App, channel: string) => Promise<void> | void)[] = [];
   /** `{appId}\n{channel}` -> when its last cache_miss was reported. */
   #lastMiss = new Map<string, number>();
 
-  constructor(log: StreamLog, hub: Hub, config: Pick<Config, "historyMaxCount" | "historyMaxAgeSeconds" | "nodeId">) {
+  constructor(
+    log: StreamLog,
+    hub: Hub,
+    config: Pick<Config, "historyMaxCount" | "historyMaxAgeSeconds" | "nodeId">,
+  ) {
     this.log = log;
     this.streams = new ProductStream<StoredEvent>(
       log,
@@ -128,10 +137,14 @@ export class ChannelService {
   ): Promise<(number | null)[]> {
     const addr = this.address(app, channel);
     if (channelKind(channel) === "ephemeral") {
-      for (const e of events) this.hub.publish(addr.topic, e.event, deliveryPayload(null, e), excludeSocketId, "cluster");
+      for (const e of events) {
+        this.hub.publish(addr.topic, e.event, deliveryPayload(null, e), excludeSocketId, "cluster");
+      }
       return events.map(() => null);
     }
-    const entries = excludeSocketId ? events.map((e) => ({ ...e, exclude: excludeSocketId })) : events;
+    const entries = excludeSocketId
+      ? events.map((e) => ({ ...e, exclude: excludeSocketId }))
+      : events;
     const { position } = await this.streams.append(addr, () => ({ entries, result: null }));
     this.#maybeTrim(addr.stream, events.length);
     return events.map((_, i) => position + i);
@@ -142,7 +155,12 @@ export class ChannelService {
    * (webhooks) has durably taken it, so no subscriber sees an event whose webhook a crash
    * could lose. Resolves with its serial; rejects, publishing nothing, when an observer fails.
    */
-  async publishClient(app: App, channel: string, event: StoredEvent, excludeSocketId?: string): Promise<number | null> {
+  async publishClient(
+    app: App,
+    channel: string,
+    event: StoredEvent,
+    excludeSocketId?: string,
+  ): Promise<number | null> {
     await Promise.all(this.#clientEventObservers.map((fn) => fn(app, channel, event)));
     const [serial] = await this.publish(app, channel, [event], excludeSocketId);
     return serial;
@@ -165,7 +183,9 @@ export class ChannelService {
   /** Runs the enter hooks of a join of `topic` (by `userId` on a presence channel); resolves
    * with what to run once the join has ended. Rejects (the join fails) when a hook does. */
   async beforeEnter(app: App, topic: Topic, userId?: string): Promise<() => void> {
-    const pending = this.#enterHooks.map((fn) => fn(app, topic, userId)).filter((p) => p !== undefined);
+    const pending = this.#enterHooks.map((fn) => fn(app, topic, userId)).filter((p) =>
+      p !== undefined
+    );
     if (pending.length === 0) return () => {};
     const afters = await Promise.all(pending);
     return () => afters.forEach((after) => after?.());
@@ -195,7 +215,9 @@ export class ChannelService {
     const last = this.#lastMiss.get(k);
     if (last !== undefined && now - last < CACHE_MISS_EVERY_MS) return;
     if (this.#lastMiss.size >= 10_000) {
-      for (const [key, at] of this.#lastMiss) if (now - at >= CACHE_MISS_EVERY_MS) this.#lastMiss.delete(key);
+      for (const [key, at] of this.#lastMiss) {
+        if (now - at >= CACHE_MISS_EVERY_MS) this.#lastMiss.delete(key);
+      }
     }
     this.#lastMiss.set(k, now);
     await Promise.all(this.#cacheMissObservers.map((fn) => fn(app, channel)));
@@ -257,7 +279,9 @@ export class ChannelService {
     const stream = this.stream(app, channel);
     const head = this.log.head(stream);
     const { records, first } = this.records(stream, after, head, limit);
-    const items: HistoryItem[] = records.map(({ position, time, entry: { exclude: _, ...entry } }) => ({
+    const items: HistoryItem[] = records.map((
+      { position, time, entry: { exclude: _, ...entry } },
+    ) => ({
       serial: position,
       published_at: time,
       ...entry,
@@ -268,7 +292,7 @@ export class ChannelService {
 
   #maybeTrim(stream: string, appended: number): void {
     let t = this.#trim.get(stream);
-    if (!t) this.#trim.set(stream, (t = { appends: 0, lastAgeTrim: Date.now(), running: false }));
+    if (!t) this.#trim.set(stream, t = { appends: 0, lastAgeTrim: Date.now(), running: false });
     t.appends += appended;
     if (t.running) return;
     const head = this.log.head(stream);

@@ -11,7 +11,13 @@ import { record } from "../metrics/mod.ts";
 import { tap, tapActive } from "../debug/tap.ts";
 import { errorFields, log } from "../log/mod.ts";
 import { enterChannel, leavePresence, presenceMember } from "../pubsub/channel.ts";
-import { channelKind, eventNameProblem, jsonBytes, MAX_CLIENT_PAYLOAD_BYTES, validChannelName } from "../pubsub/names.ts";
+import {
+  channelKind,
+  eventNameProblem,
+  jsonBytes,
+  MAX_CLIENT_PAYLOAD_BYTES,
+  validChannelName,
+} from "../pubsub/names.ts";
 import type { PresenceMember } from "../pubsub/presence.ts";
 import type { ChannelService, StoredEvent } from "../pubsub/service.ts";
 import type { Transport } from "../socket/transport.ts";
@@ -25,7 +31,14 @@ import { isRefusal, type Topic } from "../streams/mod.ts";
 import { idProblem } from "../limits.ts";
 import { jsonProblem, MAX_FRAME_BYTES } from "../wire/codec.ts";
 import { validChannelAuth, validUserAuth } from "./signature.ts";
-import { encodeForPusher, errorMessage, message, PUSHER_FORMAT, SERVER_TO_USER, userTopic } from "./wire.ts";
+import {
+  encodeForPusher,
+  errorMessage,
+  message,
+  PUSHER_FORMAT,
+  SERVER_TO_USER,
+  userTopic,
+} from "./wire.ts";
 
 /** Why a socket is refused right after it opened (Pusher's codes); endpoint.ts decides it. */
 export interface Refusal {
@@ -59,10 +72,14 @@ interface Subscription {
 /** The longest wait for a `pusher:pong` after the server's ping (Pusher's 30 s). */
 const PONG_WAIT_MS = 30_000;
 /** The subscription error of a subscribe over the socket's churn bound. */
-const JOIN_RATE_ERROR = `Rate limit exceeded: more than ${JOIN_RATE} subscribe and unsubscribe per second on this connection`;
+const JOIN_RATE_ERROR =
+  `Rate limit exceeded: more than ${JOIN_RATE} subscribe and unsubscribe per second on this connection`;
 
 /** Close code and reason for a subscriber whose queue went over the bound (clients back off). */
-export const PUSHER_SLOW_CONSUMER = { code: 4100, reason: "slow consumer: send buffer limit exceeded" };
+export const PUSHER_SLOW_CONSUMER = {
+  code: 4100,
+  reason: "slow consumer: send buffer limit exceeded",
+};
 
 /** See the module comment. */
 export class PusherConnection extends SubscriberSocket implements LiveSocket {
@@ -84,7 +101,12 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
   /** Signed in, or subscribed to a private or presence channel at least once. */
   #authorized = false;
 
-  constructor(app: App | undefined, refusal: Refusal | undefined, transport: Transport, deps: PusherDeps) {
+  constructor(
+    app: App | undefined,
+    refusal: Refusal | undefined,
+    transport: Transport,
+    deps: PusherDeps,
+  ) {
     super(transport, deps.maxBufferedBytes);
     this.#deps = deps;
     this.#app = app!;
@@ -101,7 +123,10 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     if (limit !== undefined) {
       this.#authTimer = setTimeout(() => {
         if (!this.#authorized) {
-          this.fail(4009, `Connection not authorized within ${limit} seconds: use pusher:signin or subscribe to a private or presence channel`);
+          this.fail(
+            4009,
+            `Connection not authorized within ${limit} seconds: use pusher:signin or subscribe to a private or presence channel`,
+          );
         }
       }, limit * 1000);
     }
@@ -170,7 +195,14 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
         case "pusher:pong":
           return;
         case "pusher:subscribe":
-          if (!this.#churn.take()) return this.#subscriptionError(String(objectOf(data).channel ?? ""), "LimitReached", 429, JOIN_RATE_ERROR);
+          if (!this.#churn.take()) {
+            return this.#subscriptionError(
+              String(objectOf(data).channel ?? ""),
+              "LimitReached",
+              429,
+              JOIN_RATE_ERROR,
+            );
+          }
           return void this.#subscribe(objectOf(data));
         case "pusher:unsubscribe":
           this.#churn.take(); // counted, always honoured
@@ -178,7 +210,9 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
         case "pusher:signin":
           return this.#signin(objectOf(data));
       }
-      if (msg.event.startsWith("client-")) return void this.#clientEvent(msg.event, msg.channel, data);
+      if (msg.event.startsWith("client-")) {
+        return void this.#clientEvent(msg.event, msg.channel, data);
+      }
       this.#send(errorMessage(null, `Unknown event ${JSON.stringify(msg.event.slice(0, 200))}`));
     } catch (err) {
       log.error("pusher message failed", { event: msg.event.slice(0, 200), ...errorFields(err) });
@@ -197,27 +231,48 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
 
   async #subscribe(data: Record<string, unknown>) {
     const name = data.channel;
-    if (typeof name !== "string" || name === "") return this.#send(errorMessage(null, "pusher:subscribe needs a channel"));
+    if (typeof name !== "string" || name === "") {
+      return this.#send(errorMessage(null, "pusher:subscribe needs a channel"));
+    }
     this.#unsubscribe(name);
     if (name.startsWith(SERVER_TO_USER)) return this.#subscribeUser(name);
     if (!validChannelName(name)) {
-      return this.#subscriptionError(name, "InvalidChannel", 400, "Invalid channel name: 1-164 characters of A-Z a-z 0-9 _ - = @ , . ; :");
+      return this.#subscriptionError(
+        name,
+        "InvalidChannel",
+        400,
+        "Invalid channel name: 1-164 characters of A-Z a-z 0-9 _ - = @ , . ; :",
+      );
     }
     const app = this.#app;
     const kind = channelKind(name);
     let member: PresenceMember | undefined;
     if (kind === "private" || kind === "presence") {
-      const channelData = kind === "presence" && typeof data.channel_data === "string" ? data.channel_data : undefined;
+      const channelData = kind === "presence" && typeof data.channel_data === "string"
+        ? data.channel_data
+        : undefined;
       if (!validChannelAuth(app, this.socketId, name, data.auth, channelData)) {
-        return this.#subscriptionError(name, "AuthError", 401, "Invalid signature for this socket and channel");
+        return this.#subscriptionError(
+          name,
+          "AuthError",
+          401,
+          "Invalid signature for this socket and channel",
+        );
       }
       if (kind === "presence") {
         const checked = presenceMember(channelData);
-        if ("error" in checked) return this.#subscriptionError(name, "AuthError", 400, checked.error);
+        if ("error" in checked) {
+          return this.#subscriptionError(name, "AuthError", 400, checked.error);
+        }
         member = checked;
       }
     } else if (app.enable_user_authentication === 1 && this.#user === undefined) {
-      return this.#subscriptionError(name, "AuthError", 401, "This app requires pusher:signin before subscribing");
+      return this.#subscriptionError(
+        name,
+        "AuthError",
+        401,
+        "This app requires pusher:signin before subscribing",
+      );
     }
     const svc = this.#deps.svc;
     const from = svc.streams.position(data);
@@ -232,7 +287,9 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
       joined = await enterChannel(svc, ctx, { member, from });
     } catch (err) {
       if (this.#subs.get(name) === sub) this.#unsubscribe(name);
-      if (!(err instanceof StorageUnavailableError)) log.error("pusher subscribe crashed", { ...errorFields(err) });
+      if (!(err instanceof StorageUnavailableError)) {
+        log.error("pusher subscribe crashed", { ...errorFields(err) });
+      }
       record.join(topic.product, "join crashed");
       return this.#subscriptionError(name, "InternalError", 503, "subscription failed; retry");
     }
@@ -242,7 +299,9 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     }
     if (kind === "private" || kind === "presence") this.#authorize();
     record.join(topic.product);
-    if (tapActive) tap(app.key, "join", { topic: topic.key, socket_id: this.socketId, outcome: "ok" });
+    if (tapActive) {
+      tap(app.key, "join", { topic: topic.key, socket_id: this.socketId, outcome: "ok" });
+    }
   }
 
   /**
@@ -267,14 +326,19 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
       accept: (response = {}) => {
         if (replied || !sub.live) return;
         replied = true;
-        const r = response as Record<string, unknown> & { presence?: { members: PresenceMember[]; count: number } };
+        const r = response as Record<string, unknown> & {
+          presence?: { members: PresenceMember[]; count: number };
+        };
         const data = r.presence ? { presence: presenceData(r.presence.members) } : {};
         const extra: Record<string, unknown> = { serial: r.serial, epoch: r.epoch };
-        if (r.replay !== undefined) Object.assign(extra, { replay: r.replay, first_serial: r.first_serial });
+        if (r.replay !== undefined) {
+          Object.assign(extra, { replay: r.replay, first_serial: r.first_serial });
+        }
         this.#send(message("pusher_internal:subscription_succeeded", data, name, extra));
         if (!("cache" in r) || resuming) return;
         const cache = r.cache as { event: string; payload: unknown } | null;
-        const cached = cache && encodeForPusher([null, null, topic.key, cache.event, cache.payload], topic);
+        const cached = cache &&
+          encodeForPusher([null, null, topic.key, cache.event, cache.payload], topic);
         this.#send(cached || message("pusher:cache_miss", {}, name));
       },
       subscribe: (t = topic) => {
@@ -291,7 +355,12 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
   #subscribeUser(name: string) {
     const userId = name.slice(SERVER_TO_USER.length);
     if (this.#user === undefined || this.#user !== userId) {
-      return this.#subscriptionError(name, "AuthError", 401, "Only the signed-in user may subscribe to its own channel");
+      return this.#subscriptionError(
+        name,
+        "AuthError",
+        401,
+        "Only the signed-in user may subscribe to its own channel",
+      );
     }
     // Delivery already runs since pusher:signin_success (see #signin): nothing to subscribe.
     this.#subs.set(name, { topic: userTopic(this.#app.key, userId), live: true, user: true });
@@ -336,18 +405,36 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     const app = this.#app;
     const name = typeof channel === "string" ? channel : "";
     const sub = this.#subs.get(name);
-    if (!sub?.live) return this.#send(errorMessage(null, `Client event rejected: not subscribed to ${JSON.stringify(name.slice(0, 200))}`));
+    if (!sub?.live) {
+      return this.#send(
+        errorMessage(
+          null,
+          `Client event rejected: not subscribed to ${JSON.stringify(name.slice(0, 200))}`,
+        ),
+      );
+    }
     const kind = channelKind(name);
     if ((kind !== "private" && kind !== "presence") || name.startsWith("private-encrypted-")) {
-      return this.#send(errorMessage(null, "Client events are only allowed on private and presence channels"));
+      return this.#send(
+        errorMessage(null, "Client events are only allowed on private and presence channels"),
+      );
     }
-    if (!app.enable_client_messages) return this.#send(errorMessage(null, "Client events are disabled for this app"));
+    if (!app.enable_client_messages) {
+      return this.#send(errorMessage(null, "Client events are disabled for this app"));
+    }
     const problem = eventNameProblem(event);
     if (problem) return this.#send(errorMessage(null, `Client event rejected: ${problem}`));
     const invalid = jsonProblem(data, 0);
-    if (invalid) return this.#send(errorMessage(null, `Client event rejected: invalid data: ${invalid}`));
+    if (invalid) {
+      return this.#send(errorMessage(null, `Client event rejected: invalid data: ${invalid}`));
+    }
     if (jsonBytes(data) > MAX_CLIENT_PAYLOAD_BYTES) {
-      return this.#send(errorMessage(null, `Client event rejected: data larger than ${MAX_CLIENT_PAYLOAD_BYTES} bytes`));
+      return this.#send(
+        errorMessage(
+          null,
+          `Client event rejected: data larger than ${MAX_CLIENT_PAYLOAD_BYTES} bytes`,
+        ),
+      );
     }
     if (!this.#deps.svc.clientLimiter.take(app.id, app.max_client_events_per_sec)) {
       return this.#send(errorMessage(4301, "Client event rejected due to rate limit"));
@@ -360,7 +447,9 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
       await this.#deps.svc.publishClient(app, name, stored, this.socketId);
     } catch (err) {
       const reason = err instanceof StorageUnavailableError ? err.reason : "internal error";
-      if (!(err instanceof StorageUnavailableError)) log.error("pusher client event failed", errorFields(err));
+      if (!(err instanceof StorageUnavailableError)) {
+        log.error("pusher client event failed", errorFields(err));
+      }
       return this.#send(errorMessage(null, `Client event rejected: ${reason}`));
     }
   }
@@ -374,7 +463,9 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
   #subscriptionError(channel: string, type: string, status: number, error: string) {
     const topic = this.#deps.svc.topic(this.#app, channel);
     record.join(topic.product, error);
-    if (tapActive) tap(this.#app.key, "join", { topic: topic.key, socket_id: this.socketId, outcome: error });
+    if (tapActive) {
+      tap(this.#app.key, "join", { topic: topic.key, socket_id: this.socketId, outcome: error });
+    }
     this.#send(message("pusher:subscription_error", { type, error, status }, channel));
   }
 
@@ -391,7 +482,9 @@ function presenceData(members: PresenceMember[]) {
 }
 
 /** An inbound `{ event, channel?, data }`, or the reason it is unusable. */
-function parse(raw: string | Uint8Array): { event: string; channel?: unknown; data?: unknown } | string {
+function parse(
+  raw: string | Uint8Array,
+): { event: string; channel?: unknown; data?: unknown } | string {
   if (typeof raw !== "string") return "Binary frames are not part of the Pusher protocol";
   if (raw.length > MAX_FRAME_BYTES) return `Message too large: limit is ${MAX_FRAME_BYTES} bytes`;
   let value: unknown;
@@ -400,7 +493,10 @@ function parse(raw: string | Uint8Array): { event: string; channel?: unknown; da
   } catch {
     return "Malformed message: not JSON";
   }
-  if (typeof value !== "object" || value === null || typeof (value as { event?: unknown }).event !== "string") {
+  if (
+    typeof value !== "object" || value === null ||
+    typeof (value as { event?: unknown }).event !== "string"
+  ) {
     return "Malformed message: expected { event, data }";
   }
   const msg = value as { event: string; channel?: unknown; data?: unknown };
@@ -415,5 +511,7 @@ function parse(raw: string | Uint8Array): { event: string; channel?: unknown; da
 
 /** `data` when it is an object, else an empty one. */
 function objectOf(data: unknown): Record<string, unknown> {
-  return typeof data === "object" && data !== null && !Array.isArray(data) ? data as Record<string, unknown> : {};
+  return typeof data === "object" && data !== null && !Array.isArray(data)
+    ? data as Record<string, unknown>
+    : {};
 }

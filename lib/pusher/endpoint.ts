@@ -76,7 +76,7 @@ export class PusherSockets implements SocketEndpoint, PusherUsers {
   signedIn(app: App, userId: string, conn: PusherConnection): void {
     const k = `${app.id}\n${userId}`;
     let set = this.#users.get(k);
-    if (!set) this.#users.set(k, (set = new Set()));
+    if (!set) this.#users.set(k, set = new Set());
     set.add(conn);
   }
 
@@ -98,6 +98,12 @@ export class PusherSockets implements SocketEndpoint, PusherUsers {
 
   /** Delivers to the `#server-to-user-{id}` channel of every socket signed in as `userId`. */
   sendToUser(app: App, userId: string, event: string, data: string): void {
-    this.#deps.hub.publish(userTopic(app.key, userId), event, { serial: null, data }, undefined, "cluster");
+    this.#deps.hub.publish(
+      userTopic(app.key, userId),
+      event,
+      { serial: null, data },
+      undefined,
+      "cluster",
+    );
   }
 }

@@ -12,7 +12,10 @@ import { PusherSockets } from "./endpoint.ts";
 import { PusherWebhooks } from "./webhooks.ts";
 
 /** Builds the Pusher face over the channel service. */
-export function createPusher(deps: ProductDeps, svc: ChannelService): ProductModule & { webhooks: PusherWebhooks } {
+export function createPusher(
+  deps: ProductDeps,
+  svc: ChannelService,
+): ProductModule & { webhooks: PusherWebhooks } {
   const sockets = new PusherSockets(deps, svc);
   const webhooks = new PusherWebhooks(deps.apps, deps.env, deps.hub, svc);
   // A cache channel joined with nothing cached (either protocol; rate-limited by the service).

@@ -56,7 +56,9 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
     const app = apps.byId(c.req.param("app_id"));
     if (!app) throw new ApiError(404, "Unknown app");
     // body_md5 covers the raw bytes; only a body that passed it is decoded (UTF-8, strictly).
-    const raw = c.req.method === "GET" ? new Uint8Array() : new Uint8Array(await c.req.arrayBuffer());
+    const raw = c.req.method === "GET"
+      ? new Uint8Array()
+      : new Uint8Array(await c.req.arrayBuffer());
     const url = new URL(c.req.url);
     const problem = requestProblem(app, c.req.method, url.pathname, url.searchParams, raw);
     if (problem) throw new ApiError(401, problem);
@@ -75,19 +77,36 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
   r.post("/apps/:app_id/events", async (c) => {
     const body = jsonBody(c);
     const channels = body.channels ?? (body.channel === undefined ? undefined : [body.channel]);
-    if (!Array.isArray(channels) || channels.length === 0) throw new ApiError(400, "Missing channels: give channels (an array) or channel");
-    if (channels.length > MAX_TRIGGER_CHANNELS) throw new ApiError(400, `Too many channels: at most ${MAX_TRIGGER_CHANNELS}`);
+    if (!Array.isArray(channels) || channels.length === 0) {
+      throw new ApiError(400, "Missing channels: give channels (an array) or channel");
+    }
+    if (channels.length > MAX_TRIGGER_CHANNELS) {
+      throw new ApiError(400, `Too many channels: at most ${MAX_TRIGGER_CHANNELS}`);
+    }
     const out = channels.map((channel) => checkEvent({ ...body, channel }));
     const info = await publish(c, svc, users, out);
-    return c.json(body.info ? { channels: Object.fromEntries(out.map((o, i) => [o.channel, info[i]])) } : {});
+    return c.json(
+      body.info ? { channels: Object.fromEntries(out.map((o, i) => [o.channel, info[i]])) } : {},
+    );
   });
 
   r.post("/apps/:app_id/batch_events", async (c) => {
     const batch = jsonBody(c).batch;
-    if (!Array.isArray(batch) || batch.length === 0) throw new ApiError(400, "Missing batch: an array of events");
-    if (batch.length > MAX_BATCH_EVENTS) throw new ApiError(400, `Batch too large: at most ${MAX_BATCH_EVENTS} events`);
+    if (!Array.isArray(batch) || batch.length === 0) {
+      throw new ApiError(400, "Missing batch: an array of events");
+    }
+    if (batch.length > MAX_BATCH_EVENTS) {
+      throw new ApiError(400, `Batch too large: at most ${MAX_BATCH_EVENTS} events`);
+    }
     const out = batch.map((e, i) => {
-      if (!isObject(e)) throw new ApiError(400, `Invalid batch item ${i}: expected an object { channel, name, data }, got ${e === null ? "null" : Array.isArray(e) ? "an array" : typeof e}`);
+      if (!isObject(e)) {
+        throw new ApiError(
+          400,
+          `Invalid batch item ${i}: expected an object { channel, name, data }, got ${
+            e === null ? "null" : Array.isArray(e) ? "an array" : typeof e
+          }`,
+        );
+      }
       return checkEvent(e);
     });
     const info = await publish(c, svc, users, out);
@@ -128,7 +147,9 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
 
   r.get("/apps/:app_id/channels/:channel/users", (c) => {
     const name = channelParam(c);
-    if (channelKind(name) !== "presence") throw new ApiError(400, "Users are only listed for presence channels");
+    if (channelKind(name) !== "presence") {
+      throw new ApiError(400, "Users are only listed for presence channels");
+    }
     const members = svc.presence.members(svc.topic(c.get("app"), name));
     return c.json({ users: members.map((m) => ({ id: m.user_id })) });
   });
@@ -144,16 +165,29 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
 /** Validates one event for one channel (Pusher's names and limits). */
 function checkEvent(e: Record<string, unknown>): Outgoing {
   const channel = e.channel;
-  if (typeof channel !== "string" || (!channel.startsWith(SERVER_TO_USER) && !validChannelName(channel))) {
-    throw new ApiError(400, `Invalid channel name ${JSON.stringify(String(channel).slice(0, 200))}: 1-164 characters of A-Z a-z 0-9 _ - = @ , . ; :`);
+  if (
+    typeof channel !== "string" ||
+    (!channel.startsWith(SERVER_TO_USER) && !validChannelName(channel))
+  ) {
+    throw new ApiError(
+      400,
+      `Invalid channel name ${
+        JSON.stringify(String(channel).slice(0, 200))
+      }: 1-164 characters of A-Z a-z 0-9 _ - = @ , . ; :`,
+    );
   }
   const problem = eventNameProblem(e.name);
   if (problem) throw new ApiError(400, `Invalid event name: ${problem}`);
-  if (typeof e.data !== "string") throw new ApiError(400, "data must be a string (JSON-encode objects)");
+  if (typeof e.data !== "string") {
+    throw new ApiError(400, "data must be a string (JSON-encode objects)");
+  }
   if (byteLength(e.data) > MAX_EVENT_DATA_BYTES) {
     throw new ApiError(413, `Payload too large: data is limited to ${MAX_EVENT_DATA_BYTES} bytes`);
   }
-  if (e.socket_id !== undefined && (typeof e.socket_id !== "string" || !/^\d+\.\d+$/.test(e.socket_id))) {
+  if (
+    e.socket_id !== undefined &&
+    (typeof e.socket_id !== "string" || !/^\d+\.\d+$/.test(e.socket_id))
+  ) {
     throw new ApiError(400, "Invalid socket_id");
   }
   const data = parseData(e.data);
@@ -175,7 +209,10 @@ function checkEvent(e: Record<string, unknown>): Outgoing {
 async function publish(c: Ctx, svc: ChannelService, users: PusherUsers, out: Outgoing[]) {
   const app = c.get("app");
   if (!svc.backendLimiter.take(app.id, app.max_backend_events_per_sec, out.length)) {
-    throw new ApiError(429, `Over the app's max_backend_events_per_sec (${app.max_backend_events_per_sec})`);
+    throw new ApiError(
+      429,
+      `Over the app's max_backend_events_per_sec (${app.max_backend_events_per_sec})`,
+    );
   }
   for (const o of out) {
     if (o.channel.startsWith(SERVER_TO_USER)) {
@@ -189,7 +226,9 @@ async function publish(c: Ctx, svc: ChannelService, users: PusherUsers, out: Out
     const topic = svc.topic(app, o.channel);
     const info: Record<string, number> = {};
     if (o.info.has("subscription_count")) info.subscription_count = svc.occupancy.count(topic);
-    if (o.info.has("user_count") && channelKind(o.channel) === "presence") info.user_count = svc.presence.count(topic);
+    if (o.info.has("user_count") && channelKind(o.channel) === "presence") {
+      info.user_count = svc.presence.count(topic);
+    }
     return info;
   });
 }
@@ -215,7 +254,9 @@ function channelParam(c: Ctx): string {
 
 /** A comma-separated `info` parameter as a set. */
 function infoOf(raw: unknown): Set<string> {
-  return new Set(typeof raw === "string" ? raw.split(",").map((s) => s.trim()).filter(Boolean) : []);
+  return new Set(
+    typeof raw === "string" ? raw.split(",").map((s) => s.trim()).filter(Boolean) : [],
+  );
 }
 
 /** Pusher `data` as stored: the JSON value it encodes, or the string itself when it is not JSON. */

@@ -17,7 +17,9 @@ export function hmacHex(secret: string, data: string): string {
 
 /** MD5 of `body` (a string as UTF-8, or raw bytes), lowercase hex: the REST API's `body_md5`. */
 export function md5Hex(body: string | Uint8Array): string {
-  return typeof body === "string" ? createHash("md5").update(body, "utf8").digest("hex") : createHash("md5").update(body).digest("hex");
+  return typeof body === "string"
+    ? createHash("md5").update(body, "utf8").digest("hex")
+    : createHash("md5").update(body).digest("hex");
 }
 
 /** Compares two strings in time that depends only on their lengths. */
@@ -50,12 +52,19 @@ export function validChannelAuth(
   auth: unknown,
   channelData?: string,
 ): boolean {
-  const signed = channelData === undefined ? `${socketId}:${channel}` : `${socketId}:${channel}:${channelData}`;
+  const signed = channelData === undefined
+    ? `${socketId}:${channel}`
+    : `${socketId}:${channel}:${channelData}`;
   return validAuth(app, auth, signed);
 }
 
 /** Checks a `pusher:signin` signature. */
-export function validUserAuth(app: App, socketId: string, auth: unknown, userData: string): boolean {
+export function validUserAuth(
+  app: App,
+  socketId: string,
+  auth: unknown,
+  userData: string,
+): boolean {
   return validAuth(app, auth, `${socketId}::user::${userData}`);
 }
 
@@ -83,21 +92,29 @@ export function requestProblem(
   const rawTs = query.get("auth_timestamp");
   if (!rawTs) return "Missing auth_timestamp";
   // Whole seconds in decimal digits only: Number() would also take "0x...", "1e9" or " 1".
-  if (!/^\d{1,12}$/.test(rawTs)) return "Invalid auth_timestamp: whole seconds since the epoch, in decimal digits";
+  if (!/^\d{1,12}$/.test(rawTs)) {
+    return "Invalid auth_timestamp: whole seconds since the epoch, in decimal digits";
+  }
   const ts = Number(rawTs);
   if (Math.abs(nowS - ts) > MAX_CLOCK_SKEW_S) {
-    return `Timestamp expired: Given timestamp (${query.get("auth_timestamp")}) not within ${MAX_CLOCK_SKEW_S}s of server time (${Math.floor(nowS)})`;
+    return `Timestamp expired: Given timestamp (${
+      query.get("auth_timestamp")
+    }) not within ${MAX_CLOCK_SKEW_S}s of server time (${Math.floor(nowS)})`;
   }
   if (body.length > 0) {
     const md5 = query.get("body_md5");
-    if (md5 === null || !safeEqual(md5.toLowerCase(), md5Hex(body))) return "Invalid body_md5: it does not match the body";
+    if (md5 === null || !safeEqual(md5.toLowerCase(), md5Hex(body))) {
+      return "Invalid body_md5: it does not match the body";
+    }
   }
   const signature = query.get("auth_signature");
   if (signature === null) return "Missing auth_signature";
   const pairs: [string, string][] = [];
   for (const [k, v] of query) if (k !== "auth_signature") pairs.push([k.toLowerCase(), v]);
   pairs.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const signed = [method.toUpperCase(), path, pairs.map(([k, v]) => `${k}=${v}`).join("&")].join("\n");
+  const signed = [method.toUpperCase(), path, pairs.map(([k, v]) => `${k}=${v}`).join("&")].join(
+    "\n",
+  );
   if (!safeEqual(signature.toLowerCase(), hmacHex(app.secret, signed))) {
     return `Invalid signature: Expected HMAC SHA256 hex digest of ${JSON.stringify(signed)}`;
   }

@@ -174,7 +174,9 @@ export class PusherWebhooks {
     topic: Topic,
     userId?: string,
   ): Promise<() => void> | undefined {
-    if (this.#closed || !app.webhooks?.length || topic.product !== "pubsub" || !hub.owns(topic)) return;
+    if (this.#closed || !app.webhooks?.length || topic.product !== "pubsub" || !hub.owns(topic)) {
+      return;
+    }
     const channel = topic.name;
     const mine: [string, string][] = [];
     const waits: Promise<void>[] = [];
@@ -250,9 +252,7 @@ export class PusherWebhooks {
     } else if (!added && this.#records.delete(id)) {
       record = { key: ["l", topic, user], put: false };
     }
-    const event = owned
-      ? { name, channel: parsed.name, ...fields } as WebhookEvent
-      : undefined;
+    const event = owned ? { name, channel: parsed.name, ...fields } as WebhookEvent : undefined;
     if (event && wants(app, name)) {
       const batch = this.#batch();
       batch.events.push({ app, event });
@@ -274,7 +274,9 @@ export class PusherWebhooks {
       if (!this.#apps.byKey(topic.appKey)?.webhooks?.length) continue;
       const claim = (user: string, name: WebhookEventType, fields: Record<string, unknown>) => {
         const id = recordId(topic.key, user);
-        if (!this.#records.has(id) && !this.#announced.has(id)) this.#change(topic, user, name, true, fields);
+        if (!this.#records.has(id) && !this.#announced.has(id)) {
+          this.#change(topic, user, name, true, fields);
+        }
       };
       claim("", "channel_occupied", {});
       for (const m of svc.presence.members(topic)) {
@@ -391,11 +393,19 @@ export class PusherWebhooks {
   async #deliver(d: Delivery, signal: AbortSignal): Promise<"delivered" | "retry" | "drop"> {
     const app = this.#apps.byId(d.appId);
     if (!app?.webhooks?.some((w) => w.url === d.url)) return "drop";
-    const ok = await postJson(d.url, {
-      "User-Agent": `Switchboard-Webhooks/${VERSION}`,
-      "X-Pusher-Key": app.key,
-      "X-Pusher-Signature": hmacHex(app.secret, d.body),
-    }, d.body, signal, tapActive ? (status) => tap(app.key, "webhook", { url: d.url, attempt: d.attempt + 1, status }) : undefined);
+    const ok = await postJson(
+      d.url,
+      {
+        "User-Agent": `Switchboard-Webhooks/${VERSION}`,
+        "X-Pusher-Key": app.key,
+        "X-Pusher-Signature": hmacHex(app.secret, d.body),
+      },
+      d.body,
+      signal,
+      tapActive
+        ? (status) => tap(app.key, "webhook", { url: d.url, attempt: d.attempt + 1, status })
+        : undefined,
+    );
     return ok ? "delivered" : "retry";
   }
 }

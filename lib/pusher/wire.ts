@@ -27,7 +27,12 @@ export function pusherData(data: unknown): string {
 }
 
 /** One outbound Pusher message. */
-export function message(event: string, data: unknown, channel?: string, extra?: Record<string, unknown>): string {
+export function message(
+  event: string,
+  data: unknown,
+  channel?: string,
+  extra?: Record<string, unknown>,
+): string {
   const msg: Record<string, unknown> = { event };
   if (channel !== undefined) msg.channel = channel;
   msg.data = pusherData(data);
@@ -56,11 +61,23 @@ export function encodeForPusher(frame: Frame, topic: Topic): string | null {
   const [, , , event, payload] = frame;
   const channel = channelOf(topic);
   if (channel === null) return null;
-  const p = payload as { user_id?: string; user_info?: unknown; serial?: number | null; data?: unknown; client_id?: string };
+  const p = payload as {
+    user_id?: string;
+    user_info?: unknown;
+    serial?: number | null;
+    data?: unknown;
+    client_id?: string;
+  };
   if (event === "presence:join") {
-    return message("pusher_internal:member_added", { user_id: p.user_id, user_info: p.user_info }, channel);
+    return message(
+      "pusher_internal:member_added",
+      { user_id: p.user_id, user_info: p.user_info },
+      channel,
+    );
   }
-  if (event === "presence:leave") return message("pusher_internal:member_removed", { user_id: p.user_id }, channel);
+  if (event === "presence:leave") {
+    return message("pusher_internal:member_removed", { user_id: p.user_id }, channel);
+  }
   const extra: Record<string, unknown> = {};
   if (typeof p.serial === "number") extra.serial = p.serial;
   if (p.client_id !== undefined) extra.user_id = p.client_id;

@@ -1,6 +1,6 @@
 // The Bun runtime adapter: `Bun.serve` for HTTP and WebSocket upgrades, each socket handed to
 // the socket layer as a `Transport`, fan-out through Bun's native topics.
-import { type RunningServer, type ServeOptions, refusedUpgrade } from "./types.ts";
+import { refusedUpgrade, type RunningServer, type ServeOptions } from "./types.ts";
 import type { LiveSocket } from "../socket/endpoint.ts";
 import type { AcceptedUpgrade } from "../socket/server.ts";
 import { MAX_BUFFERED_BYTES } from "../socket/connection.ts";
@@ -26,9 +26,10 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
     fetch(req: Request, srv: any) {
       // Only upgrades need the parsed URL (plain requests are routed by Hono). An upgrade is a
       // GET: other methods skip the header lookup (every durable write is a PUT, PATCH or POST).
-      const upgrade = req.method === "GET" && req.headers.get("upgrade")?.toLowerCase() === "websocket"
-        ? sockets?.route(new URL(req.url), req.headers.get("origin"))
-        : undefined;
+      const upgrade =
+        req.method === "GET" && req.headers.get("upgrade")?.toLowerCase() === "websocket"
+          ? sockets?.route(new URL(req.url), req.headers.get("origin"))
+          : undefined;
       if (upgrade) {
         if ("refuse" in upgrade) return refusedUpgrade(upgrade.refuse);
         if (srv.upgrade(req, { data: { upgrade } satisfies SocketData })) return undefined;

@@ -1,6 +1,6 @@
 // The Deno runtime adapter: `Deno.serve` and `Deno.upgradeWebSocket`, each socket handed to
 // the socket layer as a `Transport`.
-import { type RunningServer, type ServeOptions, refusedUpgrade } from "./types.ts";
+import { refusedUpgrade, type RunningServer, type ServeOptions } from "./types.ts";
 import type { LiveSocket } from "../socket/endpoint.ts";
 
 /** Serves HTTP and the WebSocket endpoint with `Deno.serve` and `Deno.upgradeWebSocket`. */
@@ -10,8 +10,7 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
     const server = Deno.serve({
       port: opts.port,
       hostname: opts.hostname,
-      onListen: ({ hostname, port }) =>
-        resolve({ hostname, port, stop: () => server.shutdown() }),
+      onListen: ({ hostname, port }) => resolve({ hostname, port, stop: () => server.shutdown() }),
     }, (req, info) => {
       // Only upgrades need the parsed URL (plain requests are routed by Hono).
       const upgrade = req.headers.get("upgrade")?.toLowerCase() === "websocket"

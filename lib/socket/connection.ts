@@ -23,7 +23,6 @@ import { errorFields, log } from "../log/mod.ts";
 
 export type { Transport } from "./transport.ts";
 
-
 /** Socket-level services shared by every connection. */
 export interface SocketDeps {
   hub: Hub;
@@ -105,7 +104,10 @@ export class Connection extends SubscriberSocket implements LiveSocket {
         this.#reply(null, ref, topic, { status: "ok", response: {} });
       } else if (event === "phx_join") {
         if (this.#churn.take()) void this.#join(joinRef ?? ref, ref, topic, payload);
-        else this.#reply(joinRef ?? ref, ref, topic, { status: "error", response: { reason: JOIN_RATE_REASON } });
+        else {this.#reply(joinRef ?? ref, ref, topic, {
+            status: "error",
+            response: { reason: JOIN_RATE_REASON },
+          });}
       } else if (event === "phx_leave") {
         this.#churn.take(); // counted, always honoured
         this.#leave(topic, "leave");
@@ -120,7 +122,9 @@ export class Connection extends SubscriberSocket implements LiveSocket {
 
   /** Closes the socket when it has been silent longer than `idleMs` (4000). */
   sweep(now: number, idleMs: number): void {
-    if (this.lastSeen < now - idleMs) this.close(4000, `idle timeout: no message for ${idleMs / 1000} s`);
+    if (this.lastSeen < now - idleMs) {
+      this.close(4000, `idle timeout: no message for ${idleMs / 1000} s`);
+    }
   }
 
   /** Server shutdown: 1001, so clients reconnect to the next server. */
@@ -149,12 +153,19 @@ export class Connection extends SubscriberSocket implements LiveSocket {
     for (const topic of [...this.#members.keys()]) this.#leave(topic, "close");
   }
 
-  async #join(joinRef: string | null, ref: string | null, topic: string, params: Record<string, unknown>) {
+  async #join(
+    joinRef: string | null,
+    ref: string | null,
+    topic: string,
+    params: Record<string, unknown>,
+  ) {
     const jr = joinRef ?? "0";
     // Read-your-writes across nodes (CONTRACT.md "Cluster"): wait until this node has applied
     // the position the client saw its write at.
     const behind = this.#deps.caughtUp ? await this.#deps.caughtUp(params?.min_position) : null;
-    if (behind) return this.#reply(jr, ref, topic, { status: "error", response: { reason: behind } });
+    if (behind) {
+      return this.#reply(jr, ref, topic, { status: "error", response: { reason: behind } });
+    }
     if (this.#members.has(topic)) this.#leave(topic, "rejoin", true);
     if (this.app.enabled === false) {
       record.join(Topic.productOf(topic), "app disabled");
@@ -181,7 +192,9 @@ export class Connection extends SubscriberSocket implements LiveSocket {
         // Replays push many frames of one topic: JSON frames reuse their encoded head.
         if (this.format !== "json") return this.#send([jr, null, topic, event, payload]);
         let head = heads.get(event);
-        if (head === undefined) heads.set(event, head = JSON.stringify([jr, null, topic, event]).slice(0, -1));
+        if (head === undefined) {
+          heads.set(event, head = JSON.stringify([jr, null, topic, event]).slice(0, -1));
+        }
         this.transport.send(`${head},${JSON.stringify(payload ?? null)}]`);
       },
       accept: (response = {}) => {
@@ -223,7 +236,9 @@ export class Connection extends SubscriberSocket implements LiveSocket {
       member.live = false;
       this.#unsubscribeAll(member);
       record.join(parsed.product, outcome.error);
-      if (tapActive) tap(this.app.key, "join", { topic, socket_id: this.socketId, outcome: outcome.error });
+      if (tapActive) {
+        tap(this.app.key, "join", { topic, socket_id: this.socketId, outcome: outcome.error });
+      }
       log.info("join refused", { app: this.app.id, topic: brief(topic), reason: outcome.error });
       return this.#reply(jr, ref, topic, { status: "error", response: { reason: outcome.error } });
     }
@@ -238,10 +253,19 @@ export class Connection extends SubscriberSocket implements LiveSocket {
   }
 
   /** Handles a push; a synchronous handler's reply is sent without a promise round trip. */
-  #push(joinRef: string | null, ref: string | null, topic: string, event: string, payload: Record<string, unknown>) {
+  #push(
+    joinRef: string | null,
+    ref: string | null,
+    topic: string,
+    event: string,
+    payload: Record<string, unknown>,
+  ) {
     const member = this.#members.get(topic);
     if (!member || !member.instance || (joinRef !== null && joinRef !== member.joinRef)) {
-      return this.#reply(joinRef, ref, topic, { status: "error", response: { reason: "unmatched topic" } });
+      return this.#reply(joinRef, ref, topic, {
+        status: "error",
+        response: { reason: "unmatched topic" },
+      });
     }
     let reply: PushReply | Promise<PushReply>;
     try {

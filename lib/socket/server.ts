@@ -69,7 +69,10 @@ export class SocketServer {
    * The endpoint's decision for an upgrade request to `url`, or `undefined` when no endpoint
    * serves the path (the request is then ordinary HTTP).
    */
-  route(url: URL, origin: string | null): AcceptedUpgrade | { refuse: 401 | 403 | 503 } | undefined {
+  route(
+    url: URL,
+    origin: string | null,
+  ): AcceptedUpgrade | { refuse: 401 | 403 | 503 } | undefined {
     const endpoint = this.#endpoints.find((e) => e.matches(url));
     if (!endpoint) return undefined;
     const full = (app: App) => {
@@ -84,7 +87,9 @@ export class SocketServer {
   open(upgrade: AcceptedUpgrade, transport: Transport): LiveSocket {
     const socket = upgrade.endpoint.open(upgrade.accepted, transport);
     this.#sockets.add(socket);
-    if (socket.appId !== undefined) this.#perApp.set(socket.appId, (this.#perApp.get(socket.appId) ?? 0) + 1);
+    if (socket.appId !== undefined) {
+      this.#perApp.set(socket.appId, (this.#perApp.get(socket.appId) ?? 0) + 1);
+    }
     if (tapActive) this.#tapConnection(socket, "opened", upgrade.origin);
     return socket;
   }
@@ -168,7 +173,10 @@ function phoenixEndpoint(apps: AppRegistry, deps: SocketDeps): SocketEndpoint {
       const app = key ? apps.byKey(key) : undefined;
       if (!app) return { refuse: 401 };
       if (!originAllowed(app, origin)) {
-        log.warn("websocket upgrade refused: origin not allowed", { origin: origin?.slice(0, 200), app: app.id });
+        log.warn("websocket upgrade refused: origin not allowed", {
+          origin: origin?.slice(0, 200),
+          app: app.id,
+        });
         return { refuse: 403 };
       }
       if (full(app)) {

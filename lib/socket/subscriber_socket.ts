@@ -47,7 +47,11 @@ export abstract class SubscriberSocket implements Subscriber {
     if (this.isClosed) return true;
     if (this.transport.bufferedAmount() <= this.#maxBuffered) return false;
     record.slowConsumer();
-    log.warn("slow consumer closed", { app: this.appId, socket_id: this.socketId, protocol: this.format });
+    log.warn("slow consumer closed", {
+      app: this.appId,
+      socket_id: this.socketId,
+      protocol: this.format,
+    });
     this.closeSlowConsumer();
     return true;
   }

@@ -40,7 +40,10 @@ export function spacesChannel(hub: Hub, members: PresenceRegistry): ChannelHandl
       let clientId: string | undefined;
       if (cred.kind === "token") {
         const principal = cred.principal;
-        if (ctx.app.enable_user_authentication === 1 && !principal.can(`channel:subscribe:${ctx.topic.name}`)) {
+        if (
+          ctx.app.enable_user_authentication === 1 &&
+          !principal.can(`channel:subscribe:${ctx.topic.name}`)
+        ) {
           return { error: `forbidden: missing channel:subscribe:${ctx.topic.name}` };
         }
         clientId = principal.clientId;
@@ -57,7 +60,9 @@ export function spacesChannel(hub: Hub, members: PresenceRegistry): ChannelHandl
       // Entered before subscribing, so the joiner does not get its own `member:enter` (the
       // registry's observer tells the members, here and, through the cluster, on other nodes).
       members.add(ctx.topic, ctx.socketId, info, members.node, ctx.socketId);
-      ctx.accept({ members: members.members(ctx.topic).map((m) => spaceMember(m.user_id, m.user_info)) });
+      ctx.accept({
+        members: members.members(ctx.topic).map((m) => spaceMember(m.user_id, m.user_info)),
+      });
       ctx.subscribe();
       return {
         handleIn(event, payload) {
@@ -66,7 +71,9 @@ export function spacesChannel(hub: Hub, members: PresenceRegistry): ChannelHandl
           }
           const size = jsonBytes(payload ?? null);
           if (size > MAX_SPACE_PAYLOAD_BYTES) {
-            return errorReply(`Validation failed: payload larger than ${MAX_SPACE_PAYLOAD_BYTES} bytes`);
+            return errorReply(
+              `Validation failed: payload larger than ${MAX_SPACE_PAYLOAD_BYTES} bytes`,
+            );
           }
           hub.publish(ctx.topic, event, payload, ctx.socketId, "cluster");
           return { status: "ok", response: {} };

@@ -463,7 +463,7 @@ export class CommitQueue implements Commits {
    * batch holds a slot, else before the next batch. */
   #slot(db: Database, key: Key): Slot {
     let id = this.#dbIds.get(db);
-    if (id === undefined) this.#dbIds.set(db, (id = this.#dbIds.size));
+    if (id === undefined) this.#dbIds.set(db, id = this.#dbIds.size);
     let slots: (Slot | undefined)[];
     if (typeof key === "string") {
       if (key === this.#lastKey) slots = this.#lastSlots;

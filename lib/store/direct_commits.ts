@@ -23,7 +23,11 @@ export class DirectCommits implements Commits {
   }
 
   /** The row as the store holds it (`load`, default: as stored). */
-  read<V>(db: Database<V, Key>, key: Key, load: () => V | undefined = () => db.get(key)): V | undefined {
+  read<V>(
+    db: Database<V, Key>,
+    key: Key,
+    load: () => V | undefined = () => db.get(key),
+  ): V | undefined {
     return load();
   }
 

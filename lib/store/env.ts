@@ -4,7 +4,7 @@
 import { statfsSync } from "node:fs";
 import { setImmediate } from "node:timers";
 import { dirname, join } from "node:path";
-import { open, type Database, type Key, type RootDatabase } from "lmdb";
+import { type Database, type Key, open, type RootDatabase } from "lmdb";
 import { asStorageError, StorageUnavailableError } from "./errors.ts";
 import { record } from "../metrics/mod.ts";
 import { log } from "../log/mod.ts";
@@ -114,11 +114,13 @@ export class StoreEnv implements Storage {
       const mapped = await asStorageError(err);
       const refused = mapped instanceof StorageUnavailableError;
       record.commit((performance.now() - started) / 1000, refused);
-      if (refused && !this.#closing) log.error("storage refused a commit", { reason: mapped.reason });
+      if (refused && !this.#closing) {
+        log.error("storage refused a commit", { reason: mapped.reason });
+      }
       if (refused) this.#refused = { reason: mapped.reason, free: this.#freeBytes() };
       throw mapped;
     } finally {
-      if (--this.#pending === 0) for (const wake of this.#idle.splice(0)) wake();
+      if (--this.#pending === 0) { for (const wake of this.#idle.splice(0)) wake(); }
     }
   }
 
@@ -147,7 +149,10 @@ export class StoreEnv implements Storage {
    * JavaScript thread. The chain is one row of its own database whose version is the mark of
    * the last batch committed; `fn` runs at once, as in `batch`.
    */
-  chained(fn: () => void, after: number | undefined): { mark: number; committed: Promise<boolean> } {
+  chained(
+    fn: () => void,
+    after: number | undefined,
+  ): { mark: number; committed: Promise<boolean> } {
     const chain = this.#chain ??= this.#openChain();
     const mark = ++this.#mark;
     const body = () => {
@@ -155,7 +160,9 @@ export class StoreEnv implements Storage {
       chain.put(CHAIN_KEY, true, mark);
     };
     const commit = () =>
-      (after === undefined ? chain.batch(body) : chain.ifVersion(CHAIN_KEY, after, body)) as Promise<boolean>;
+      (after === undefined
+        ? chain.batch(body)
+        : chain.ifVersion(CHAIN_KEY, after, body)) as Promise<boolean>;
     return { mark, committed: this.#commit(commit, true) };
   }
 

@@ -23,7 +23,10 @@ export function prefixCachedKeys() {
     enableNullTermination,
     readKey(buffer: Uint8Array, start: number, end: number): unknown {
       const n = prefix.length;
-      if (prefixString !== null && start + n < end && buffer[start + n] === 0 && startsWith(buffer, start, prefix)) {
+      if (
+        prefixString !== null && start + n < end && buffer[start + n] === 0 &&
+        startsWith(buffer, start, prefix)
+      ) {
         const rest = readOrdered(buffer, start + n + 1, end);
         return Array.isArray(rest) ? [prefixString, ...rest] : [prefixString, rest];
       }
@@ -37,7 +40,10 @@ export function prefixCachedKeys() {
   function remember(buffer: Uint8Array, start: number, first: string): void {
     if (first.length > MAX_PREFIX / 3) return;
     const n = writeKey(first, scratch, 0, true);
-    if (n > MAX_PREFIX || buffer[start + n] !== 0 || !startsWith(buffer, start, scratch.subarray(0, n))) return;
+    if (
+      n > MAX_PREFIX || buffer[start + n] !== 0 ||
+      !startsWith(buffer, start, scratch.subarray(0, n))
+    ) return;
     prefix = scratch.slice(0, n);
     prefixString = first;
   }

@@ -15,7 +15,12 @@ export interface LogDbNames {
 
 /** The databases of the ordered log named `name`. */
 export function logDbNames(name: string): LogDbNames {
-  return { entries: `${name}:entries`, meta: `${name}:meta`, epochs: `${name}:epochs`, unsure: `${name}:unsure` };
+  return {
+    entries: `${name}:entries`,
+    meta: `${name}:meta`,
+    epochs: `${name}:epochs`,
+    unsure: `${name}:unsure`,
+  };
 }
 
 /** A stored entry: `[time, entry]`; releases before 2026-11-25 stored `{ t, e }`. */
@@ -23,7 +28,9 @@ export type StoredEntry = [number, unknown] | { t: number; e: unknown };
 
 /** The time and entry of a stored entry, in either form. */
 export function unpackEntry(value: StoredEntry): { time: number; entry: unknown } {
-  return Array.isArray(value) ? { time: value[0], entry: value[1] } : { time: value.t, entry: value.e };
+  return Array.isArray(value)
+    ? { time: value[0], entry: value[1] }
+    : { time: value.t, entry: value.e };
 }
 
 /** The record of the entry stored at `key` (`[stream, position]`) as `value`. */

@@ -2,7 +2,14 @@
 // append-only log with contiguous positions, heads, retention trims, purges with epochs, and
 // publishing in position order after commit.
 import type { Database, Key } from "lmdb";
-import type { Appended, LogFollower, LogRecord, Prepared, PublishFn, StreamLog } from "../streams/stream_log.ts";
+import type {
+  Appended,
+  LogFollower,
+  LogRecord,
+  Prepared,
+  PublishFn,
+  StreamLog,
+} from "../streams/stream_log.ts";
 import type { Commits, Storage, StreamChange, UnsureRange } from "./storage.ts";
 import { logDbNames, type StoredEntry, unpackEntry as unpack } from "./log_layout.ts";
 
@@ -27,7 +34,8 @@ const MAX_POS = Number.MAX_SAFE_INTEGER;
 
 /** A fresh epoch id: 8 random hex digits. */
 function newEpoch(): string {
-  return [...crypto.getRandomValues(new Uint8Array(4))].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return [...crypto.getRandomValues(new Uint8Array(4))].map((b) => b.toString(16).padStart(2, "0"))
+    .join("");
 }
 
 /**
@@ -116,7 +124,14 @@ export class OrderedLog implements StreamLog {
   #loadMeta(stream: string): StreamMeta | undefined {
     const row = this.#meta.get(stream);
     let last = 0;
-    for (const key of this.#log.getKeys({ start: [stream, MAX_POS], end: [stream, 0], reverse: true, limit: 1 })) {
+    for (
+      const key of this.#log.getKeys({
+        start: [stream, MAX_POS],
+        end: [stream, 0],
+        reverse: true,
+        limit: 1,
+      })
+    ) {
       last = (key as [string, number])[1];
     }
     if (!row && last === 0) return undefined;
@@ -181,7 +196,9 @@ export class OrderedLog implements StreamLog {
       first = meta.head + 1;
       const now = Date.now();
       const entries = prepared.entries;
-      for (let i = 0; i < entries.length; i++) this.#commits.put(this.#log, [stream, first + i], [now, entries[i]]);
+      for (let i = 0; i < entries.length; i++) {
+        this.#commits.put(this.#log, [stream, first + i], [now, entries[i]]);
+      }
       const head = meta.head + prepared.entries.length;
       if (head > meta.head) {
         // Only a stream's first append stores its head row; later heads are derived.
@@ -189,7 +206,10 @@ export class OrderedLog implements StreamLog {
         else this.#commits.keep(this.#meta, stream, { head, first: meta.first });
       }
       prepared.apply?.(first);
-    }, this.#staged).then(() => this.#appended(stream, tracker, prepared!, first, publish, settle), failed);
+    }, this.#staged).then(
+      () => this.#appended(stream, tracker, prepared!, first, publish, settle),
+      failed,
+    );
   }
 
   /** An append's commit is durable: publish in position order and resolve. */
@@ -205,7 +225,9 @@ export class OrderedLog implements StreamLog {
     if (count === 0) {
       tracker.inflight--;
       this.#release(stream, tracker);
-      return settle ? settle(first - 1, count, p.result) : { position: first - 1, count, result: p.result } as T;
+      return settle
+        ? settle(first - 1, count, p.result)
+        : { position: first - 1, count, result: p.result } as T;
     }
     if (tracker.published === first - 1) {
       // Next in order (the usual case): published at once, without a turn through `ready`.
@@ -222,7 +244,9 @@ export class OrderedLog implements StreamLog {
     }
     tracker.inflight--;
     this.#release(stream, tracker);
-    return settle ? settle(first, count, p.result) : { position: first, count, result: p.result } as T;
+    return settle
+      ? settle(first, count, p.result)
+      : { position: first, count, result: p.result } as T;
   }
 
   /**
@@ -254,7 +278,12 @@ export class OrderedLog implements StreamLog {
   /** See `StreamLog.otherHistoryAt` (recorded by an epoch renewal with ranges: `renewEpochs`). */
   otherHistoryAt(stream: string, position: number): boolean {
     if (!this.#otherHistory || !(position >= 1)) return false;
-    for (const { value } of this.#otherHistory.getRange({ start: [stream, 0], end: [stream, position + 1] })) {
+    for (
+      const { value } of this.#otherHistory.getRange({
+        start: [stream, 0],
+        end: [stream, position + 1],
+      })
+    ) {
       if (value === null || value >= position) return true;
     }
     return false;
@@ -268,7 +297,10 @@ export class OrderedLog implements StreamLog {
     }
     for (const [stream, from] of streams) {
       const mark = this.#unsure.get(stream);
-      this.#unsure.set(stream, { from: Math.min(from, mark?.from ?? from), until: Math.max(until, mark?.until ?? until) });
+      this.#unsure.set(stream, {
+        from: Math.min(from, mark?.from ?? from),
+        until: Math.max(until, mark?.until ?? until),
+      });
     }
   }
 
@@ -294,7 +326,11 @@ export class OrderedLog implements StreamLog {
    * Deletes every entry and the head: the stream is back to "never written", in a new epoch
    * (resolved, and handed to `publish`, which runs after the commit).
    */
-  async purge(stream: string, apply?: () => void, publish?: (epoch: string) => void): Promise<string> {
+  async purge(
+    stream: string,
+    apply?: () => void,
+    publish?: (epoch: string) => void,
+  ): Promise<string> {
     const tracker = this.#track(stream);
     let done!: () => void;
     const prior = tracker.purging;
@@ -364,16 +400,20 @@ export class OrderedLog implements StreamLog {
       if (opts.maxCount !== undefined) keepFrom = Math.max(keepFrom, meta.head - opts.maxCount + 1);
       if (opts.maxAgeMs !== undefined) {
         const cutoff = Date.now() - opts.maxAgeMs;
-        for (const { key, value } of this.#log.getRange({
-          start: [stream, keepFrom],
-          end: [stream, meta.head + 1],
-        })) {
+        for (
+          const { key, value } of this.#log.getRange({
+            start: [stream, keepFrom],
+            end: [stream, meta.head + 1],
+          })
+        ) {
           if (unpack(value).time >= cutoff) break;
           keepFrom = (key as [string, number])[1] + 1;
         }
       }
       if (keepFrom <= meta.first) return 0;
-      for (const key of this.#log.getKeys({ start: [stream, meta.first], end: [stream, keepFrom] })) {
+      for (
+        const key of this.#log.getKeys({ start: [stream, meta.first], end: [stream, keepFrom] })
+      ) {
         this.#log.remove(key);
       }
       this.#commits.write(this.#meta, stream, { head: meta.head, first: keepFrom });
@@ -451,7 +491,10 @@ export class OrderedLog implements StreamLog {
   }
 
   #release(stream: string, t: Tracker): void {
-    if (this.#trackers.get(stream) === t && t.inflight === 0 && t.ready.size === 0 && t.waiters.length === 0 && !t.purging) {
+    if (
+      this.#trackers.get(stream) === t && t.inflight === 0 && t.ready.size === 0 &&
+      t.waiters.length === 0 && !t.purging
+    ) {
       this.#trackers.delete(stream);
     }
   }

@@ -17,7 +17,12 @@ export interface Commits {
   run<T>(fn: () => T, staged?: boolean): Promise<T>;
   /** The row's current value as the running job sees it; `load` reads it from the store, and
    * `fresh` says whether a row still being committed is what the store now holds. */
-  read<V>(db: Database<V, Key>, key: Key, load?: () => V | undefined, fresh?: (value: V) => boolean): V | undefined;
+  read<V>(
+    db: Database<V, Key>,
+    key: Key,
+    load?: () => V | undefined,
+    fresh?: (value: V) => boolean,
+  ): V | undefined;
   /** Writes a row (`undefined` removes it); `weight` is roughly its size in bytes. */
   write<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight?: number): void;
   /** Writes a row derived from other stored rows (a store may cache it instead of storing it;

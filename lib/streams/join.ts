@@ -72,12 +72,17 @@ export interface StreamJoinSpec<E, S> {
  * is live, `false` when the join ended on the way (the socket closed or the topic was
  * rejoined), in which case nothing more is sent.
  */
-export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E, S>): Promise<boolean> {
+export async function joinStream<E, S>(
+  ctx: JoinContext,
+  spec: StreamJoinSpec<E, S>,
+): Promise<boolean> {
   const { log, stream } = spec;
   const read = spec.read ?? ((after: number, upTo: number, limit: number) => {
     const count = Math.min(limit, upTo - after);
     return {
-      records: count > 0 ? log.after<E>(stream, after, count).filter((r) => r.position <= upTo) : [],
+      records: count > 0
+        ? log.after<E>(stream, after, count).filter((r) => r.position <= upTo)
+        : [],
       first: log.first(stream),
     };
   });
@@ -92,8 +97,11 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
   // epoch, `otherHistoryAt` for good when the client sends no epoch), is not resumed.
   const epochless = spec.from?.epoch === undefined;
   const unsure = (at: number | undefined) =>
-    at !== undefined && (at >= (log.unsureFrom?.(stream) ?? Infinity) || (epochless && log.otherHistoryAt?.(stream, at) === true));
-  let reset = (spec.from?.epoch !== undefined && spec.from.epoch !== log.epoch(stream)) || unsure(pos);
+    at !== undefined &&
+    (at >= (log.unsureFrom?.(stream) ?? Infinity) ||
+      (epochless && log.otherHistoryAt?.(stream, at) === true));
+  let reset = (spec.from?.epoch !== undefined && spec.from.epoch !== log.epoch(stream)) ||
+    unsure(pos);
   if (reset) pos = undefined;
   // Long backlog: bounded chunks, each after the socket has drained.
   while (pos !== undefined) {
@@ -129,33 +137,37 @@ export async function joinStream<E, S>(ctx: JoinContext, spec: StreamJoinSpec<E,
   const epoch = log.epoch(stream);
   const n = snap.position;
   return await new Promise<boolean>((resolve, reject) => {
-    log.whenPublished(stream, n, () => ctx.corked(() => {
-      try {
-        let first = log.first(stream);
-        let replay: ReplayOutcome["replay"] = reset ? "reset" : "none";
-        // A position beyond the head belongs to another life of the stream (it was purged).
-        if (pos !== undefined && (pos > n || unsure(spec.from?.offset))) {
-          pos = undefined;
-          replay = "reset";
-        }
-        if (pos !== undefined) {
-          const rest = read(pos, n, Infinity);
-          first = rest.first;
-          if (pos < first - 1 && spec.gap === "reset") replay = "reset";
-          else {
-            if (pos < first - 1) partial = true;
-            rest.records.forEach(push);
-            record.replay(rest.records.length);
-            replay = partial ? "partial" : "complete";
+    log.whenPublished(stream, n, () =>
+      ctx.corked(() => {
+        try {
+          let first = log.first(stream);
+          let replay: ReplayOutcome["replay"] = reset ? "reset" : "none";
+          // A position beyond the head belongs to another life of the stream (it was purged).
+          if (pos !== undefined && (pos > n || unsure(spec.from?.offset))) {
+            pos = undefined;
+            replay = "reset";
           }
+          if (pos !== undefined) {
+            const rest = read(pos, n, Infinity);
+            first = rest.first;
+            if (pos < first - 1 && spec.gap === "reset") replay = "reset";
+            else {
+              if (pos < first - 1) partial = true;
+              rest.records.forEach(push);
+              record.replay(rest.records.length);
+              replay = partial ? "partial" : "complete";
+            }
+          }
+          const outcome = { replay, first };
+          ctx.accept({
+            ...spec.reply(snap.value, outcome),
+            ...replyFields(spec.wire, spec.from, epoch, outcome),
+          });
+          ctx.subscribe();
+          resolve(true);
+        } catch (err) {
+          reject(err); // the join crashes; the log's publishing goes on
         }
-        const outcome = { replay, first };
-        ctx.accept({ ...spec.reply(snap.value, outcome), ...replyFields(spec.wire, spec.from, epoch, outcome) });
-        ctx.subscribe();
-        resolve(true);
-      } catch (err) {
-        reject(err); // the join crashes; the log's publishing goes on
-      }
-    }), () => resolve(false));
+      }), () => resolve(false));
   });
 }

@@ -14,7 +14,7 @@ export {
   SERIAL,
   type StreamPosition,
 } from "./position.ts";
-export { type EventsOf, ProductStream, type ProductJoin } from "./product_stream.ts";
+export { type EventsOf, type ProductJoin, ProductStream } from "./product_stream.ts";
 export {
   channelAddress,
   objectAddress,

@@ -16,13 +16,22 @@ export interface StreamAddress {
 
 /** A Durable Object: stream `{appId}/{type}/{key}` (`%` and `/` in the type escaped, so
  * distinct pairs never share a stream), topic `durable:{appKey}:{type}:{key}`. */
-export function objectAddress(app: Pick<App, "id" | "key">, type: string, key: string): StreamAddress {
-  return { stream: `${app.id}/${escapeType(type)}/${key}`, topic: Topic.of("durable", app.key, `${type}:${key}`) };
+export function objectAddress(
+  app: Pick<App, "id" | "key">,
+  type: string,
+  key: string,
+): StreamAddress {
+  return {
+    stream: `${app.id}/${escapeType(type)}/${key}`,
+    topic: Topic.of("durable", app.key, `${type}:${key}`),
+  };
 }
 
 /** An object type as its stream ids spell it (`%` and `/` escaped). */
 function escapeType(type: string): string {
-  return type.includes("%") || type.includes("/") ? type.replaceAll("%", "%25").replaceAll("/", "%2F") : type;
+  return type.includes("%") || type.includes("/")
+    ? type.replaceAll("%", "%25").replaceAll("/", "%2F")
+    : type;
 }
 
 /** The common start of the stream ids of the app's objects whose type starts with
@@ -33,7 +42,10 @@ export function objectStreamPrefix(app: Pick<App, "id">, typePrefix = ""): strin
 
 /** The `{type, key}` of one of the app's object stream ids (see `objectAddress`), or null
  * when `stream` is not one. */
-export function objectOfStream(app: Pick<App, "id">, stream: string): { type: string; key: string } | null {
+export function objectOfStream(
+  app: Pick<App, "id">,
+  stream: string,
+): { type: string; key: string } | null {
   const base = `${app.id}/`;
   if (!stream.startsWith(base)) return null;
   const slash = stream.indexOf("/", base.length);

@@ -54,7 +54,9 @@ export function readPosition(
 }
 
 /** True when `readPosition` refused the params. */
-export function isRefusal(p: StreamPosition | undefined | { error: string }): p is { error: string } {
+export function isRefusal(
+  p: StreamPosition | undefined | { error: string },
+): p is { error: string } {
   return p !== undefined && "error" in p;
 }
 
@@ -83,7 +85,11 @@ export function replyFields(
   outcome: { replay: string; first: number },
 ): Record<string, unknown> {
   if (from === undefined) return { epoch };
-  const fields: Record<string, unknown> = { epoch, replay: outcome.replay, [`first_${wire.offset}`]: outcome.first };
+  const fields: Record<string, unknown> = {
+    epoch,
+    replay: outcome.replay,
+    [`first_${wire.offset}`]: outcome.first,
+  };
   if (outcome.replay === "reset" && wire.legacyReset) fields.reset = true;
   return fields;
 }

@@ -86,12 +86,17 @@ export class ProductStream<E> {
     settle?: (position: number, count: number, result: R) => T,
   ): Promise<T> {
     const topic = addr.topic;
-    return this.log.append(addr.stream, prepare, after
-      ? (first, entries, result) => {
-        this.#broadcast(topic, first, entries);
-        after(first, entries, result);
-      }
-      : (first, entries) => this.#broadcast(topic, first, entries), settle);
+    return this.log.append(
+      addr.stream,
+      prepare,
+      after
+        ? (first, entries, result) => {
+          this.#broadcast(topic, first, entries);
+          after(first, entries, result);
+        }
+        : (first, entries) => this.#broadcast(topic, first, entries),
+      settle,
+    );
   }
 
   /** Delivers appended entries to the subscribers of `topic`: the one path for entries
@@ -137,7 +142,7 @@ export class ProductStream<E> {
   /** The join sequence on this stream: replay, snapshot reply, live (see `joinStream`). */
   async join<S>(ctx: JoinContext, addr: StreamAddress, spec: ProductJoin<E, S>): Promise<boolean> {
     let seen = this.#joined.get(addr.stream);
-    if (!seen) this.#joined.set(addr.stream, (seen = { topic: addr.topic, joining: 0 }));
+    if (!seen) this.#joined.set(addr.stream, seen = { topic: addr.topic, joining: 0 });
     seen.joining++;
     try {
       return await joinStream<E, S>(ctx, {

@@ -51,7 +51,9 @@ export function decodeFrame(
   data: string | Uint8Array,
   format: WireFormat,
 ): Frame | RefusedFrame | string {
-  if (frameBytes(data) > MAX_FRAME_BYTES) return `frame too large: limit is ${MAX_FRAME_BYTES} bytes`;
+  if (frameBytes(data) > MAX_FRAME_BYTES) {
+    return `frame too large: limit is ${MAX_FRAME_BYTES} bytes`;
+  }
   let value: unknown;
   try {
     if (typeof data === "string") {

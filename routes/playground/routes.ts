@@ -26,12 +26,22 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
   const routes = new Hono();
   const noStore = { "cache-control": "no-cache" };
   routes.get("/", (c) => c.html(PLAYGROUND_HTML, 200, noStore));
-  routes.get("/playground/app.js", (c) =>
-    c.body(PLAYGROUND_JS, 200, { ...noStore, "content-type": "text/javascript; charset=utf-8" }));
-  routes.get("/playground/api/info", (c) =>
-    c.json(devApp
-      ? { app: { id: devApp.id, key: devApp.key } }
-      : { app: null, reason: "The playground works with the development app only: start without --apps / APPS_FILE." }));
+  routes.get(
+    "/playground/app.js",
+    (c) =>
+      c.body(PLAYGROUND_JS, 200, { ...noStore, "content-type": "text/javascript; charset=utf-8" }),
+  );
+  routes.get(
+    "/playground/api/info",
+    (c) =>
+      c.json(
+        devApp ? { app: { id: devApp.id, key: devApp.key } } : {
+          app: null,
+          reason:
+            "The playground works with the development app only: start without --apps / APPS_FILE.",
+        },
+      ),
+  );
 
   routes.use("/playground/api/*", async (_c, next) => {
     if (!devApp) throw new ApiError(403, "the playground needs the development app");
@@ -64,7 +74,9 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
       while (open) {
         while (queue.length && open) {
           const e = queue.shift()!;
-          const payload = e.payload === undefined ? undefined : JSON.stringify(e.payload).slice(0, 300);
+          const payload = e.payload === undefined
+            ? undefined
+            : JSON.stringify(e.payload).slice(0, 300);
           await stream.writeSSE({ data: JSON.stringify({ ...e, payload, dropped }) });
         }
         if (open) await new Promise<void>((r) => (wake = r));
@@ -89,18 +101,28 @@ export function playgroundRoutes(deps: ProductDeps, agents: DemoAgents): Hono {
 
   routes.post("/playground/api/trigger", async (c) => {
     const body = await objectBody(c);
-    if (!body || !str(body.channel) || !str(body.event)) throw badRequest("channel and event are required");
+    if (!body || !str(body.channel) || !str(body.event)) {
+      throw badRequest("channel and event are required");
+    }
     const { channel, event, data } = body;
-    return forward(deps.config, devApp!, "POST", `/api/apps/${devApp!.id}/trigger`, { channel, event, data: data ?? null });
+    return forward(deps.config, devApp!, "POST", `/api/apps/${devApp!.id}/trigger`, {
+      channel,
+      event,
+      data: data ?? null,
+    });
   });
 
   routes.post("/playground/api/object", async (c) => {
     const body = await objectBody(c);
     const type = str(body?.type), key = str(body?.key), slot = str(body?.slot);
     if (!body || !type || !key || !slot) throw badRequest("type, key and slot are required");
-    const base = `/api/v1/objects/${devApp!.id}/${encodeURIComponent(type)}/${encodeURIComponent(key)}`;
+    const base = `/api/v1/objects/${devApp!.id}/${encodeURIComponent(type)}/${
+      encodeURIComponent(key)
+    }`;
     const at = `${base}/${encodeURIComponent(slot)}`;
-    if (body.op === "set") return forward(deps.config, devApp!, "PUT", at, { value: body.value ?? null });
+    if (body.op === "set") {
+      return forward(deps.config, devApp!, "PUT", at, { value: body.value ?? null });
+    }
     if (body.op === "delete") return forward(deps.config, devApp!, "DELETE", at);
     if (body.op === "increment") {
       return forward(deps.config, devApp!, "POST", `${base}/increment`, { slot, by: body.by ?? 1 });
@@ -153,7 +175,11 @@ function capabilitiesFor(
 export function loopbackBase(config: Config): string {
   const port = config.port;
   const wildcard = ["0.0.0.0", "::", "", "[::]"].includes(config.host);
-  const host = wildcard ? "127.0.0.1" : config.host.includes(":") ? `[${config.host}]` : config.host;
+  const host = wildcard
+    ? "127.0.0.1"
+    : config.host.includes(":")
+    ? `[${config.host}]`
+    : config.host;
   return `http://${host}:${port}`;
 }
 
@@ -161,7 +187,11 @@ export function loopbackBase(config: Config): string {
 async function forward(config: Config, app: App, method: string, path: string, body?: unknown) {
   const res = await fetch(loopbackBase(config) + path, {
     method,
-    headers: { "x-app-key": app.key, "x-app-secret": app.secret, "content-type": "application/json" },
+    headers: {
+      "x-app-key": app.key,
+      "x-app-secret": app.secret,
+      "content-type": "application/json",
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
@@ -173,7 +203,9 @@ async function forward(config: Config, app: App, method: string, path: string, b
 
 async function objectBody(c: Context): Promise<Body | undefined> {
   const read = await readJsonBody(c);
-  if (!read.ok || typeof read.body !== "object" || read.body === null || Array.isArray(read.body)) return undefined;
+  if (!read.ok || typeof read.body !== "object" || read.body === null || Array.isArray(read.body)) {
+    return undefined;
+  }
   return read.body as Body;
 }
 

@@ -9,7 +9,15 @@
 // deno-lint-ignore no-explicit-any
 declare const Bun: any;
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, join, relative } from "node:path";
 
 export const root = new URL("../../", import.meta.url).pathname;
@@ -47,14 +55,18 @@ export function manifest(name: PackageName): Manifest {
   const problems: string[] = [];
   if (m.name !== `@switchboard/${name}`) problems.push(`name is ${m.name}`);
   if (m.version !== version) problems.push(`version ${m.version} is not the server's ${version}`);
-  if (rootPkg.version !== version) problems.push(`root package.json version ${rootPkg.version} != ${version}`);
+  if (rootPkg.version !== version) {
+    problems.push(`root package.json version ${rootPkg.version} != ${version}`);
+  }
   const client = m.dependencies?.["@switchboard/client"];
   if ((name === "react" || name === "ai") && client !== version) {
     problems.push(`@switchboard/client dependency ${client} is not ${version}`);
   }
   // The `ai` peer range is exactly the range the repository's tests install.
   if (name === "ai" && m.peerDependencies?.ai !== rootPkg.devDependencies.ai) {
-    problems.push(`peer ai ${m.peerDependencies?.ai} != the tested range ${rootPkg.devDependencies.ai}`);
+    problems.push(
+      `peer ai ${m.peerDependencies?.ai} != the tested range ${rootPkg.devDependencies.ai}`,
+    );
   }
   if (problems.length) throw new Error(`packages/${name}/package.json: ${problems.join("; ")}`);
   return m;
@@ -77,7 +89,10 @@ const clientAsPackage = {
 };
 
 /** Builds `packages/<name>/dist/index.js` (unminified ES module) and returns its text. */
-export async function buildJs(name: PackageName, outdir = join(root, "packages", name, "dist")): Promise<string> {
+export async function buildJs(
+  name: PackageName,
+  outdir = join(root, "packages", name, "dist"),
+): Promise<string> {
   const m = manifest(name);
   const result = await Bun.build({
     entrypoints: [join(root, "sdk", name, "mod.ts")],
@@ -97,7 +112,9 @@ export async function buildJs(name: PackageName, outdir = join(root, "packages",
   const allowed = allowedImports(m);
   for (const spec of bare) {
     const pkg = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0];
-    if (!allowed.has(pkg)) throw new Error(`${name}/dist/index.js imports ${spec}, not a dependency`);
+    if (!allowed.has(pkg)) {
+      throw new Error(`${name}/dist/index.js imports ${spec}, not a dependency`);
+    }
   }
   if (importsOf(js).some((s) => s.startsWith("."))) {
     throw new Error(`${name}/dist/index.js has a relative import left`);
@@ -126,17 +143,25 @@ function filesUnder(dir: string): string[] {
  */
 function copyTypes(name: PackageName, typesDir: string): void {
   const dist = join(root, "packages", name, "dist");
-  const sources: [string, string][] = filesUnder(join(typesDir, name)).map((f) => [f, relative(join(typesDir, name), f)]);
+  const sources: [string, string][] = filesUnder(join(typesDir, name)).map((
+    f,
+  ) => [f, relative(join(typesDir, name), f)]);
   if (name === "server") {
-    for (const f of filesUnder(join(typesDir, "shared"))) sources.push([f, join("shared", relative(join(typesDir, "shared"), f))]);
+    for (const f of filesUnder(join(typesDir, "shared"))) {
+      sources.push([f, join("shared", relative(join(typesDir, "shared"), f))]);
+    }
   }
   for (const [from, rel] of sources) {
     const target = join(dist, rel === "mod.d.ts" ? "index.d.ts" : rel);
     let text = readFileSync(from, "utf8");
     text = text.replace(/(["'])(\.{1,2}\/[^"'\n]+?)\.ts\1/g, (_all, q: string, spec: string) => {
-      if (/(^|\/)client\/mod$/.test(spec) && name !== "client") return `${q}@switchboard/client${q}`;
+      if (/(^|\/)client\/mod$/.test(spec) && name !== "client") {
+        return `${q}@switchboard/client${q}`;
+      }
       // The server's declarations sit at dist/, its shared ones at dist/shared/.
-      if (name === "server" && !rel.startsWith("shared/")) spec = spec.replace(/^\.\.\/shared\//, "./shared/");
+      if (name === "server" && !rel.startsWith("shared/")) {
+        spec = spec.replace(/^\.\.\/shared\//, "./shared/");
+      }
       return `${q}${spec.endsWith("/mod") ? spec.slice(0, -3) + "index" : spec}.js${q}`;
     });
     mkdirSync(dirname(target), { recursive: true });
@@ -148,7 +173,9 @@ function copyTypes(name: PackageName, typesDir: string): void {
     for (const spec of importsOf(text)) {
       if (/\.tsx?$/.test(spec)) throw new Error(`${relative(root, file)} still imports ${spec}`);
       if (!spec.startsWith(".")) {
-        const pkg = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : spec.split("/")[0];
+        const pkg = spec.startsWith("@")
+          ? spec.split("/").slice(0, 2).join("/")
+          : spec.split("/")[0];
         const m = manifest(name);
         if (!allowedImports(m).has(pkg) && !allowedImports(m).has(`@types/${pkg}`)) {
           throw new Error(`${relative(root, file)} imports ${spec}, not a dependency or peer`);
@@ -156,7 +183,11 @@ function copyTypes(name: PackageName, typesDir: string): void {
         continue;
       }
       const target = join(dirname(file), spec.replace(/\.js$/, ".d.ts"));
-      if (!existsSync(target)) throw new Error(`${relative(root, file)} imports ${spec}: ${relative(root, target)} is missing`);
+      if (!existsSync(target)) {
+        throw new Error(
+          `${relative(root, file)} imports ${spec}: ${relative(root, target)} is missing`,
+        );
+      }
     }
   }
 }
@@ -165,8 +196,13 @@ function copyTypes(name: PackageName, typesDir: string): void {
 export async function buildAll(): Promise<void> {
   const typesDir = join(root, "dist/packages-types");
   rmSync(typesDir, { recursive: true, force: true });
-  for (const name of PACKAGES) rmSync(join(root, "packages", name, "dist"), { recursive: true, force: true });
-  execFileSync(join(root, "node_modules/.bin/tsc"), ["-p", join(root, "packages/tsconfig.build.json")], {
+  for (const name of PACKAGES) {
+    rmSync(join(root, "packages", name, "dist"), { recursive: true, force: true });
+  }
+  execFileSync(join(root, "node_modules/.bin/tsc"), [
+    "-p",
+    join(root, "packages/tsconfig.build.json"),
+  ], {
     stdio: "inherit",
   });
   for (const name of PACKAGES) {

@@ -4,6 +4,18 @@
  * Needs the `ai` package beside it; the server does not.
  */
 export { SwitchboardChatTransport, type SwitchboardChatTransportOptions } from "./transport.ts";
-export { cancelSignal, pipeUIMessageStream, type PipeOptions, type PipeOutcome, type ToolDecision } from "./pipe.ts";
+export {
+  cancelSignal,
+  type PipeOptions,
+  type PipeOutcome,
+  pipeUIMessageStream,
+  type ToolDecision,
+} from "./pipe.ts";
 export { runChunks } from "./run_stream.ts";
-export { contentOf, contentText, type PartsContent, partsContent, toUIMessage } from "./ui_message.ts";
+export {
+  contentOf,
+  contentText,
+  type PartsContent,
+  partsContent,
+  toUIMessage,
+} from "./ui_message.ts";

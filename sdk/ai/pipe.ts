@@ -29,7 +29,10 @@ export interface PipeOptions {
    */
   onToolApproval?(
     decision: ToolDecision,
-  ): ReadableStream<UIMessageChunk> | undefined | Promise<ReadableStream<UIMessageChunk> | undefined>;
+  ):
+    | ReadableStream<UIMessageChunk>
+    | undefined
+    | Promise<ReadableStream<UIMessageChunk> | undefined>;
   /** Aborted when the run is cancelled; defaults to `cancelSignal(agent, runId)`. */
   signal?: AbortSignal;
 }
@@ -80,7 +83,11 @@ export async function pipeUIMessageStream(
       }
       if (segment.kind === "done") break;
       const { toolCallId, toolName, input, approvalId } = segment;
-      await agent.suspend(runId, { toolCallId, toolName, args: (input ?? {}) as Record<string, unknown> });
+      await agent.suspend(runId, {
+        toolCallId,
+        toolName,
+        args: (input ?? {}) as Record<string, unknown>,
+      });
       const decision = await decided(agent, runId, toolCallId, signal);
       if (!decision) return "cancelled";
       await agent.resume(runId);
@@ -92,7 +99,8 @@ export async function pipeUIMessageStream(
   } catch (err) {
     if (signal.aborted) return "cancelled";
     await tokens.flushed().catch(() => {});
-    await end(agent, runId, "error", message, err instanceof Error ? err.message : String(err)).catch(() => {});
+    await end(agent, runId, "error", message, err instanceof Error ? err.message : String(err))
+      .catch(() => {});
     return "error";
   }
 }
@@ -105,7 +113,11 @@ type Segment =
   | { kind: "approval"; toolCallId: string; toolName: string; input: unknown; approvalId: string };
 
 /** Reads one stream: tokens out, tool inputs remembered, until it ends or asks for approval. */
-async function forward(stream: ReadableStream<UIMessageChunk>, tokens: TokenWriter, signal: AbortSignal): Promise<Segment> {
+async function forward(
+  stream: ReadableStream<UIMessageChunk>,
+  tokens: TokenWriter,
+  signal: AbortSignal,
+): Promise<Segment> {
   const reader = stream.getReader();
   const inputs = new Map<string, { toolName: string; input: unknown }>();
   let approval: Segment | undefined;
@@ -126,7 +138,13 @@ async function forward(stream: ReadableStream<UIMessageChunk>, tokens: TokenWrit
           break;
         case "tool-approval-request": {
           const tool = inputs.get(value.toolCallId);
-          approval = { kind: "approval", toolCallId: value.toolCallId, toolName: tool?.toolName ?? "tool", input: tool?.input, approvalId: value.approvalId };
+          approval = {
+            kind: "approval",
+            toolCallId: value.toolCallId,
+            toolName: tool?.toolName ?? "tool",
+            input: tool?.input,
+            approvalId: value.approvalId,
+          };
           break;
         }
         case "error":
@@ -148,8 +166,10 @@ function decided(agent: ChatAgent, runId: string, toolCallId: string, signal: Ab
       signal.removeEventListener("abort", onAbort);
       resolve(v);
     };
-    const match = (p: { runId?: string; toolCallId?: string }) => p?.runId === runId && p?.toolCallId === toolCallId;
-    const onApproved = (p: { runId?: string; toolCallId?: string }) => match(p) && done({ approved: true });
+    const match = (p: { runId?: string; toolCallId?: string }) =>
+      p?.runId === runId && p?.toolCallId === toolCallId;
+    const onApproved = (p: { runId?: string; toolCallId?: string }) =>
+      match(p) && done({ approved: true });
     const onRejected = (p: { runId?: string; toolCallId?: string; reason?: string }) =>
       match(p) && done({ approved: false, ...(p.reason ? { reason: p.reason } : {}) });
     const onAbort = () => done(null);
@@ -158,7 +178,9 @@ function decided(agent: ChatAgent, runId: string, toolCallId: string, signal: Ab
     signal.addEventListener("abort", onAbort);
     // Decided before we listened (a fast human, or a replay after a reconnect).
     const run = agent.view.run(runId);
-    if (run?.toolDecision && run.suspendedTool?.toolCallId === toolCallId) done({ approved: run.toolDecision === "approved" });
+    if (run?.toolDecision && run.suspendedTool?.toolCallId === toolCallId) {
+      done({ approved: run.toolDecision === "approved" });
+    }
   });
 }
 
@@ -173,17 +195,29 @@ function respond(
   const parts = message.parts.map((p) => {
     const tool = p as { toolCallId?: string; state?: string };
     if (tool.toolCallId !== toolCallId) return p;
-    return { ...p, state: "approval-responded", approval: { id: approvalId, ...decision } } as typeof p;
+    return {
+      ...p,
+      state: "approval-responded",
+      approval: { id: approvalId, ...decision },
+    } as typeof p;
   });
   return { ...message, parts };
 }
 
 /** Ends the run with the final message's parts (and the error text, if any). */
-async function end(agent: ChatAgent, runId: string, reason: "complete" | "error", message?: UIMessage, error?: string) {
+async function end(
+  agent: ChatAgent,
+  runId: string,
+  reason: "complete" | "error",
+  message?: UIMessage,
+  error?: string,
+) {
   const parts = message?.parts ?? [];
   const content = contentOf(parts, message?.metadata);
   if (reason === "error") {
-    const structured = typeof content === "string" ? { text: content, parts: parts.filter((p) => p.type !== "step-start") } : content;
+    const structured = typeof content === "string"
+      ? { text: content, parts: parts.filter((p) => p.type !== "step-start") }
+      : content;
     return await agent.end(runId, "error", { ...structured, error: error ?? "error" });
   }
   await agent.end(runId, "complete", content === "" && parts.length === 0 ? undefined : content);
@@ -209,7 +243,9 @@ class TokenWriter {
   /** Sends `text` (coalesced by the agent). */
   write(text: string): void {
     if (text === "" || this.#error) return;
-    this.#pending.push(this.agent.token(this.runId, text).catch((err) => void (this.#error ??= err)));
+    this.#pending.push(
+      this.agent.token(this.runId, text).catch((err) => void (this.#error ??= err)),
+    );
   }
 
   /** Resolves once everything written has been accepted (rejects with a push error). */

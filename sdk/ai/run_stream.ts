@@ -19,7 +19,11 @@ export interface RunStreamStart {
 }
 
 /** See the module comment. */
-export function runChunks(view: ChatView, runId: string, start: RunStreamStart = {}): ReadableStream<UIMessageChunk> {
+export function runChunks(
+  view: ChatView,
+  runId: string,
+  start: RunStreamStart = {},
+): ReadableStream<UIMessageChunk> {
   let sent = start.textOffset ?? 0;
   let textId: string | null = null;
   let parts = 0;
@@ -40,7 +44,7 @@ export function runChunks(view: ChatView, runId: string, start: RunStreamStart =
       };
       const text = (all: string) => {
         if (all.length <= sent) return;
-        if (!textId) emit({ type: "text-start", id: (textId = `${runId}:text:${++parts}`) });
+        if (!textId) emit({ type: "text-start", id: textId = `${runId}:text:${++parts}` });
         emit({ type: "text-delta", id: textId, delta: all.slice(sent) });
         sent = all.length;
       };
@@ -65,7 +69,10 @@ export function runChunks(view: ChatView, runId: string, start: RunStreamStart =
           emit({ type: "tool-approval-request", approvalId: toolCallId, toolCallId });
           return finish({ type: "finish", finishReason: "tool-calls" });
         }
-        if (ended === null && (r.status === "complete" || r.status === "error" || r.status === "cancelled")) ended = r.status;
+        if (
+          ended === null &&
+          (r.status === "complete" || r.status === "error" || r.status === "cancelled")
+        ) ended = r.status;
         if (ended === "cancelled") return finish({ type: "abort", reason: "cancelled" });
         if (!ended) return;
         // run:end is followed by the finalised message: wait for it.
@@ -74,8 +81,16 @@ export function runChunks(view: ChatView, runId: string, start: RunStreamStart =
         const structured = partsContent(m.content);
         text(contentText(m.content));
         endText();
-        for (const p of structured?.parts ?? []) for (const c of chunksOfPart(p, knownTools)) emit(c);
-        if (ended === "error") return finish({ type: "error", errorText: structured?.error ?? (contentText(m.content) || "the run ended with an error") });
+        for (const p of structured?.parts ?? []) {
+          for (const c of chunksOfPart(p, knownTools)) emit(c);
+        }
+        if (ended === "error") {
+          return finish({
+            type: "error",
+            errorText: structured?.error ??
+              (contentText(m.content) || "the run ended with an error"),
+          });
+        }
         finish({ type: "finish", finishReason: "stop" });
       };
       view.on("update", update);
@@ -94,17 +109,41 @@ export function runChunks(view: ChatView, runId: string, start: RunStreamStart =
 function chunksOfPart(p: UIPart, knownTools: Set<string>): UIMessageChunk[] {
   if (p.type === "reasoning") {
     const id = `reasoning:${Math.random().toString(36).slice(2)}`;
-    return [{ type: "reasoning-start", id }, { type: "reasoning-delta", id, delta: p.text }, { type: "reasoning-end", id }];
+    return [{ type: "reasoning-start", id }, { type: "reasoning-delta", id, delta: p.text }, {
+      type: "reasoning-end",
+      id,
+    }];
   }
-  const tool = p as { type: string; toolCallId?: string; state?: string; input?: unknown; output?: unknown; errorText?: string; toolName?: string };
+  const tool = p as {
+    type: string;
+    toolCallId?: string;
+    state?: string;
+    input?: unknown;
+    output?: unknown;
+    errorText?: string;
+    toolName?: string;
+  };
   if (tool.toolCallId && (tool.type.startsWith("tool-") || tool.type === "dynamic-tool")) {
     const toolName = tool.type === "dynamic-tool" ? tool.toolName ?? "tool" : tool.type.slice(5);
-    const out: UIMessageChunk[] = knownTools.has(tool.toolCallId)
-      ? []
-      : [{ type: "tool-input-available", toolCallId: tool.toolCallId, toolName, input: tool.input }];
-    if (tool.state === "output-available") out.push({ type: "tool-output-available", toolCallId: tool.toolCallId, output: tool.output });
-    if (tool.state === "output-error") out.push({ type: "tool-output-error", toolCallId: tool.toolCallId, errorText: tool.errorText ?? "error" });
-    if (tool.state === "output-denied") out.push({ type: "tool-output-denied", toolCallId: tool.toolCallId });
+    const out: UIMessageChunk[] = knownTools.has(tool.toolCallId) ? [] : [{
+      type: "tool-input-available",
+      toolCallId: tool.toolCallId,
+      toolName,
+      input: tool.input,
+    }];
+    if (tool.state === "output-available") {
+      out.push({ type: "tool-output-available", toolCallId: tool.toolCallId, output: tool.output });
+    }
+    if (tool.state === "output-error") {
+      out.push({
+        type: "tool-output-error",
+        toolCallId: tool.toolCallId,
+        errorText: tool.errorText ?? "error",
+      });
+    }
+    if (tool.state === "output-denied") {
+      out.push({ type: "tool-output-denied", toolCallId: tool.toolCallId });
+    }
     return out;
   }
   return [];

@@ -12,7 +12,8 @@ import { runChunks } from "./run_stream.ts";
 import { contentOf, toUIMessage } from "./ui_message.ts";
 
 /** Options of the transport: where, which app, and who. */
-export interface SwitchboardChatTransportOptions extends Pick<ChatClientOptions, "authEndpoint" | "authCallback" | "authHeaders" | "authParams"> {
+export interface SwitchboardChatTransportOptions
+  extends Pick<ChatClientOptions, "authEndpoint" | "authCallback" | "authHeaders" | "authParams"> {
   /** The socket URL, `ws://HOST:PORT/socket`. */
   endpoint: string;
   appKey: string;
@@ -21,7 +22,8 @@ export interface SwitchboardChatTransportOptions extends Pick<ChatClientOptions,
 }
 
 /** See the module comment. */
-export class SwitchboardChatTransport<UI_MESSAGE extends UIMessage = UIMessage> implements ChatTransport<UI_MESSAGE> {
+export class SwitchboardChatTransport<UI_MESSAGE extends UIMessage = UIMessage>
+  implements ChatTransport<UI_MESSAGE> {
   /** A reconnect replays the active run from its first chunk. */
   readonly resumeStreamIsReplay = true;
   readonly client: ChatClient;
@@ -48,40 +50,56 @@ export class SwitchboardChatTransport<UI_MESSAGE extends UIMessage = UIMessage> 
   /** The thread's messages of the selected branch as UIMessages (for `useChat({ messages })`). */
   async messages(chatId: string): Promise<UI_MESSAGE[]> {
     const view = (await this.session(chatId)).view;
-    return view.getMessages().map((m) => toUIMessage(m, m.runId ? view.getStream(m.runId) : undefined) as UI_MESSAGE);
+    return view.getMessages().map((m) =>
+      toUIMessage(m, m.runId ? view.getStream(m.runId) : undefined) as UI_MESSAGE
+    );
   }
 
   /** Sends the new user message, regenerates, or answers a tool approval; streams the run. */
-  async sendMessages(options: {
-    trigger: "submit-message" | "regenerate-message";
-    chatId: string;
-    messageId: string | undefined;
-    messages: UI_MESSAGE[];
-    abortSignal: AbortSignal | undefined;
-  } & ChatRequestOptions): Promise<ReadableStream<UIMessageChunk>> {
+  async sendMessages(
+    options: {
+      trigger: "submit-message" | "regenerate-message";
+      chatId: string;
+      messageId: string | undefined;
+      messages: UI_MESSAGE[];
+      abortSignal: AbortSignal | undefined;
+    } & ChatRequestOptions,
+  ): Promise<ReadableStream<UIMessageChunk>> {
     const view = (await this.session(options.chatId)).view;
     const last = options.messages.at(-1);
     if (options.trigger === "regenerate-message") {
-      const target = options.messageId ?? [...view.getMessages()].reverse().find((m) => m.role === "assistant")?.messageId;
+      const target = options.messageId ??
+        [...view.getMessages()].reverse().find((m) => m.role === "assistant")?.messageId;
       if (!target) throw new Error("nothing to regenerate: the thread has no assistant message");
       const run = await view.regenerate(target);
       return this.#follow(view, run.runId, options.abortSignal);
     }
     if (last?.role === "assistant") {
       // An answered tool approval (useChat's addToolApprovalResponse) continues the run.
-      const run = view.runs().find((r) => r.messageId === last.id && r.status === "suspended" && r.suspendedTool);
-      const tool = run && last.parts.find((p) => (p as { toolCallId?: string }).toolCallId === run.suspendedTool!.toolCallId) as
-        | { approval?: { approved?: boolean; reason?: string } }
-        | undefined;
-      if (!run || tool?.approval?.approved === undefined) throw new Error("no tool approval to answer in the last message");
+      const run = view.runs().find((r) =>
+        r.messageId === last.id && r.status === "suspended" && r.suspendedTool
+      );
+      const tool = run &&
+        last.parts.find((p) =>
+          (p as { toolCallId?: string }).toolCallId === run.suspendedTool!.toolCallId
+        ) as
+          | { approval?: { approved?: boolean; reason?: string } }
+          | undefined;
+      if (!run || tool?.approval?.approved === undefined) {
+        throw new Error("no tool approval to answer in the last message");
+      }
       const textOffset = view.getStream(run.runId).length;
       if (tool.approval.approved) await view.approveTool(run.runId, run.suspendedTool!.toolCallId);
       else await view.rejectTool(run.runId, run.suspendedTool!.toolCallId, tool.approval.reason);
-      return this.#follow(view, run.runId, options.abortSignal, { textOffset, afterApproval: true });
+      return this.#follow(view, run.runId, options.abortSignal, {
+        textOffset,
+        afterApproval: true,
+      });
     }
     if (!last || last.role !== "user") throw new Error("sendMessages needs a user message last");
     const previous = options.messages.at(-2)?.id;
-    const known = previous !== undefined && view.getChannelMessages().some((m) => m.messageId === previous);
+    const known = previous !== undefined &&
+      view.getChannelMessages().some((m) => m.messageId === previous);
     const run = await view.send(contentOf(last.parts, last.metadata), {
       messageId: last.id,
       ...(known ? { parentId: previous } : {}),
@@ -90,9 +108,12 @@ export class SwitchboardChatTransport<UI_MESSAGE extends UIMessage = UIMessage> 
   }
 
   /** The chunk stream of the thread's active run (from its first chunk), or null. */
-  async reconnectToStream(options: { chatId: string; abortSignal?: AbortSignal } & ChatRequestOptions): Promise<ReadableStream<UIMessageChunk> | null> {
+  async reconnectToStream(
+    options: { chatId: string; abortSignal?: AbortSignal } & ChatRequestOptions,
+  ): Promise<ReadableStream<UIMessageChunk> | null> {
     const view = (await this.session(options.chatId)).view;
-    const active = view.runs().filter((r) => !TERMINAL.has(r.status) && r.status !== "suspended").at(-1);
+    const active = view.runs().filter((r) => !TERMINAL.has(r.status) && r.status !== "suspended")
+      .at(-1);
     return active ? this.#follow(view, active.runId, options.abortSignal) : null;
   }
 
@@ -104,7 +125,12 @@ export class SwitchboardChatTransport<UI_MESSAGE extends UIMessage = UIMessage> 
   }
 
   /** The run's stream; aborting `signal` cancels the run (and ends the stream with `abort`). */
-  #follow(view: ChatSession["view"], runId: string, signal: AbortSignal | undefined, start?: Parameters<typeof runChunks>[2]) {
+  #follow(
+    view: ChatSession["view"],
+    runId: string,
+    signal: AbortSignal | undefined,
+    start?: Parameters<typeof runChunks>[2],
+  ) {
     const stream = runChunks(view, runId, start);
     if (signal) {
       const cancel = () => {

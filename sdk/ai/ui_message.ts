@@ -52,9 +52,10 @@ export function contentText(content: unknown): string {
 export function toUIMessage(m: ChatMessage, streamed?: string): UIMessage {
   const role = m.role === "user" || m.role === "system" ? m.role : "assistant";
   const structured = partsContent(m.content);
-  const parts: UIPart[] = structured
-    ? structured.parts
-    : [{ type: "text", text: m.status === "streaming" && streamed !== undefined ? streamed : contentText(m.content) }];
+  const parts: UIPart[] = structured ? structured.parts : [{
+    type: "text",
+    text: m.status === "streaming" && streamed !== undefined ? streamed : contentText(m.content),
+  }];
   return {
     id: m.messageId,
     role,

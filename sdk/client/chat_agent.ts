@@ -90,7 +90,11 @@ export class ChatAgent {
   token(runId: string, text: string): Promise<void> {
     let batch = this.#batches.get(runId);
     if (!batch) {
-      batch = { text: "", waiters: [], timer: setTimeout(() => this.#flushTokens(runId), TOKEN_FLUSH_MS) };
+      batch = {
+        text: "",
+        waiters: [],
+        timer: setTimeout(() => this.#flushTokens(runId), TOKEN_FLUSH_MS),
+      };
       this.#batches.set(runId, batch);
     }
     batch.text += text;
@@ -167,7 +171,8 @@ export class ChatAgent {
     // A run announced but not started yet holds the queue too: announcing the next one then
     // would have the agent start it while the server still runs the first (invalid_state).
     const busy = (r: { runId: string; status: string }) =>
-      r.status === "active" || r.status === "suspended" || (r.status === "pending" && this.#announced.has(r.runId));
+      r.status === "active" || r.status === "suspended" ||
+      (r.status === "pending" && this.#announced.has(r.runId));
     if (runs.some(busy)) return;
     const next = runs.find((r) => r.status === "pending" && !this.#announced.has(r.runId));
     if (!next) return;

@@ -65,7 +65,8 @@ export class ChatClient implements SessionHost {
   #socketId: string | null = null;
   /** Connections (`connected` frames) seen: the generation a token's socket id belongs to. */
   #connection = 0;
-  #waiters: { after: number; resolve: (v: { socketId: string; connection: number }) => void }[] = [];
+  #waiters: { after: number; resolve: (v: { socketId: string; connection: number }) => void }[] =
+    [];
   #rejoin: (tries: number) => number;
   #own: boolean;
 

@@ -23,5 +23,11 @@ export type { ToolRequest } from "./chat_agent.ts";
 export { ChatPushError, ChatSession } from "./chat_session.ts";
 export { ActiveRun, ChatView } from "./chat_view.ts";
 export { TERMINAL } from "./chat_types.ts";
-export type { ChatMessage, RunInfo, RunStatus, SuspendedTool, ThreadSnapshot } from "./chat_types.ts";
+export type {
+  ChatMessage,
+  RunInfo,
+  RunStatus,
+  SuspendedTool,
+  ThreadSnapshot,
+} from "./chat_types.ts";
 export type { ChatAuthCallback, ChatAuthOptions, ChatAuthParams } from "./chat_auth.ts";

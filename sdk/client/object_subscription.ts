@@ -74,14 +74,20 @@ export class ObjectSubscription {
     options: ObjectSubscriptionOptions = {},
   ) {
     if (!type || /[/:]/.test(type) || !key) {
-      throw new TypeError(`Object type must be non-empty without "/" or ":", and key non-empty; got ${type}/${key}.`);
+      throw new TypeError(
+        `Object type must be non-empty without "/" or ":", and key non-empty; got ${type}/${key}.`,
+      );
     }
     this.topic = Topic.of("durable", appKey, `${type}:${key}`).key;
     this.#socket = socket;
     this.#getAuth = getAuth;
     this.#refs = [
       socket.onMessage((message) => {
-        const msg = message as { topic?: string; event?: string; payload?: { socket_id?: unknown } };
+        const msg = message as {
+          topic?: string;
+          event?: string;
+          payload?: { socket_id?: unknown };
+        };
         if (msg.topic === "phoenix" && msg.event === "connected") {
           this.#socketId = String(msg.payload?.socket_id);
           void this.#start();
@@ -117,7 +123,9 @@ export class ObjectSubscription {
 
   /** Resolves once a snapshot has been received (at once when it already has). */
   whenSynced(): Promise<void> {
-    return this.#synced ? Promise.resolve() : new Promise((resolve) => this.#syncWaiters.push(resolve));
+    return this.#synced
+      ? Promise.resolve()
+      : new Promise((resolve) => this.#syncWaiters.push(resolve));
   }
 
   /** Leaves the channel and stops following reconnects. */
@@ -180,7 +188,13 @@ export class ObjectSubscription {
   }
 
   #onSnapshot(
-    snapshot: { state: Record<string, unknown>; log_id: number; epoch?: string; replay?: string; reset?: boolean },
+    snapshot: {
+      state: Record<string, unknown>;
+      log_id: number;
+      epoch?: string;
+      replay?: string;
+      reset?: boolean;
+    },
   ): void {
     this.state = { ...snapshot.state };
     const reset = this.#cursor.joined(snapshot);

@@ -28,7 +28,10 @@ export interface RealtimeOptions {
   /** Customer endpoint answering `{ auth, channel_data? }` to POST `{ socket_id, channel_name, auth_info? }`. */
   authEndpoint?: string;
   /** Alternative token source: call `done(err, result)` or return the result (or a promise). */
-  authCallback?: (params: ChannelAuthParams, done: (err: unknown, result?: AuthResult) => void) => unknown;
+  authCallback?: (
+    params: ChannelAuthParams,
+    done: (err: unknown, result?: AuthResult) => void,
+  ) => unknown;
   /** Extra headers on the authEndpoint request. */
   authHeaders?: Record<string, string>;
   /** Extra body fields on the authEndpoint request. */
@@ -84,23 +87,35 @@ export class RealtimeClient {
 
   /** Creates the client and connects unless `autoConnect` is false. */
   constructor(appKey: string, options: RealtimeOptions = {}) {
-    if (typeof appKey !== "string" || appKey === "") throw new TypeError("RealtimeClient needs an app key.");
+    if (typeof appKey !== "string" || appKey === "") {
+      throw new TypeError("RealtimeClient needs an app key.");
+    }
     this.appKey = appKey;
     this.#options = options;
     const endpoint = (options.endpoint ?? defaultEndpoint()).replace(/\/websocket\/?(\?.*)?$/, "");
     const msgpack = (options.messageFormat ?? options.serializer) === "msgpack";
-    const params = { ...options.params, app_key: appKey, ...(msgpack ? { format: "msgpack" } : {}) };
+    const params = {
+      ...options.params,
+      app_key: appKey,
+      ...(msgpack ? { format: "msgpack" } : {}),
+    };
     // Cast: phoenix's bundled typings type encode/decode narrower than the runtime accepts.
     this.socket = new Socket(endpoint, {
       params,
       ...(msgpack ? msgpackSocketOptions : {}),
-      ...(options.reconnectAfterMs !== undefined ? { reconnectAfterMs: asMs(options.reconnectAfterMs) } : {}),
-      ...(options.rejoinAfterMs !== undefined ? { rejoinAfterMs: asMs(options.rejoinAfterMs) } : {}),
+      ...(options.reconnectAfterMs !== undefined
+        ? { reconnectAfterMs: asMs(options.reconnectAfterMs) }
+        : {}),
+      ...(options.rejoinAfterMs !== undefined
+        ? { rejoinAfterMs: asMs(options.rejoinAfterMs) }
+        : {}),
       ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
       ...(options.transport !== undefined ? { transport: options.transport } : {}),
     } as any);
     this.socket.onMessage((msg: { topic: string; event: string; payload: any }) => {
-      if (msg.topic === "phoenix" && msg.event === "connected") this.#connected(String(msg.payload.socket_id));
+      if (msg.topic === "phoenix" && msg.event === "connected") {
+        this.#connected(String(msg.payload.socket_id));
+      }
     });
     const lost = () => {
       if (this.socketId === null) return;
@@ -134,7 +149,12 @@ export class RealtimeClient {
   subscribe(channelName: string, opts: SubscribeOptions = {}): ChannelSubscription {
     const existing = this.#subs.get(channelName);
     if (existing) return existing;
-    const sub = new ChannelSubscription(this, channelName, opts, () => this.#subs.delete(channelName));
+    const sub = new ChannelSubscription(
+      this,
+      channelName,
+      opts,
+      () => this.#subs.delete(channelName),
+    );
     this.#subs.set(channelName, sub);
     if (this.socketId !== null) sub._attach(this.socketId);
     return sub;
@@ -179,10 +199,16 @@ export class RealtimeClient {
       if (!res.ok) throw new Error(`authEndpoint answered HTTP ${res.status}`);
       result = await res.json();
     } else {
-      throw new Error(`${params.channel_name ?? "This resource"} needs a token: set authEndpoint or authCallback.`);
+      throw new Error(
+        `${
+          params.channel_name ?? "This resource"
+        } needs a token: set authEndpoint or authCallback.`,
+      );
     }
     if (typeof result === "string") return { auth: result };
-    if (!result || typeof result.auth !== "string") throw new Error("The token source returned no auth.");
+    if (!result || typeof result.auth !== "string") {
+      throw new Error("The token source returned no auth.");
+    }
     return result;
   }
 
@@ -236,7 +262,7 @@ export class ChannelSubscription {
   /** Calls `cb(data, meta)` for `event`. */
   bind(event: string, cb: EventCallback): this {
     let set = this.#bindings.get(event);
-    if (!set) this.#bindings.set(event, (set = new Set()));
+    if (!set) this.#bindings.set(event, set = new Set());
     set.add(cb);
     return this;
   }
@@ -258,14 +284,16 @@ export class ChannelSubscription {
     if (event === undefined) {
       this.#bindings.clear();
       this.#global.clear();
-    }
-    else if (cb === undefined) this.#bindings.delete(event);
+    } else if (cb === undefined) this.#bindings.delete(event);
     else this.#bindings.get(event)?.delete(cb);
     return this;
   }
 
   /** Publishes a client event (data must be a JSON object); resolves with `{ serial }`. */
-  async publish(event: string, data: Record<string, unknown> = {}): Promise<{ serial: number | null }> {
+  async publish(
+    event: string,
+    data: Record<string, unknown> = {},
+  ): Promise<{ serial: number | null }> {
     if (typeof data !== "object" || data === null || Array.isArray(data)) {
       throw new TypeError("publish() data must be a JSON object.");
     }
@@ -275,7 +303,11 @@ export class ChannelSubscription {
       return await new Promise((resolve, reject) => {
         channel.push(event, data)
           .receive("ok", resolve)
-          .receive("error", (r: { reason: string }) => reject(Object.assign(new Error(r.reason), { reason: r.reason })))
+          .receive(
+            "error",
+            (r: { reason: string }) =>
+              reject(Object.assign(new Error(r.reason), { reason: r.reason })),
+          )
           .receive("timeout", () => reject(new Error("publish timed out")));
       });
     }
@@ -303,7 +335,11 @@ export class ChannelSubscription {
     this.#joined.catch(() => {});
     try {
       if (this.#opts.auth ?? kind) {
-        const a = await this.#client.authorize({ socket_id: socketId, channel_name: this.name, ...(this.#opts.authInfo !== undefined ? { auth_info: this.#opts.authInfo } : {}) });
+        const a = await this.#client.authorize({
+          socket_id: socketId,
+          channel_name: this.name,
+          ...(this.#opts.authInfo !== undefined ? { auth_info: this.#opts.authInfo } : {}),
+        });
         params.auth = a.auth;
         if (a.channel_data !== undefined) params.channel_data = a.channel_data;
       }
@@ -311,11 +347,17 @@ export class ChannelSubscription {
       return this.#fail(String((err as Error)?.message ?? err));
     }
     if (this.#closed || this.#client.socketId !== socketId) return; // a newer connection took over
-    const channel = this.#client.socket.channel(Topic.of("pubsub", this.#client.appKey, this.name).key, () => {
-      // Until the first join replied, the app's `afterSerial` (if any) is the position.
-      const first = this.#cursor.offset === undefined && this.#opts.afterSerial !== undefined;
-      return { ...params, ...(first ? { after_serial: this.#opts.afterSerial } : this.#cursor.params()) };
-    });
+    const channel = this.#client.socket.channel(
+      Topic.of("pubsub", this.#client.appKey, this.name).key,
+      () => {
+        // Until the first join replied, the app's `afterSerial` (if any) is the position.
+        const first = this.#cursor.offset === undefined && this.#opts.afterSerial !== undefined;
+        return {
+          ...params,
+          ...(first ? { after_serial: this.#opts.afterSerial } : this.#cursor.params()),
+        };
+      },
+    );
     channel.onMessage = (event: string, payload: any) => {
       if (channel === this.#channel) this.#dispatch(event, payload);
       return payload;

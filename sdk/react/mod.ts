@@ -21,13 +21,14 @@ import {
   ChatClient,
   type ChatMessage,
   type ChatSession,
-  type RealtimeOptions,
   RealtimeClient,
+  type RealtimeOptions,
   type RunInfo,
 } from "../client/mod.ts";
 
 /** Where and how the tree connects. */
-export interface SwitchboardProviderProps extends Pick<RealtimeOptions, "endpoint" | "authEndpoint" | "authCallback" | "authHeaders"> {
+export interface SwitchboardProviderProps
+  extends Pick<RealtimeOptions, "endpoint" | "authEndpoint" | "authCallback" | "authHeaders"> {
   appKey: string;
   /** Token source for chat threads (defaults: none, for apps without user authentication). */
   chatAuthEndpoint?: string;
@@ -46,7 +47,10 @@ class Clients {
    * The subscription to `channel`, shared by every hook on it; `release` leaves the channel
    * once its last user is gone.
    */
-  channel(name: string, opts: { afterSerial?: number } = {}): { sub: ChannelSubscription; release(): void } {
+  channel(
+    name: string,
+    opts: { afterSerial?: number } = {},
+  ): { sub: ChannelSubscription; release(): void } {
     const sub = this.realtime.subscribe(name, opts);
     this.#users.set(name, (this.#users.get(name) ?? 0) + 1);
     let released = false;
@@ -66,7 +70,12 @@ class Clients {
   /** The channel and object client. */
   get realtime(): RealtimeClient {
     const { appKey, endpoint, authEndpoint, authCallback, authHeaders } = this.props;
-    return this.#realtime ??= new RealtimeClient(appKey, { endpoint, authEndpoint, authCallback, authHeaders });
+    return this.#realtime ??= new RealtimeClient(appKey, {
+      endpoint,
+      authEndpoint,
+      authCallback,
+      authHeaders,
+    });
   }
 
   /** The chat client, on the same socket. */
@@ -92,7 +101,10 @@ const Context = createContext<Clients | null>(null);
 /** Provides one Switchboard connection to the hooks below it. */
 export function SwitchboardProvider(props: SwitchboardProviderProps) {
   const ref = useRef<Clients | null>(null);
-  if (ref.current === null || ref.current.props.appKey !== props.appKey || ref.current.props.endpoint !== props.endpoint) {
+  if (
+    ref.current === null || ref.current.props.appKey !== props.appKey ||
+    ref.current.props.endpoint !== props.endpoint
+  ) {
     ref.current = new Clients(props);
   }
   const clients = ref.current;
@@ -132,10 +144,18 @@ export interface ChannelState {
  */
 export function useChannel(
   channel: string,
-  options: { names?: string[]; keep?: number; onEvent?: (e: ChannelEvent) => void; afterSerial?: number } = {},
+  options: {
+    names?: string[];
+    keep?: number;
+    onEvent?: (e: ChannelEvent) => void;
+    afterSerial?: number;
+  } = {},
 ): ChannelState {
   const clients = useClients();
-  const [state, setState] = useState<{ status: Status; error?: string; events: ChannelEvent[] }>({ status: "idle", events: [] });
+  const [state, setState] = useState<{ status: Status; error?: string; events: ChannelEvent[] }>({
+    status: "idle",
+    events: [],
+  });
   const onEvent = useRef(options.onEvent);
   onEvent.current = options.onEvent;
   const keep = options.keep ?? 100;
@@ -143,7 +163,10 @@ export function useChannel(
   const subRef = useRef<ChannelSubscription | null>(null);
   useEffect(() => {
     const wanted = names === undefined ? null : new Set(names.split("\n"));
-    const { sub, release } = clients.channel(channel, options.afterSerial !== undefined ? { afterSerial: options.afterSerial } : {});
+    const { sub, release } = clients.channel(
+      channel,
+      options.afterSerial !== undefined ? { afterSerial: options.afterSerial } : {},
+    );
     subRef.current = sub;
     let live = true;
     setState({ status: "joining", events: [] });
@@ -153,7 +176,11 @@ export function useChannel(
     );
     const onAny = (event: string, data: unknown, meta: Record<string, unknown>) => {
       if (event.startsWith("presence:") || (wanted && !wanted.has(event))) return;
-      const e: ChannelEvent = { event, data, serial: typeof meta.serial === "number" ? meta.serial : null };
+      const e: ChannelEvent = {
+        event,
+        data,
+        serial: typeof meta.serial === "number" ? meta.serial : null,
+      };
       onEvent.current?.(e);
       if (live) setState((s) => ({ ...s, events: [...s.events, e].slice(-keep) }));
     };
@@ -179,19 +206,29 @@ export interface Member {
 }
 
 /** Members of a `presence-` channel while mounted (the token source signs the membership). */
-export function usePresence(channel: string): { status: Status; error?: string; members: Member[]; count: number } {
+export function usePresence(
+  channel: string,
+): { status: Status; error?: string; members: Member[]; count: number } {
   const clients = useClients();
-  const [state, setState] = useState<{ status: Status; error?: string; members: Member[] }>({ status: "idle", members: [] });
+  const [state, setState] = useState<{ status: Status; error?: string; members: Member[] }>({
+    status: "idle",
+    members: [],
+  });
   useEffect(() => {
     const { sub, release } = clients.channel(channel);
     let live = true;
     const refresh = (status?: Status) => {
       if (!live) return;
-      const members = [...sub.members].map(([user_id, user_info]) => (user_info === undefined ? { user_id } : { user_id, user_info }));
+      const members = [...sub.members].map((
+        [user_id, user_info],
+      ) => (user_info === undefined ? { user_id } : { user_id, user_info }));
       setState((s) => ({ status: status ?? s.status, members }));
     };
     setState({ status: "joining", members: [] });
-    sub.ready.then(() => refresh("joined"), (err: Error) => live && setState({ status: "error", error: err.message, members: [] }));
+    sub.ready.then(
+      () => refresh("joined"),
+      (err: Error) => live && setState({ status: "error", error: err.message, members: [] }),
+    );
     const onPresence = (event: string) => event.startsWith("presence:") && refresh();
     sub.bindAll(onPresence);
     return () => {
@@ -204,14 +241,25 @@ export function usePresence(channel: string): { status: Status; error?: string; 
 }
 
 /** A Durable Object's live state while mounted: `state` is slot -> value at `logId`. */
-export function useObject(type: string, key: string): { status: Status; error?: string; state: Record<string, unknown>; logId: number } {
+export function useObject(
+  type: string,
+  key: string,
+): { status: Status; error?: string; state: Record<string, unknown>; logId: number } {
   const clients = useClients();
-  const [snap, setSnap] = useState<{ status: Status; error?: string; state: Record<string, unknown>; logId: number }>({ status: "idle", state: {}, logId: 0 });
+  const [snap, setSnap] = useState<
+    { status: Status; error?: string; state: Record<string, unknown>; logId: number }
+  >({ status: "idle", state: {}, logId: 0 });
   useEffect(() => {
     const obj = clients.realtime.object(type, key);
     setSnap({ status: "joining", state: {}, logId: 0 });
-    const offChange = obj.on("change", () => setSnap({ status: "joined", state: { ...obj.state }, logId: obj.logId }));
-    const offError = obj.on("error", (reason: string) => setSnap((s) => ({ ...s, status: "error", error: reason })));
+    const offChange = obj.on(
+      "change",
+      () => setSnap({ status: "joined", state: { ...obj.state }, logId: obj.logId }),
+    );
+    const offError = obj.on(
+      "error",
+      (reason: string) => setSnap((s) => ({ ...s, status: "error", error: reason })),
+    );
     return () => {
       offChange();
       offError();

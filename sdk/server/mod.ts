@@ -154,7 +154,11 @@ export class Switchboard {
 
   /** Client for the chat REST API (`/api/chat`, docs/chat-rest.md). */
   get chat(): ChatRestClient {
-    return new ChatRestClient({ baseUrl: this.baseUrl, appKey: this.appKey, appSecret: this.#secret });
+    return new ChatRestClient({
+      baseUrl: this.baseUrl,
+      appKey: this.appKey,
+      appSecret: this.#secret,
+    });
   }
 
   /** Publishes one event on a channel; resolves with `{ serial }` (null on `ephemeral-`). */

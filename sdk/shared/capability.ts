@@ -95,7 +95,9 @@ function objectResourceOk(c: Pick<Capability, "kind" | "prefix">): boolean {
 }
 
 /** Splits `product:verb:resource` (chat publish verbs keep their qualifier); null if unknown. */
-function split(s: unknown): { product: Capability["product"]; verb: string; resource: string } | null {
+function split(
+  s: unknown,
+): { product: Capability["product"]; verb: string; resource: string } | null {
   if (typeof s !== "string") return null;
   const first = s.indexOf(":");
   if (first <= 0) return null;

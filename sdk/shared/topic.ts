@@ -43,7 +43,12 @@ function parse(topic: string): Topic | null {
   if (first <= 0) return null;
   const second = topic.indexOf(":", first + 1);
   if (second < 0 || second === first + 1 || second === topic.length - 1) return null;
-  return { product: topic.slice(0, first), appKey: topic.slice(first + 1, second), name: topic.slice(second + 1), key: topic };
+  return {
+    product: topic.slice(0, first),
+    appKey: topic.slice(first + 1, second),
+    name: topic.slice(second + 1),
+    key: topic,
+  };
 }
 
 /** The parsed topic if it belongs to `product`, else null (no allocation for other products). */

@@ -15,7 +15,7 @@ import {
 import { MockLanguageModelV4, simulateReadableStream } from "ai/test";
 import { z } from "zod";
 import { ChatClient } from "../../sdk/client/mod.ts";
-import { contentText, pipeUIMessageStream, type PipeOutcome } from "../../sdk/ai/mod.ts";
+import { contentText, type PipeOutcome, pipeUIMessageStream } from "../../sdk/ai/mod.ts";
 import type { TestServer } from "../helpers/server.ts";
 
 /** A plain ChatState. */
@@ -28,7 +28,8 @@ class State implements ChatState<UIMessage> {
   }
   pushMessage = (m: UIMessage) => void (this.messages = [...this.messages, m]);
   popMessage = () => void (this.messages = this.messages.slice(0, -1));
-  replaceMessage = (i: number, m: UIMessage) => void (this.messages = this.messages.map((x, j) => (j === i ? m : x)));
+  replaceMessage = (i: number, m: UIMessage) =>
+    void (this.messages = this.messages.map((x, j) => (j === i ? m : x)));
   snapshot = <T>(thing: T): T => structuredClone(thing);
 }
 
@@ -43,7 +44,11 @@ const usage = {
   inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 },
   outputTokens: { total: 1, text: 1, reasoning: 0 },
 };
-const finish = (unified: string) => ({ type: "finish", finishReason: { unified, raw: undefined }, usage });
+const finish = (unified: string) => ({
+  type: "finish",
+  finishReason: { unified, raw: undefined },
+  usage,
+});
 const textParts = (id: string, words: string[]) => [
   { type: "text-start", id },
   ...words.map((delta) => ({ type: "text-delta", id, delta })),
@@ -61,20 +66,36 @@ function modelFor(prompt: string) {
       calls++;
       const chunks = (): unknown[] => {
         if (prompt.includes("slow")) return [...textParts("t", SLOW_WORDS), finish("stop")];
-        if (prompt.includes("fail")) return [...textParts("t", ["partial "]), { type: "error", error: new Error("model exploded") }];
+        if (prompt.includes("fail")) {
+          return [...textParts("t", ["partial "]), {
+            type: "error",
+            error: new Error("model exploded"),
+          }];
+        }
         if (prompt.includes("tool") && calls === 1) {
           return [
-            { type: "reasoning-start", id: "r" }, { type: "reasoning-delta", id: "r", delta: "need weather" }, { type: "reasoning-end", id: "r" },
+            { type: "reasoning-start", id: "r" },
+            { type: "reasoning-delta", id: "r", delta: "need weather" },
+            { type: "reasoning-end", id: "r" },
             ...textParts("t", ["Let me ", "check. "]),
-            { type: "tool-call", toolCallId: "call-1", toolName: "weather", input: JSON.stringify({ city: "Oslo" }) },
+            {
+              type: "tool-call",
+              toolCallId: "call-1",
+              toolName: "weather",
+              input: JSON.stringify({ city: "Oslo" }),
+            },
             finish("tool-calls"),
           ];
         }
-        if (prompt.includes("tool")) return [...textParts("t2", ["Sunny ", "in Oslo."]), finish("stop")];
+        if (prompt.includes("tool")) {
+          return [...textParts("t2", ["Sunny ", "in Oslo."]), finish("stop")];
+        }
         return [...textParts("t", ["Hello", " world"]), finish("stop")];
       };
       const delay = prompt.includes("slow") ? 25 : 1;
-      return Promise.resolve({ stream: simulateReadableStream({ chunks: chunks() as never[], chunkDelayInMs: delay }) });
+      return Promise.resolve({
+        stream: simulateReadableStream({ chunks: chunks() as never[], chunkDelayInMs: delay }),
+      });
     },
   });
 }
@@ -98,7 +119,10 @@ export interface AgentLog {
  * An agent on `threadId` answering each pending run: `streamText` over the mock model with
  * the run's prompt, forwarded by pipeUIMessageStream (tool approvals continue the answer).
  */
-export async function startAgent(server: TestServer, threadId: string): Promise<{ log: AgentLog; close(): void }> {
+export async function startAgent(
+  server: TestServer,
+  threadId: string,
+): Promise<{ log: AgentLog; close(): void }> {
   const app = server.apps[0];
   const client = new ChatClient(app.key, { endpoint: `ws://127.0.0.1:${server.port}/socket` });
   const agent = await client.connectAgent(threadId, { secret: app.secret, agentId: "mock" });
@@ -118,12 +142,19 @@ export async function startAgent(server: TestServer, threadId: string): Promise<
       onAbort: () => void log.aborted++,
       onError: () => {}, // the error reaches the chat through the run; no console noise
     });
-    const ui = (r: typeof result) => r.toUIMessageStream({ onError: (e) => (e instanceof Error ? e.message : String(e)) });
+    const ui = (r: typeof result) =>
+      r.toUIMessageStream({ onError: (e) => (e instanceof Error ? e.message : String(e)) });
     pipeUIMessageStream(agent, run.runId, ui(result), {
       signal: controller.signal,
       onToolApproval: async ({ message, signal }) => {
-        const messages = await convertToModelMessages([{ id: "u", role: "user", parts: [{ type: "text", text: prompt }] }, message], { tools });
-        return ui(streamText({ model, tools, messages, abortSignal: signal, stopWhen: stepCountIs(3) }));
+        const messages = await convertToModelMessages([{
+          id: "u",
+          role: "user",
+          parts: [{ type: "text", text: prompt }],
+        }, message], { tools });
+        return ui(
+          streamText({ model, tools, messages, abortSignal: signal, stopWhen: stepCountIs(3) }),
+        );
       },
     }).then((o) => log.outcomes.push(o));
   });

@@ -5,7 +5,16 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { collapse, cycles, folderOf, type Graph, importSpecifiers, moduleGraph, ROOT, sourceFiles } from "./imports.ts";
+import {
+  collapse,
+  cycles,
+  folderOf,
+  type Graph,
+  importSpecifiers,
+  moduleGraph,
+  ROOT,
+  sourceFiles,
+} from "./imports.ts";
 
 const FILES = [...sourceFiles("lib"), ...sourceFiles("routes"), ...sourceFiles("sdk"), "main.ts"];
 const graph = moduleGraph(FILES);
@@ -70,7 +79,12 @@ Deno.test("architecture: the import parser reads every form of import and export
 });
 
 Deno.test("architecture: the cycle finder reports a cycle and passes a DAG", () => {
-  assert.deepEqual(cycles(new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a"]]])), [["a", "b", "c", "a"]]);
+  assert.deepEqual(cycles(new Map([["a", ["b"]], ["b", ["c"]], ["c", ["a"]], ["d", ["a"]]])), [[
+    "a",
+    "b",
+    "c",
+    "a",
+  ]]);
   assert.deepEqual(cycles(new Map([["a", ["b", "c"]], ["b", ["c"]], ["c", []]])), []);
 });
 
@@ -97,14 +111,18 @@ Deno.test("architecture: no import cycle between folders (lib/store/, lib/socket
 
 Deno.test("architecture: every file is in the layer table and imports only its own row or rows above", () => {
   const problems: string[] = [];
-  for (const file of FILES) if (!rowOf(file)) problems.push(`${file} is in no row of docs/architecture.md "Layers"`);
+  for (const file of FILES) {
+    if (!rowOf(file)) problems.push(`${file} is in no row of docs/architecture.md "Layers"`);
+  }
   for (const [from, tos] of graph) {
     const a = rowOf(from);
     for (const to of tos) {
       const b = rowOf(to);
       if (!a) continue;
       if (!b) problems.push(`${from} imports ${to}, which is in no row of the layer table`);
-      else if (b.row > a.row) problems.push(`${from} (${a.entry}) imports ${to} (${b.entry}), a higher layer`);
+      else if (b.row > a.row) {
+        problems.push(`${from} (${a.entry}) imports ${to} (${b.entry}), a higher layer`);
+      }
     }
   }
   assert.deepEqual(problems, []);

@@ -46,7 +46,8 @@ function stripComments(src: string): string {
   return out;
 }
 
-const STATIC = /(?:^|[;\n}])\s*(?:import|export)\s+(?:type\s+)?(?:[\w*${}\s,]+?\s+from\s+)?["']([^"'\n]+)["']/g;
+const STATIC =
+  /(?:^|[;\n}])\s*(?:import|export)\s+(?:type\s+)?(?:[\w*${}\s,]+?\s+from\s+)?["']([^"'\n]+)["']/g;
 const DYNAMIC = /\bimport\s*\(\s*["']([^"'\n]+)["']\s*\)/g;
 
 /** The specifiers `src` imports or re-exports (static and literal dynamic), in order. */
@@ -66,7 +67,9 @@ export function localImports(file: string): string[] {
   for (const spec of importSpecifiers(src)) {
     if (!spec.startsWith(".")) continue;
     const target = relative(ROOT, resolve(ROOT, dirname(file), spec));
-    if (!existsSync(join(ROOT, target))) throw new Error(`${file} imports ${spec}, which does not exist`);
+    if (!existsSync(join(ROOT, target))) {
+      throw new Error(`${file} imports ${spec}, which does not exist`);
+    }
     out.add(target);
   }
   return [...out];
@@ -91,7 +94,10 @@ export function folderOf(file: string): string {
 }
 
 /** `g` collapsed by `key` (self-edges dropped), each edge with one file-level example. */
-export function collapse(g: Graph, key: (file: string) => string): Map<string, Map<string, string>> {
+export function collapse(
+  g: Graph,
+  key: (file: string) => string,
+): Map<string, Map<string, string>> {
   const out = new Map<string, Map<string, string>>();
   for (const [from, tos] of g) {
     const a = key(from);
@@ -133,8 +139,13 @@ export function cycles(g: Map<string, Iterable<string>>): string[][] {
 if (import.meta.main) {
   const g = moduleGraph(sourceFiles("lib"));
   const folders = collapse(g, folderOf);
-  for (const [a, tos] of [...folders].sort()) console.log(a.padEnd(20), [...tos.keys()].sort().join(" "));
+  for (const [a, tos] of [...folders].sort()) {
+    console.log(a.padEnd(20), [...tos.keys()].sort().join(" "));
+  }
   console.log("module cycles:", cycles(g).map((c) => c.join(" -> ")));
   const fg = new Map([...folders].map(([k, v]) => [k, v.keys()] as const));
-  console.log("folder cycles:", cycles(new Map([...fg].map(([k, v]) => [k, [...v]]))).map((c) => c.join(" -> ")));
+  console.log(
+    "folder cycles:",
+    cycles(new Map([...fg].map(([k, v]) => [k, [...v]]))).map((c) => c.join(" -> ")),
+  );
 }

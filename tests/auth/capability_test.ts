@@ -142,7 +142,11 @@ Deno.test("`capabilityMatches()` ignores malformed grants and malformed needs", 
 });
 
 Deno.test("`capabilityMatches()`: a trailing `*` after any prefix is a prefix grant", () => {
-  const grants = ["channel:subscribe:private-user-42-*", "object:read:order/*", "chat:subscribe:ab*"];
+  const grants = [
+    "channel:subscribe:private-user-42-*",
+    "object:read:order/*",
+    "chat:subscribe:ab*",
+  ];
   for (const cap of grants) assert.ok(parseCapability(cap), cap);
   assert.ok(capabilityMatches(grants, "channel:subscribe:private-user-42-inbox"));
   assert.ok(!capabilityMatches(grants, "channel:subscribe:private-user-43-inbox"));
@@ -160,10 +164,20 @@ Deno.test("`capabilityMatches()`: a needed resource holding `*` is a literal nam
   // A prefix need is not widened: `t*` needed is the thread named `t*`, not every t-thread.
   assert.ok(!capabilityMatches(["chat:subscribe:t1"], "chat:subscribe:t*"));
   // Built-in grant sets name the thread exactly, `*` included.
-  const anon = makePrincipal({ socketId: "s", kind: "anonymous", capabilities: ["chat:subscribe:t*1"], literal: true });
+  const anon = makePrincipal({
+    socketId: "s",
+    kind: "anonymous",
+    capabilities: ["chat:subscribe:t*1"],
+    literal: true,
+  });
   assert.ok(anon.can("chat:subscribe:t*1"));
   assert.ok(!anon.can("chat:subscribe:t11"));
-  const star = makePrincipal({ socketId: "s", kind: "anonymous", capabilities: ["chat:subscribe:t*"], literal: true });
+  const star = makePrincipal({
+    socketId: "s",
+    kind: "anonymous",
+    capabilities: ["chat:subscribe:t*"],
+    literal: true,
+  });
   assert.ok(star.can("chat:subscribe:t*"));
   assert.ok(!star.can("chat:subscribe:tx"), "a literal grant is no prefix");
 });

@@ -10,7 +10,9 @@ import { PeerAgreement } from "../../lib/cluster/agreement.ts";
 /** A history of `n` positions (`odd`: another message at position 5). */
 function history(n: number, odd = false): WindowFingerprint {
   const f = new WindowFingerprint(64);
-  for (let seq = 1; seq <= n; seq++) f.add(seq, positionDigest(odd && seq === 5 ? "other" : `b${seq}`, true));
+  for (let seq = 1; seq <= n; seq++) {
+    f.add(seq, positionDigest(odd && seq === 5 ? "other" : `b${seq}`, true));
+  }
   return f;
 }
 
@@ -45,7 +47,11 @@ Deno.test("agreement reset: the rebuilt node is confirmed by the peers' latest r
 
 Deno.test("agreement reset: a peer that said it diverged counts again once it reports without it", async () => {
   const f = history(10);
-  const node1 = new PeerAgreement("node-1", (s) => f.at(s), () => assert.fail("node-1 never stops"));
+  const node1 = new PeerAgreement(
+    "node-1",
+    (s) => f.at(s),
+    () => assert.fail("node-1 never stops"),
+  );
   node1.useMembers(() => ["node-1", "node-2", "node-3"]);
   node1.applied(10);
   node1.report("node-3", 10, f.at(10)!, true);

@@ -5,7 +5,8 @@ import assert from "node:assert/strict";
 import { positionDigest, WindowFingerprint } from "../../lib/cluster/fingerprint.ts";
 import { PeerAgreement } from "../../lib/cluster/agreement.ts";
 
-const batches = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => [from + i, `b${from + i}`] as const);
+const batches = (from: number, to: number) =>
+  Array.from({ length: to - from + 1 }, (_, i) => [from + i, `b${from + i}`] as const);
 
 Deno.test("fingerprint: alike for the same history, different for a window after one other message", () => {
   const a = new WindowFingerprint(8);
@@ -31,24 +32,39 @@ Deno.test("fingerprint: rebuilt from the stored window after a restart, and roll
   const a = new WindowFingerprint(8);
   for (const [seq, batch] of batches(1, 40)) a.add(seq, positionDigest(batch, true));
   // A restarted node keeps the last `window` positions.
-  const restarted = new WindowFingerprint(8, batches(33, 40).map(([s, b]) => [s, positionDigest(b, true)]));
+  const restarted = new WindowFingerprint(
+    8,
+    batches(33, 40).map(([s, b]) => [s, positionDigest(b, true)]),
+  );
   assert.equal(restarted.at(40), a.at(40));
-  assert.equal(restarted.add(41, positionDigest("b41", true)), a.add(41, positionDigest("b41", true)));
+  assert.equal(
+    restarted.add(41, positionDigest("b41", true)),
+    a.add(41, positionDigest("b41", true)),
+  );
   // A failed commit of 42-44 is rolled back, then applied again with other content.
   const at41 = a.at(41);
   a.add(42, "x");
   a.add(43, "y");
   a.rollback(41);
   assert.equal(a.at(42), undefined);
-  assert.equal(a.add(42, positionDigest("b42", true)), restarted.add(42, positionDigest("b42", true)));
+  assert.equal(
+    a.add(42, positionDigest("b42", true)),
+    restarted.add(42, positionDigest("b42", true)),
+  );
   assert.equal(a.at(41), at41);
 });
 
 /** Three nodes' fingerprints, where `node-3` read another message at position 5. */
 function prints() {
-  const fp = { "node-1": new WindowFingerprint(64), "node-2": new WindowFingerprint(64), "node-3": new WindowFingerprint(64) };
+  const fp = {
+    "node-1": new WindowFingerprint(64),
+    "node-2": new WindowFingerprint(64),
+    "node-3": new WindowFingerprint(64),
+  };
   for (const [seq, batch] of batches(1, 10)) {
-    for (const [node, f] of Object.entries(fp)) f.add(seq, positionDigest(node === "node-3" && seq === 5 ? "other" : batch, true));
+    for (const [node, f] of Object.entries(fp)) {
+      f.add(seq, positionDigest(node === "node-3" && seq === 5 ? "other" : batch, true));
+    }
   }
   return fp;
 }
@@ -87,7 +103,11 @@ Deno.test("agreement: the node a majority disagrees with stops and never acknowl
   const fp = prints();
   const live = ["node-1", "node-2", "node-3"];
   const stopped: string[] = [];
-  const odd = new PeerAgreement("node-3", (s) => fp["node-3"].at(s), (s, peers) => stopped.push(`${s} ${peers.join(",")}`));
+  const odd = new PeerAgreement(
+    "node-3",
+    (s) => fp["node-3"].at(s),
+    (s, peers) => stopped.push(`${s} ${peers.join(",")}`),
+  );
   odd.useMembers(() => live);
   odd.applied(10);
   odd.report("node-1", 7, fp["node-1"].at(7)!);

@@ -18,10 +18,18 @@ Deno.test("catch-up: a backlog is applied in slices, the event loop turning betw
       b: crypto.randomUUID(),
       base: i - 1,
       r: { p: [], g: [], a: [] },
-      w: [[0, "objects", ["a", i], i], [0, "objects", ["b", i], "x".repeat(200)], [0, "objects", "last", i]],
+      w: [[0, "objects", ["a", i], i], [0, "objects", ["b", i], "x".repeat(200)], [
+        0,
+        "objects",
+        "last",
+        i,
+      ]],
     });
   }
-  const env = new ReplicatedEnv(join(tempDir("sb-slices-"), "store.mdb"), stream.link, { writeDeadlineMs: 10_000, dropRate: 0 });
+  const env = new ReplicatedEnv(join(tempDir("sb-slices-"), "store.mdb"), stream.link, {
+    writeDeadlineMs: 10_000,
+    dropRate: 0,
+  });
   const db = env.db("objects");
   // Looks at the store whenever the event loop turns during the catch-up.
   const seen: { applied: number; a: number; b: number; last: number }[] = [];
@@ -40,14 +48,26 @@ Deno.test("catch-up: a backlog is applied in slices, the event loop turning betw
     assert.equal(env.applied, N);
     // Seen at several positions short of the end: the backlog went in several slices, the
     // event loop turning between them (one slice would show only where it started).
-    const midway = new Set(seen.filter((s) => s.applied > 0 && s.applied < N).map((s) => s.applied));
-    assert.ok(midway.size >= 5, `the event loop turned between slices of the catch-up (seen at ${[...midway].join(", ")})`);
+    const midway = new Set(
+      seen.filter((s) => s.applied > 0 && s.applied < N).map((s) => s.applied),
+    );
+    assert.ok(
+      midway.size >= 5,
+      `the event loop turned between slices of the catch-up (seen at ${[...midway].join(", ")})`,
+    );
     for (const s of seen) {
       assert.equal(s.a, s.b, "no write set seen half applied");
-      assert.equal(s.last, s.a, "the stored state is a prefix of the log (position i's writes with all before it)");
+      assert.equal(
+        s.last,
+        s.a,
+        "the stored state is a prefix of the log (position i's writes with all before it)",
+      );
       assert.ok(s.a >= s.applied, "the position told is applied");
     }
-    assert.deepEqual([...db.getRange({ start: ["a"], end: ["a", Infinity] })].map(({ value }) => value), Array.from({ length: N }, (_, i) => i + 1));
+    assert.deepEqual(
+      [...db.getRange({ start: ["a"], end: ["a", Infinity] })].map(({ value }) => value),
+      Array.from({ length: N }, (_, i) => i + 1),
+    );
     assert.equal(db.get("last"), N);
   } finally {
     looking = false;

@@ -23,7 +23,10 @@ const REPLACED = /cluster store replaced .*position=(\d+)/g;
 
 /** Runs the scenario with node 3 reading another message at `otherAt` once stopped; `asked`
  * gives, from node 3's log, the position it asks a snapshot to reach. */
-async function healsFromAskedSnapshot(otherAt: number, asked: (output: string) => number | undefined): Promise<void> {
+async function healsFromAskedSnapshot(
+  otherAt: number,
+  asked: (output: string) => number | undefined,
+): Promise<void> {
   const key = `asked-${otherAt}`;
   const cluster = await startForkedCluster({
     SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT),
@@ -37,11 +40,19 @@ async function healsFromAskedSnapshot(otherAt: number, asked: (output: string) =
       written.push(`v${i}`);
       if (position >= FORK_AT + 5) break;
     }
-    await until("node 3 asks for a snapshot", () => Promise.resolve(asked(n3.output()) !== undefined), 60_000);
+    await until(
+      "node 3 asks for a snapshot",
+      () => Promise.resolve(asked(n3.output()) !== undefined),
+      60_000,
+    );
     const wanted = asked(n3.output())!;
 
     // One healthy node (the owner among the nodes other than node 3) stores it.
-    await until("a healthy node stores the snapshot asked for", () => Promise.resolve(STORED.test(n1.output() + n2.output())), 60_000);
+    await until(
+      "a healthy node stores the snapshot asked for",
+      () => Promise.resolve(STORED.test(n1.output() + n2.output())),
+      60_000,
+    );
     const [, position, askedFor] = (n1.output() + n2.output()).match(STORED)!;
     assert.equal(Number(askedFor), wanted);
     assert.ok(Number(position) >= wanted);
@@ -56,7 +67,10 @@ async function healsFromAskedSnapshot(otherAt: number, asked: (output: string) =
     written.push("after");
     for (const node of [n1, n2]) {
       await until("node 3 holds the others' object", async () => {
-        const [a, b] = await Promise.all([call(node, "GET", path(key)), call(n3, "GET", path(key))]);
+        const [a, b] = await Promise.all([
+          call(node, "GET", path(key)),
+          call(n3, "GET", path(key)),
+        ]);
         return JSON.stringify(a.body) === JSON.stringify(b.body);
       });
     }
@@ -68,11 +82,13 @@ async function healsFromAskedSnapshot(otherAt: number, asked: (output: string) =
 }
 
 Deno.test({
-  name: "cluster asked snapshot: a node whose rebuild the log refuses rebuilds from a snapshot a healthy node stores on its request",
+  name:
+    "cluster asked snapshot: a node whose rebuild the log refuses rebuilds from a snapshot a healthy node stores on its request",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const refused = /ERROR +cluster unavailable: the log no longer holds writes a majority confirmed \(position 20\).* confirmed=(\d+) .*snapshot_asked=true/;
+    const refused =
+      /ERROR +cluster unavailable: the log no longer holds writes a majority confirmed \(position 20\).* confirmed=(\d+) .*snapshot_asked=true/;
     await healsFromAskedSnapshot(20, (output) => {
       const confirmed = output.match(refused)?.[1];
       return confirmed === undefined ? undefined : Number(confirmed);
@@ -81,12 +97,14 @@ Deno.test({
 });
 
 Deno.test({
-  name: "cluster asked snapshot: a node whose store rebuilt from the log disagrees again rebuilds from a snapshot reaching the disagreement",
+  name:
+    "cluster asked snapshot: a node whose store rebuilt from the log disagrees again rebuilds from a snapshot reaching the disagreement",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
     // Stopped twice: at the fork, then (rebuilt from the log) at the other message.
-    const stops = /applied the log differently from a majority of the nodes \([^)]*\) by position (\d+)/g;
+    const stops =
+      /applied the log differently from a majority of the nodes \([^)]*\) by position (\d+)/g;
     await healsFromAskedSnapshot(FORK_AT + 3, (output) => {
       const at = [...output.matchAll(stops)].map((m) => Number(m[1]));
       return at.length >= 2 ? at[1] : undefined;

@@ -22,7 +22,13 @@ const POSITIONS = CHAIN_CHECKPOINT_EVERY + 20;
 function filledStream() {
   const stream = fakeStream();
   for (let seq = 1; seq <= POSITIONS; seq++) {
-    stream.add({ o: "other", b: `x-${seq}`, base: seq - 1, r: { p: [], g: [], a: [] }, w: [[0, "objects", ["row", seq], seq]] });
+    stream.add({
+      o: "other",
+      b: `x-${seq}`,
+      base: seq - 1,
+      r: { p: [], g: [], a: [] },
+      w: [[0, "objects", ["row", seq], seq]],
+    });
   }
   return stream;
 }
@@ -32,9 +38,13 @@ async function keptDigests(path: string) {
   const store = new StoreEnv(path, false);
   try {
     const records = new Map<number, string | undefined>();
-    for (const { key, value } of store.db("cluster:recent").getRange()) records.set(key as number, (value as { c?: string }).c);
+    for (const { key, value } of store.db("cluster:recent").getRange()) {
+      records.set(key as number, (value as { c?: string }).c);
+    }
     const kept = new Map<number, string>();
-    for (const { key, value } of store.db("cluster:chain").getRange()) kept.set(key as number, value as string);
+    for (const { key, value } of store.db("cluster:chain").getRange()) {
+      kept.set(key as number, value as string);
+    }
     return { records, kept };
   } finally {
     await store.close();
@@ -42,7 +52,8 @@ async function keptDigests(path: string) {
 }
 
 Deno.test({
-  name: "chain digest: every position applied keeps the digest of the whole history; a failed rebuild at start is tried again, never fatal",
+  name:
+    "chain digest: every position applied keeps the digest of the whole history; a failed rebuild at start is tried again, never fatal",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -54,7 +65,9 @@ Deno.test({
     await env.close();
 
     const chain = [CHAIN_START];
-    for (let seq = 1; seq <= POSITIONS; seq++) chain.push(chainDigest(chain[seq - 1], seq, `x-${seq}`));
+    for (let seq = 1; seq <= POSITIONS; seq++) {
+      chain.push(chainDigest(chain[seq - 1], seq, `x-${seq}`));
+    }
     const { records, kept } = await keptDigests(path);
     assert.equal(records.size, 4096, "records of the last 4096 positions only");
     for (const [seq, c] of records) assert.equal(c, chain[seq], `digest at ${seq}`);
@@ -70,19 +83,27 @@ Deno.test({
     let readsFail = true;
     const link = {
       ...(stream.link as unknown as Record<string, unknown>),
-      read: (seq: number) => (readsFail ? Promise.reject(new Error("NatsError: 503")) : stream.link.read(seq)),
+      read: (
+        seq: number,
+      ) => (readsFail ? Promise.reject(new Error("NatsError: 503")) : stream.link.read(seq)),
       // No snapshot: the rebuild starts from the empty store.
       objectStore: () => Promise.resolve({ info: () => Promise.resolve(null) }),
       moveOn: () => {},
     } as unknown as ClusterLink;
-    env = new ReplicatedEnv(path, link, { writeDeadlineMs: 10_000, dropRate: 0, rebuildPauseMs: 50 });
+    env = new ReplicatedEnv(path, link, {
+      writeDeadlineMs: 10_000,
+      dropRate: 0,
+      rebuildPauseMs: 50,
+    });
     try {
       // Starts, stopped: the guard could not read the log.
       await env.start(20_000);
       assert.equal(env.stopped, true);
       assert.equal(env.applied, POSITIONS, "the store was not replaced");
       readsFail = false;
-      for (const deadline = Date.now() + 30_000; env.stopped && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 50));
+      for (const deadline = Date.now() + 30_000; env.stopped && Date.now() < deadline;) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
       assert.equal(env.stopped, false, "rebuilt once the reads work");
       assert.equal(env.applied, POSITIONS);
     } finally {
@@ -90,7 +111,9 @@ Deno.test({
     }
     // Rebuilt from the empty store: the same digests again.
     const again = await keptDigests(path);
-    for (const [seq, c] of again.records) assert.equal(c, chain[seq], `digest at ${seq} after the rebuild`);
+    for (const [seq, c] of again.records) {
+      assert.equal(c, chain[seq], `digest at ${seq} after the rebuild`);
+    }
     assert.deepEqual([...again.kept], [[CHAIN_CHECKPOINT_EVERY, chain[CHAIN_CHECKPOINT_EVERY]]]);
   },
 });

@@ -18,12 +18,16 @@ const DEAF_AFTER = 10;
 const OTHER_AT = 25;
 const FORK_AT = 40;
 const LEARNED = /cluster confirmed position learned from a heartbeat .*position=(\d+)/g;
-const CONTRADICTED = /this node applied the log differently from a majority of the nodes \(the history node-\d says they confirmed\) by position/;
-const REFUSED = new RegExp(`the log no longer holds writes a majority confirmed \\(position ${OTHER_AT}\\)`);
+const CONTRADICTED =
+  /this node applied the log differently from a majority of the nodes \(the history node-\d says they confirmed\) by position/;
+const REFUSED = new RegExp(
+  `the log no longer holds writes a majority confirmed \\(position ${OTHER_AT}\\)`,
+);
 const REPLACED = /cluster store replaced .*position=(\d+)/g;
 
 Deno.test({
-  name: "claims: a node that missed the others' reports stops on their claims, and its guard keeps what they confirmed",
+  name:
+    "claims: a node that missed the others' reports stops on their claims, and its guard keeps what they confirmed",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -46,14 +50,32 @@ Deno.test({
       // Up to a few positions before the fork: node 3 learns from a heartbeat that a position
       // past OTHER_AT is confirmed, which its own (dropped) reports never showed it.
       while ((await write()) < FORK_AT - 3);
-      const learned = () => Math.max(0, ...[...n3.output().matchAll(LEARNED)].map((m) => Number(m[1])));
-      await until("node 3 learns a confirmed position past OTHER_AT from a heartbeat", () => Promise.resolve(learned() > OTHER_AT), 20_000);
-      assert.ok(!CONTRADICTED.test(n3.output()), `no claim contradicts node 3 before the fork:\n${n3.output().split("\n").filter((l) => /cluster/.test(l)).slice(-30).join("\n")}`);
+      const learned = () =>
+        Math.max(0, ...[...n3.output().matchAll(LEARNED)].map((m) => Number(m[1])));
+      await until(
+        "node 3 learns a confirmed position past OTHER_AT from a heartbeat",
+        () => Promise.resolve(learned() > OTHER_AT),
+        20_000,
+      );
+      assert.ok(
+        !CONTRADICTED.test(n3.output()),
+        `no claim contradicts node 3 before the fork:\n${
+          n3.output().split("\n").filter((l) => /cluster/.test(l)).slice(-30).join("\n")
+        }`,
+      );
 
       // Past the fork: node 3 stops on the claims alone, and its rebuild is refused at OTHER_AT.
       while ((await write()) < FORK_AT + 3);
-      await until("node 3 stops on a claim", () => Promise.resolve(CONTRADICTED.test(n3.output())), 30_000);
-      await until("node 3's rebuild is refused at OTHER_AT", () => Promise.resolve(REFUSED.test(n3.output())), 60_000);
+      await until(
+        "node 3 stops on a claim",
+        () => Promise.resolve(CONTRADICTED.test(n3.output())),
+        30_000,
+      );
+      await until(
+        "node 3's rebuild is refused at OTHER_AT",
+        () => Promise.resolve(REFUSED.test(n3.output())),
+        60_000,
+      );
       assert.equal(
         [...n3.output().matchAll(REPLACED)].filter((m) => Number(m[1]) < OTHER_AT).length,
         0,
@@ -67,7 +89,8 @@ Deno.test({
       for (const node of [n1, n2, n3]) {
         await until("every node holds every acknowledged write in order", async () => {
           const r = await call(node, "GET", path(key));
-          return JSON.stringify((r.body as { state: { l?: string[] } }).state.l) === JSON.stringify(written);
+          return JSON.stringify((r.body as { state: { l?: string[] } }).state.l) ===
+            JSON.stringify(written);
         }, 30_000);
       }
     } finally {

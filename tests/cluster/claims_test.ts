@@ -9,7 +9,10 @@ import { ConfirmedClaims } from "../../lib/cluster/claims.ts";
  * applied up to `applied.at`. */
 function history(kept = 1) {
   const applied = { at: 100 };
-  const claims = new ConfirmedClaims((seq) => (seq >= kept && seq <= applied.at ? `h${seq}` : undefined), () => applied.at);
+  const claims = new ConfirmedClaims(
+    (seq) => (seq >= kept && seq <= applied.at ? `h${seq}` : undefined),
+    () => applied.at,
+  );
   return { claims, applied };
 }
 
@@ -17,9 +20,17 @@ Deno.test("claims: a claim matching this node's digest is learned, only ever upw
   const { claims } = history();
   assert.deepEqual(claims.hear("b", { at: 60, chain: "h60" }), { kind: "learned", at: 60 });
   assert.equal(claims.learned, 60);
-  assert.equal(claims.hear("c", { at: 50, chain: "h50" }), undefined, "a lower claim teaches nothing");
+  assert.equal(
+    claims.hear("c", { at: 50, chain: "h50" }),
+    undefined,
+    "a lower claim teaches nothing",
+  );
   assert.equal(claims.learned, 60);
-  assert.deepEqual(claims.hear("c", { at: 70, chain: "other" }), { kind: "contradicted", at: 70, node: "c" });
+  assert.deepEqual(claims.hear("c", { at: 70, chain: "other" }), {
+    kind: "contradicted",
+    at: 70,
+    node: "c",
+  });
   assert.equal(claims.learned, 60, "a contradiction teaches nothing");
 });
 
@@ -27,12 +38,20 @@ Deno.test("claims: a claim past the position applied waits until it is reached; 
   const { claims, applied } = history();
   assert.equal(claims.hear("b", { at: 120, chain: "h120" }), undefined);
   assert.equal(claims.hear("c", { at: 130, chain: "x" }), undefined);
-  assert.equal(claims.hear("c", { at: 140, chain: "h140" }), undefined, "replaces c's earlier claim");
+  assert.equal(
+    claims.hear("c", { at: 140, chain: "h140" }),
+    undefined,
+    "replaces c's earlier claim",
+  );
   applied.at = 125;
   assert.deepEqual(claims.reached(), [{ kind: "learned", at: 120 }]);
   assert.deepEqual(claims.reached(), [], "judged once");
   applied.at = 150;
-  assert.deepEqual(claims.reached(), [{ kind: "learned", at: 140 }], "c's 130 was replaced, so never contradicts");
+  assert.deepEqual(
+    claims.reached(),
+    [{ kind: "learned", at: 140 }],
+    "c's 130 was replaced, so never contradicts",
+  );
 });
 
 Deno.test("claims: a position whose digest is no longer kept is not judged; a reset forgets what was learned and waits", () => {

@@ -43,7 +43,8 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Switchboa
   const nodes: TestServer[] = [];
   const dataDirs: (string | undefined)[] = [];
   const start = async (i: number) => {
-    const urls = (opts.nodeNats?.(i).map((n) => nats.urls[n]) ?? [...nats.urls.slice(i % 3), ...nats.urls.slice(0, i % 3)]).join(",");
+    const urls = (opts.nodeNats?.(i).map((n) => nats.urls[n]) ??
+      [...nats.urls.slice(i % 3), ...nats.urls.slice(0, i % 3)]).join(",");
     const server = await startServer({
       apps: opts.apps ?? APPS,
       dataDir: dataDirs[i],
@@ -103,7 +104,11 @@ export function startForkedCluster(
   env: Record<string, string> = {},
 ): Promise<SwitchboardCluster> {
   return startCluster({
-    env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000", ...env },
+    env: {
+      SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300",
+      SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000",
+      ...env,
+    },
     nodeEnv: (i) => (i !== 2 ? {} : typeof node3 === "function" ? node3() : node3),
   });
 }

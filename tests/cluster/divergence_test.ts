@@ -27,14 +27,21 @@ Deno.test({
       await until("node 3 stops as diverged", async () => {
         const r = await fetch(`${n3.baseUrl}/readyz`);
         const body = await r.json();
-        return r.status === 503 && /applied the log differently from a majority of the nodes/.test(body.reason);
+        return r.status === 503 &&
+          /applied the log differently from a majority of the nodes/.test(body.reason);
       });
       const at = w.acked.size;
-      await until("nodes 1 and 2 keep acknowledging", () => Promise.resolve(w.acked.size > at + 30));
+      await until(
+        "nodes 1 and 2 keep acknowledging",
+        () => Promise.resolve(w.acked.size > at + 30),
+      );
       await w.stop();
 
       // Node 3 refuses writes at once, with the reason.
-      const refused = await call(n3, "POST", `${path("fork")}/append`, { slot: "l", value: "late" });
+      const refused = await call(n3, "POST", `${path("fork")}/append`, {
+        slot: "l",
+        value: "late",
+      });
       assert.equal(refused.status, 503);
       assert.match(JSON.stringify(refused.body), /applied the log differently/);
       for (const node of [n1, n2]) {
@@ -42,7 +49,10 @@ Deno.test({
       }
       // Nodes 1 and 2 agree and hold every acknowledged write where its reply said.
       await until("nodes 1 and 2 converged", async () => {
-        const [a, b] = await Promise.all([call(n1, "GET", path("fork")), call(n2, "GET", path("fork"))]);
+        const [a, b] = await Promise.all([
+          call(n1, "GET", path("fork")),
+          call(n2, "GET", path("fork")),
+        ]);
         return JSON.stringify(a.body) === JSON.stringify(b.body);
       });
       for (const node of [n1, n2]) await assertNoLoss(node, "fork", w);

@@ -40,16 +40,24 @@ export async function fakeJetStream(url: string): Promise<FakeJetStream> {
       })),
   });
   const refused = (m: { respond(d: Uint8Array): boolean }) =>
-    m.respond(json({ error: { code: 503, err_code: 10008, description: "JetStream system temporarily unavailable" } }));
+    m.respond(
+      json({
+        error: {
+          code: 503,
+          err_code: 10008,
+          description: "JetStream system temporarily unavailable",
+        },
+      }),
+    );
   nc.subscribe("$JS.API.STREAM.INFO.SWITCHBOARD", {
     callback: (_e, m) =>
       fake.mode === "refusing" ? refused(m) : fake.mode === "led" &&
-      m.respond(json({
-        type: "io.nats.jetstream.api.v1.stream_info_response",
-        config: { name: "SWITCHBOARD", subjects: ["sb.log"] },
-        created: new Date().toISOString(),
-        state: { messages: stored.length, first_seq: 1, last_seq: stored.length },
-      })),
+        m.respond(json({
+          type: "io.nats.jetstream.api.v1.stream_info_response",
+          config: { name: "SWITCHBOARD", subjects: ["sb.log"] },
+          created: new Date().toISOString(),
+          state: { messages: stored.length, first_seq: 1, last_seq: stored.length },
+        })),
   });
   nc.subscribe("$JS.API.STREAM.MSG.GET.SWITCHBOARD", {
     callback: (_e, m) => {
@@ -60,8 +68,19 @@ export async function fakeJetStream(url: string): Promise<FakeJetStream> {
       const msg = stored[seq - 1];
       m.respond(json(
         msg
-          ? { type: "io.nats.jetstream.api.v1.stream_msg_get_response", message: { subject: "sb.log", seq, data: Buffer.from(msg.data).toString("base64"), time: new Date().toISOString() } }
-          : { type: "io.nats.jetstream.api.v1.stream_msg_get_response", error: { code: 404, err_code: 10037, description: "no message found" } },
+          ? {
+            type: "io.nats.jetstream.api.v1.stream_msg_get_response",
+            message: {
+              subject: "sb.log",
+              seq,
+              data: Buffer.from(msg.data).toString("base64"),
+              time: new Date().toISOString(),
+            },
+          }
+          : {
+            type: "io.nats.jetstream.api.v1.stream_msg_get_response",
+            error: { code: 404, err_code: 10037, description: "no message found" },
+          },
       ));
     },
   });
@@ -73,7 +92,9 @@ export async function fakeJetStream(url: string): Promise<FakeJetStream> {
       let at = stored.findIndex((s) => s.id === id);
       const duplicate = at >= 0;
       if (!duplicate) at = stored.push({ id, data: m.data }) - 1;
-      m.respond(json({ stream: "SWITCHBOARD", seq: at + 1, ...(duplicate ? { duplicate: true } : {}) }));
+      m.respond(
+        json({ stream: "SWITCHBOARD", seq: at + 1, ...(duplicate ? { duplicate: true } : {}) }),
+      );
     },
   });
   await nc.flush();
@@ -83,7 +104,11 @@ export async function fakeJetStream(url: string): Promise<FakeJetStream> {
 /** A plain nats-server on a free loopback port; `stop()` kills it. */
 export async function plainServer(): Promise<{ url: string; stop(): Promise<void> }> {
   const port = await freePort();
-  const server = new Deno.Command(natsServerBin(), { args: ["-a", "127.0.0.1", "-p", String(port)], stdout: "null", stderr: "null" }).spawn();
+  const server = new Deno.Command(natsServerBin(), {
+    args: ["-a", "127.0.0.1", "-p", String(port)],
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
   return {
     url: `nats://127.0.0.1:${port}`,
     async stop() {

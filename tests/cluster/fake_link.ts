@@ -6,7 +6,9 @@ import { Packr } from "msgpackr";
 import type { Key } from "lmdb";
 import type { ClusterLink } from "../../lib/cluster/link.ts";
 
-const codec = new Packr({ useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0]);
+const codec = new Packr(
+  { useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0],
+);
 
 /** A log message as the replicated store writes it (the fields the tests look at). */
 export interface Message {
@@ -31,7 +33,8 @@ export function fakeStream(nodeId = "a") {
   const link = {
     nodeId,
     maxPayload: 1024 * 1024,
-    append: (data: Uint8Array) => Promise.resolve({ kind: "stored", seq: store(data), duplicate: false }),
+    append: (data: Uint8Array) =>
+      Promise.resolve({ kind: "stored", seq: store(data), duplicate: false }),
     read: (seq: number) => Promise.resolve(messages[seq - 1] ?? null),
     bounds: () => Promise.resolve({ first: 1, last: messages.length }),
     lastSeq: () => Promise.resolve(messages.length),

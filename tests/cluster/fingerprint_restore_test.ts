@@ -13,9 +13,14 @@ Deno.test("fingerprint: a rebuilt window knows no fingerprint before its first c
   const stored: [number, string][] = [];
   for (let seq = 33; seq <= 40; seq++) stored.push([seq, positionDigest(`b${seq}`, seq % 3 !== 0)]);
   const rebuilt = new WindowFingerprint(8, stored);
-  for (let seq = 33; seq < 40; seq++) assert.equal(rebuilt.at(seq), undefined, `position ${seq} is not known`);
+  for (let seq = 33; seq < 40; seq++) {
+    assert.equal(rebuilt.at(seq), undefined, `position ${seq} is not known`);
+  }
   assert.equal(rebuilt.at(40), live.at(40));
-  assert.equal(rebuilt.add(41, positionDigest("b41", true)), live.add(41, positionDigest("b41", true)));
+  assert.equal(
+    rebuilt.add(41, positionDigest("b41", true)),
+    live.add(41, positionDigest("b41", true)),
+  );
   // A store that starts at position 1 holds every window whole.
   const fromStart = new WindowFingerprint(8, stored.map(([s, d]) => [s - 32, d]));
   assert.notEqual(fromStart.at(1), undefined);

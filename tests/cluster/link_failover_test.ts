@@ -16,7 +16,9 @@ import { until } from "./cluster.ts";
 /** The index (in `urls`) of the server `link` is connected to. */
 function serverIndex(link: ClusterLink, urls: string[]): number {
   const now = link.nc.getServer();
-  return urls.findIndex((u) => u.endsWith(now.replace(/^.*:\/\//, "").replace(/^localhost/, "127.0.0.1")));
+  return urls.findIndex((u) =>
+    u.endsWith(now.replace(/^.*:\/\//, "").replace(/^localhost/, "127.0.0.1"))
+  );
 }
 
 /** Opens links until one is on server `want` (nats.js picks a random one); closes the others. */
@@ -33,15 +35,23 @@ type Fault = "frozen" | "partitioned";
 
 async function leftForAnother(fault: Fault, mode: "publishing" | "idle") {
   const partition = fault === "partitioned" ? makePartition() : undefined;
-  if (typeof partition === "string") console.log(`network partition not possible here (${partition}); freezing instead`);
+  if (typeof partition === "string") {
+    console.log(`network partition not possible here (${partition}); freezing instead`);
+  }
   const cut = partition && typeof partition !== "string" ? partition : undefined;
   const nats = await startNatsCluster(3, cut);
   let link: ClusterLink | undefined;
   let dead = -1;
   try {
     // The partition's namespace holds the last server: the link must be on it.
-    link = cut ? await linkOn(nats, 2, `failover-${mode}`) : await ClusterLink.open(nats.urls, `failover-${mode}`);
-    const first = await link.append(new TextEncoder().encode("before"), crypto.randomUUID(), 10_000);
+    link = cut
+      ? await linkOn(nats, 2, `failover-${mode}`)
+      : await ClusterLink.open(nats.urls, `failover-${mode}`);
+    const first = await link.append(
+      new TextEncoder().encode("before"),
+      crypto.randomUUID(),
+      10_000,
+    );
     assert.equal(first.kind, "stored", JSON.stringify(first));
     dead = serverIndex(link, nats.urls);
     assert.ok(dead >= 0, `connected to one of the servers (${link.nc.getServer()})`);
@@ -71,12 +81,20 @@ async function leftForAnother(fault: Fault, mode: "publishing" | "idle") {
     assert.notEqual(serverIndex(link, nats.urls), dead, "on another server");
     assert.ok(link.connected(), "connected");
     assert.ok(dialled.length > 0, "the move was seen");
-    assert.ok(!dialled.some((d) => d.includes(deadServer)), `the dead server was not dialled again: ${dialled}`);
-    if (mode === "publishing") assert.ok(outcomes.includes("unknown"), `an append went unanswered first: ${outcomes}`);
+    assert.ok(
+      !dialled.some((d) => d.includes(deadServer)),
+      `the dead server was not dialled again: ${dialled}`,
+    );
+    if (mode === "publishing") {
+      assert.ok(outcomes.includes("unknown"), `an append went unanswered first: ${outcomes}`);
+    }
     // Nothing came from the dead server while a ping waited: it is left as silent, before a
     // ping has waited the 2.5 s a server that still delivers gets.
     assert.equal(link.lastMove?.why, "silent", `left as silent: ${JSON.stringify(link.lastMove)}`);
-    assert.ok(link.lastMove!.pingWaitedMs < 2500, `left before a ping waited 2.5 s: ${JSON.stringify(link.lastMove)}`);
+    assert.ok(
+      link.lastMove!.pingWaitedMs < 2500,
+      `left before a ping waited 2.5 s: ${JSON.stringify(link.lastMove)}`,
+    );
   } finally {
     if (dead >= 0 && !cut) nats.signal(dead, "SIGCONT");
     await link?.close().catch(() => {});
@@ -85,9 +103,11 @@ async function leftForAnother(fault: Fault, mode: "publishing" | "idle") {
 }
 
 for (const mode of ["publishing", "idle"] as const) {
-  Deno.test(`cluster link: a frozen nats-server is left for another one (${mode})`, () => leftForAnother("frozen", mode));
+  Deno.test(`cluster link: a frozen nats-server is left for another one (${mode})`, () =>
+    leftForAnother("frozen", mode));
 }
-Deno.test("cluster link: a partitioned nats-server is left for another one (publishing)", () => leftForAnother("partitioned", "publishing"));
+Deno.test("cluster link: a partitioned nats-server is left for another one (publishing)", () =>
+  leftForAnother("partitioned", "publishing"));
 
 Deno.test("cluster link: a server that still delivers messages while a ping waits is given 2.5 s, a silent one 1.25 s", () => {
   // A loaded healthy server (the stream's leader while a replica catches up) answered pings in

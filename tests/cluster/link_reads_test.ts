@@ -43,19 +43,33 @@ Deno.test("cluster link: reads take the stream leader's answer over a 10008 answ
       assert.equal(r.kind, "stored", JSON.stringify(r));
       if (r.kind === "stored") stored.push(r.seq);
     }
-    const meddler = await connect({ servers: [server], noRandomize: true, ignoreClusterUpdates: true });
+    const meddler = await connect({
+      servers: [server],
+      noRandomize: true,
+      ignoreClusterUpdates: true,
+    });
     others.push(meddler);
-    for (const subject of ["$JS.API.STREAM.MSG.GET.SWITCHBOARD", "$JS.API.STREAM.INFO.SWITCHBOARD"]) {
-      meddler.subscribe(subject, { callback: (_err, m) => m.respond(new TextEncoder().encode(UNAVAILABLE)) });
+    for (
+      const subject of ["$JS.API.STREAM.MSG.GET.SWITCHBOARD", "$JS.API.STREAM.INFO.SWITCHBOARD"]
+    ) {
+      meddler.subscribe(subject, {
+        callback: (_err, m) => m.respond(new TextEncoder().encode(UNAVAILABLE)),
+      });
     }
     await meddler.flush();
-    const plain = await connect({ servers: [server], noRandomize: true, ignoreClusterUpdates: true });
+    const plain = await connect({
+      servers: [server],
+      noRandomize: true,
+      ignoreClusterUpdates: true,
+    });
     others.push(plain);
     const jsm = await plain.jetstreamManager({ checkAPI: false });
     // The leader frozen 200 ms: the 10008 comes first, the leader's answer once it resumes.
     const leaderLate = async (read: () => Promise<unknown>): Promise<unknown> => {
       nats.signal(leaderIndex, "SIGSTOP");
-      const resumed = new Promise((r) => setTimeout(r, 200)).then(() => nats.signal(leaderIndex, "SIGCONT"));
+      const resumed = new Promise((r) => setTimeout(r, 200)).then(() =>
+        nats.signal(leaderIndex, "SIGCONT")
+      );
       try {
         return await read();
       } finally {

@@ -7,7 +7,7 @@
 // lost is decided, not timed: "electing" drops every request, "led" answers them.
 import assert from "node:assert/strict";
 import { ClusterLink } from "../../lib/cluster/link.ts";
-import { fakeOn, type FakeJetStream, plainServer } from "./fake_jetstream.ts";
+import { type FakeJetStream, fakeOn, plainServer } from "./fake_jetstream.ts";
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -46,10 +46,16 @@ Deno.test("cluster link: a read lost in an election is sent again once JetStream
     const first = await link.append(enc("one"), "m-1", 2000);
     assert.equal(first.kind, "stored", JSON.stringify(first));
     fake.mode = "electing";
-    const read = link.read(1).then((d) => (d ? new TextDecoder().decode(d) : "none"), (err) => `failed: ${String(err)}`);
+    const read = link.read(1).then(
+      (d) => (d ? new TextDecoder().decode(d) : "none"),
+      (err) => `failed: ${String(err)}`,
+    );
     await passElection(link, fake, "m-3");
     assert.equal(await read, "one", "the read sent during the election is answered");
-    assert.ok((fake.reads.get(1) ?? 0) >= 2, `the read was sent again (${fake.reads.get(1)} requests)`);
+    assert.ok(
+      (fake.reads.get(1) ?? 0) >= 2,
+      `the read was sent again (${fake.reads.get(1)} requests)`,
+    );
   });
 });
 
@@ -59,9 +65,16 @@ Deno.test("cluster link: a publish lost in an election is sent again, under its 
     const pending = link.append(enc("lost"), "m-lost", 6000);
     await passElection(link, fake, "m-later");
     const r = await pending;
-    assert.equal(r.kind, "stored", `the publish sent during the election is stored: ${JSON.stringify(r)}`);
+    assert.equal(
+      r.kind,
+      "stored",
+      `the publish sent during the election is stored: ${JSON.stringify(r)}`,
+    );
     assert.equal(fake.publishes.get("m-lost"), 2, "sent twice under one message id");
-    assert.equal(new TextDecoder().decode((await link.read(r.kind === "stored" ? r.seq : 0))!), "lost");
+    assert.equal(
+      new TextDecoder().decode((await link.read(r.kind === "stored" ? r.seq : 0))!),
+      "lost",
+    );
     // Sent well after the last failure seen, a slow request is never sent again.
     await sleep(1200);
     fake.mode = "electing";

@@ -7,13 +7,15 @@
 // refuses too).
 import assert from "node:assert/strict";
 import { ClusterLink } from "../../lib/cluster/link.ts";
-import { fakeOn, type FakeJetStream, plainServer } from "./fake_jetstream.ts";
+import { type FakeJetStream, fakeOn, plainServer } from "./fake_jetstream.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const enc = (s: string) => new TextEncoder().encode(s);
 
 /** Two servers, a stand-in JetStream on each (both answering), and a link on the first. */
-async function withTwo(fn: (link: ClusterLink, fakes: FakeJetStream[], urls: string[]) => Promise<void>) {
+async function withTwo(
+  fn: (link: ClusterLink, fakes: FakeJetStream[], urls: string[]) => Promise<void>,
+) {
   const servers = [await plainServer(), await plainServer()];
   const urls = servers.map((s) => s.url);
   const fakes: FakeJetStream[] = [];
@@ -64,7 +66,10 @@ Deno.test("cluster link: a server refusing JetStream requests (10008) is left fo
     // The first read is refused, or ends with the connection it was sent on.
     assert.match(outcomes[0] ?? "", /10008|connection lost/, "the first read fails");
     assert.equal(read, "one", `read once moved (${outcomes.length} refused)`);
-    assert.ok(urls[1].endsWith(link.nc.getServer()), `on the server that answers (${link.nc.getServer()})`);
+    assert.ok(
+      urls[1].endsWith(link.nc.getServer()),
+      `on the server that answers (${link.nc.getServer()})`,
+    );
   });
 });
 
@@ -75,7 +80,10 @@ Deno.test("cluster link: when every server refuses JetStream requests, the link 
       await assert.rejects(() => link.read(1), /10008/);
       await sleep(300);
     }
-    assert.ok(urls[0].endsWith(link.nc.getServer()), `still on the first server (${link.nc.getServer()})`);
+    assert.ok(
+      urls[0].endsWith(link.nc.getServer()),
+      `still on the first server (${link.nc.getServer()})`,
+    );
     for (const f of fakes) f.mode = "led";
     assert.ok(await link.read(1), "reads again where it is once JetStream answers");
   });

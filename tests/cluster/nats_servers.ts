@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import process from "node:process";
 import { connect } from "nats";
 
@@ -133,7 +133,12 @@ export interface NatsCluster {
  * first node print nothing after `starting` for 20 s). Fails after `ms`.
  */
 async function waitJetStream(urls: string[], ms: number): Promise<void> {
-  const nc = await connect({ servers: urls, timeout: 2000, waitOnFirstConnect: true, maxReconnectAttempts: -1 });
+  const nc = await connect({
+    servers: urls,
+    timeout: 2000,
+    waitOnFirstConnect: true,
+    maxReconnectAttempts: -1,
+  });
   const deadline = Date.now() + ms;
   try {
     for (;;) {
@@ -142,7 +147,9 @@ async function waitJetStream(urls: string[], ms: number): Promise<void> {
         await jsm.getAccountInfo();
         return;
       } catch (err) {
-        if (Date.now() > deadline) throw new Error(`JetStream not usable at ${urls.join(",")} within ${ms} ms: ${err}`);
+        if (Date.now() > deadline) {
+          throw new Error(`JetStream not usable at ${urls.join(",")} within ${ms} ms: ${err}`);
+        }
         await new Promise((r) => setTimeout(r, 200));
       }
     }
@@ -159,7 +166,12 @@ export async function startNatsCluster(size = 3, partition?: Partition): Promise
   const natsLogDir = process.env.SWITCHBOARD_NATS_LOG_DIR;
   const nodes: Node[] = [];
   for (let i = 0; i < size; i++) {
-    nodes.push({ name: `n${i + 1}`, port: await freePort(), routePort: await freePort(), conf: "" });
+    nodes.push({
+      name: `n${i + 1}`,
+      port: await freePort(),
+      routePort: await freePort(),
+      conf: "",
+    });
   }
   // With a partition, the last server lives in its namespace (its address there), the others
   // take routes on every address (the namespace reaches them at the link's host end).
@@ -184,10 +196,14 @@ export async function startNatsCluster(size = 3, partition?: Partition): Promise
         // The long nemesis's log reaches about 2 GB (write sets of long lists, up to 140 KB):
         // at its limit JetStream 2.9.10 turns itself off (docs/cluster.md, "Disk for
         // JetStream"), so the limit is set well above what a run writes.
-        `jetstream { store_dir: "${join(dir, n.name)}", max_memory_store: 64MB, max_file_store: 16GB }`,
+        `jetstream { store_dir: "${
+          join(dir, n.name)
+        }", max_memory_store: 64MB, max_file_store: 16GB }`,
         // For studying a run: each server's own log (slow consumers, routes lost and made).
         natsLogDir ? `log_file: "${join(natsLogDir, `${n.name}.log`)}"\nlogtime: true` : "",
-        size > 1 ? `cluster { name: sb, listen: ${routeListen}:${n.routePort}, no_advertise: true, routes: [${routes}] }` : "",
+        size > 1
+          ? `cluster { name: sb, listen: ${routeListen}:${n.routePort}, no_advertise: true, routes: [${routes}] }`
+          : "",
       ].join("\n"),
     );
   }
@@ -253,7 +269,12 @@ function sendSignal(proc: ChildProcess | undefined, signal: NodeJS.Signals): voi
   } catch { /* already gone */ }
 }
 
-async function waitPort(hostname: string, port: number, ms: number, why: () => string): Promise<void> {
+async function waitPort(
+  hostname: string,
+  port: number,
+  ms: number,
+  why: () => string,
+): Promise<void> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
     try {

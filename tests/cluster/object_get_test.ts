@@ -15,7 +15,8 @@ import { startNatsCluster } from "./nats_servers.ts";
 const BUCKET = "sb-get-test";
 
 Deno.test({
-  name: "object read: a whole object is written byte for byte; one whose chunks are gone fails after its idle time instead of waiting for ever",
+  name:
+    "object read: a whole object is written byte for byte; one whose chunks are gone fails after its idle time instead of waiting for ever",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -41,16 +42,22 @@ Deno.test({
       const plain = await objects.get("snap");
       assert.ok(plain, "the object is still described");
       let settled = false;
-      const plainRead = new Response(plain.data).arrayBuffer().then(() => (settled = true), () => (settled = true));
+      const plainRead = new Response(plain.data).arrayBuffer().then(
+        () => (settled = true),
+        () => (settled = true),
+      );
       await new Promise((r) => setTimeout(r, 1500));
       assert.equal(settled, false, "nats.js's read of an object whose chunks are gone waits");
 
       const t0 = Date.now();
-      await assert.rejects(getFile((await objects.get("snap"))!, join(dir, "stalled"), 500), (err: unknown) => {
-        assert.ok(err instanceof ObjectReadStalled, String(err));
-        assert.match(String(err), /no chunk for 500 ms after 0 bytes/);
-        return true;
-      });
+      await assert.rejects(
+        getFile((await objects.get("snap"))!, join(dir, "stalled"), 500),
+        (err: unknown) => {
+          assert.ok(err instanceof ObjectReadStalled, String(err));
+          assert.match(String(err), /no chunk for 500 ms after 0 bytes/);
+          return true;
+        },
+      );
       const waited = Date.now() - t0;
       assert.ok(waited >= 500 && waited < 5000, `given up after its idle time (${waited} ms)`);
       void plainRead;

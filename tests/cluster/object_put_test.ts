@@ -43,7 +43,9 @@ function watched(js: JetStreamClient, failFrom = Infinity, lateMs = 50) {
 }
 
 /** Runs `fn` with a JetStream connection to one fresh nats-server and a file of `CHUNKS` chunks. */
-async function withServer(fn: (nc: NatsConnection, file: string, bytes: Uint8Array) => Promise<void>) {
+async function withServer(
+  fn: (nc: NatsConnection, file: string, bytes: Uint8Array) => Promise<void>,
+) {
   const nats = await startNatsCluster(1);
   const dir = mkdtempSync(join(tmpdir(), "sb-test-object-put-"));
   const nc = await connect({ servers: nats.urls });
@@ -60,7 +62,8 @@ async function withServer(fn: (nc: NatsConnection, file: string, bytes: Uint8Arr
 }
 
 Deno.test({
-  name: "object put: at most its window of chunks awaits an ack (nats.js's own put: every chunk), and the object reads back whole",
+  name:
+    "object put: at most its window of chunks awaits an ack (nats.js's own put: every chunk), and the object reads back whole",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -69,24 +72,44 @@ Deno.test({
       // loaded machine reads the whole file before the first ack.
       const plain = watched(nc.jetstream(), Infinity, 500);
       const store = await plain.client.views.os("plain");
-      await store.put({ name: "o" }, Readable.toWeb(createReadStream(file)) as unknown as ReadableStream<Uint8Array>);
-      assert.ok(plain.seen.most >= CHUNKS / 2, `nats.js's put had ${plain.seen.most} chunks in flight`);
+      await store.put(
+        { name: "o" },
+        Readable.toWeb(createReadStream(file)) as unknown as ReadableStream<Uint8Array>,
+      );
+      assert.ok(
+        plain.seen.most >= CHUNKS / 2,
+        `nats.js's put had ${plain.seen.most} chunks in flight`,
+      );
 
       const limited = watched(nc.jetstream());
-      const info = await putFile(limited.client, "limited", {}, { name: "o", description: "7" }, file, 4);
+      const info = await putFile(
+        limited.client,
+        "limited",
+        {},
+        { name: "o", description: "7" },
+        file,
+        4,
+      );
       assert.equal(info.size, bytes.length);
       assert.equal(info.description, "7");
       assert.ok(limited.seen.sent >= CHUNKS, `${limited.seen.sent} publishes`);
-      assert.ok(limited.seen.most <= 4 + 1, `at most the window of chunks (and the closing metadata) in flight: ${limited.seen.most}`);
+      assert.ok(
+        limited.seen.most <= 4 + 1,
+        `at most the window of chunks (and the closing metadata) in flight: ${limited.seen.most}`,
+      );
 
       const read = await (await nc.jetstream().views.os("limited")).getBlob("o");
-      assert.ok(read !== null && Buffer.from(read).equals(Buffer.from(bytes)), "the object reads back byte for byte");
+      assert.ok(
+        read !== null && Buffer.from(read).equals(Buffer.from(bytes)),
+        "the object reads back byte for byte",
+      );
     });
   },
 });
 
 Deno.test({
-  name: "object put: chunk publishes that fail make the put fail with their error, with no unhandled rejection",
+  name:
+    "object put: chunk publishes that fail make the put fail with their error, with no unhandled rejection",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -103,7 +126,11 @@ Deno.test({
         // how far it has read the body when they fail, which varies from run to run.
         Promise.reject(new Error("canary"));
         await new Promise((r) => setTimeout(r, 100));
-        assert.deepEqual(unhandled.map((e) => (e as Error).message), ["canary"], "the listener sees unhandled rejections");
+        assert.deepEqual(
+          unhandled.map((e) => (e as Error).message),
+          ["canary"],
+          "the listener sees unhandled rejections",
+        );
         unhandled.length = 0;
 
         const failing = watched(nc.jetstream(), 3);

@@ -21,16 +21,28 @@ const FORKED = " (forked)";
 const STOPPED = /applied the log differently from a majority of the nodes/;
 const HEALED = /cluster node rebuilt its store and takes writes again/;
 /** The object as `node` holds it. */
-async function objectOn(node: TestServer, key: string): Promise<{ state: Record<string, unknown>; log_id: number }> {
+async function objectOn(
+  node: TestServer,
+  key: string,
+): Promise<{ state: Record<string, unknown>; log_id: number }> {
   const r = await fetch(`${node.baseUrl}${path(key)}`, { headers: node.headers(node.apps[0]) });
   return await r.json();
 }
 
 /** A subscriber of the test object on `node`, recording what it is told. */
 function subscriber(node: TestServer, key: string) {
-  const socket = new Socket(`ws://127.0.0.1:${node.port}/socket`, { params: { app_key: "key1" }, reconnectAfterMs: () => 50 });
+  const socket = new Socket(`ws://127.0.0.1:${node.port}/socket`, {
+    params: { app_key: "key1" },
+    reconnectAfterMs: () => 50,
+  });
   const sb = sdkFor(node);
-  const sub = new ObjectSubscription(socket, "key1", "ledger", key, async (socketId) => (await sb.authenticateObject(socketId, "ledger", key)).auth);
+  const sub = new ObjectSubscription(
+    socket,
+    "key1",
+    "ledger",
+    key,
+    async (socketId) => (await sb.authenticateObject(socketId, "ledger", key)).auth,
+  );
   const changes: ObjectChange[] = [];
   sub.on("change", (c) => changes.push(c));
   socket.connect();
@@ -40,18 +52,28 @@ function subscriber(node: TestServer, key: string) {
 /** Writes through node 1 until the log is past the forked position; the values written. */
 async function writePastFork(n1: TestServer, key: string): Promise<string[]> {
   const values: string[] = [];
-  for (let i = 1; ; i++) {
+  for (let i = 1;; i++) {
     const value = `v${i}`;
     const position = await append(n1, key, value);
     values.push(value);
-    assert.ok(i > 1 || position < FORK_AT, `the test's first write lands before position ${FORK_AT} (at ${position})`);
+    assert.ok(
+      i > 1 || position < FORK_AT,
+      `the test's first write lands before position ${FORK_AT} (at ${position})`,
+    );
     if (position >= FORK_AT + 2) return values;
   }
 }
 
-for (const where of ["on the rebuilt node", "on another node", "on the node restarted after a crash while stopped"]) {
+for (
+  const where of [
+    "on the rebuilt node",
+    "on another node",
+    "on the node restarted after a crash while stopped",
+  ]
+) {
   Deno.test({
-    name: `cluster other history: a subscriber sent an entry the majority never held rejoins ${where} with a reset and ends exact`,
+    name:
+      `cluster other history: a subscriber sent an entry the majority never held rejoins ${where} with a reset and ends exact`,
     sanitizeOps: false,
     sanitizeResources: false,
     async fn() {
@@ -67,19 +89,31 @@ for (const where of ["on the rebuilt node", "on another node", "on the node rest
       try {
         const [n1, , n3] = cluster.nodes;
         const moveTo = (node: TestServer) => {
-          (watch!.socket as unknown as { endPoint: string }).endPoint = `ws://127.0.0.1:${node.port}/socket/websocket`;
+          (watch!.socket as unknown as { endPoint: string }).endPoint =
+            `ws://127.0.0.1:${node.port}/socket/websocket`;
         };
         watch = subscriber(n3, key);
         await watch.sub.whenSynced();
         const values = await writePastFork(n1, key);
 
         // The subscriber on node 3 was sent the forked entry, then node 3 stopped itself.
-        await until("the subscriber on node 3 got the forked entry", () =>
-          Promise.resolve(watch!.changes.some((c) => c.type === "change" && String(c.value).endsWith(FORKED))));
+        await until(
+          "the subscriber on node 3 got the forked entry",
+          () =>
+            Promise.resolve(
+              watch!.changes.some((c) => c.type === "change" && String(c.value).endsWith(FORKED)),
+            ),
+        );
         await until("node 3 stops itself", () => Promise.resolve(STOPPED.test(n3.output())));
-        assert.match(n1.output() + n3.output(), /streams whose subscribers may hold another history/);
+        assert.match(
+          n1.output() + n3.output(),
+          /streams whose subscribers may hold another history/,
+        );
         const forkedAt = watch.sub.logId;
-        assert.ok((watch.sub.state.l as string[]).some((v) => v.endsWith(FORKED)), "its copy holds the forked entry");
+        assert.ok(
+          (watch.sub.state.l as string[]).some((v) => v.endsWith(FORKED)),
+          "its copy holds the forked entry",
+        );
 
         if (elsewhere) {
           // It moves to node 1, resuming from its position there.
@@ -90,21 +124,46 @@ for (const where of ["on the rebuilt node", "on another node", "on the node rest
           // subscriber (reconnecting meanwhile) resumes there, on its new port.
           await cluster.kill(2);
           const again = await cluster.restart(2);
-          assert.match(again.output(), /cluster store marked diverged; rebuilding it before serving/);
+          assert.match(
+            again.output(),
+            /cluster store marked diverged; rebuilding it before serving/,
+          );
           assert.match(again.output(), /streams whose subscribers may hold another history/);
           moveTo(again);
           // The streams it listed when it stopped are still listed: it renews their epochs (or
           // finds them renewed by a node that heard its report).
-          await until("the restarted node 3 sees the epochs of the streams it named renewed", () =>
-            Promise.resolve(/cluster (renewed|found) the epochs of the streams/.test(again.output())), 30_000);
+          await until(
+            "the restarted node 3 sees the epochs of the streams it named renewed",
+            () =>
+              Promise.resolve(
+                /cluster (renewed|found) the epochs of the streams/.test(again.output()),
+              ),
+            30_000,
+          );
         } else {
           // Node 3 rebuilds its store, closes its sockets, and the subscriber rejoins there.
-          await until("node 3 rebuilds its store", () => Promise.resolve(HEALED.test(n3.output())), 60_000);
+          await until(
+            "node 3 rebuilds its store",
+            () => Promise.resolve(HEALED.test(n3.output())),
+            60_000,
+          );
         }
         const truth = await objectOn(n1, key);
-        await until("the subscriber rejoined with a reset", () =>
-          Promise.resolve(watch!.changes.some((c) => c.type === "snapshot" && c.reset === true && c.log_id >= forkedAt)), 30_000);
-        await until("the subscriber holds the majority's object", () => Promise.resolve(watch!.sub.logId >= truth.log_id), 30_000);
+        await until(
+          "the subscriber rejoined with a reset",
+          () =>
+            Promise.resolve(
+              watch!.changes.some((c) =>
+                c.type === "snapshot" && c.reset === true && c.log_id >= forkedAt
+              ),
+            ),
+          30_000,
+        );
+        await until(
+          "the subscriber holds the majority's object",
+          () => Promise.resolve(watch!.sub.logId >= truth.log_id),
+          30_000,
+        );
         assert.deepEqual(watch.sub.state, truth.state);
         assert.deepEqual(truth.state.l, values, "the majority holds what was written, unforked");
 
@@ -116,9 +175,17 @@ for (const where of ["on the rebuilt node", "on another node", "on the node rest
           await append(n1, key, `later${i}`);
         }
         const final = await objectOn(n1, key);
-        await until("the subscriber got the later entries", () => Promise.resolve(watch!.sub.logId >= final.log_id), 30_000);
+        await until(
+          "the subscriber got the later entries",
+          () => Promise.resolve(watch!.sub.logId >= final.log_id),
+          30_000,
+        );
         const live = watch.changes.slice(from);
-        assert.deepEqual(live.map((c) => c.type), more.map(() => "change"), "live, with no rejoin in between");
+        assert.deepEqual(
+          live.map((c) => c.type),
+          more.map(() => "change"),
+          "live, with no rejoin in between",
+        );
         assert.deepEqual(live.map((c) => c.log_id), more.map((_, i) => truth.log_id + 1 + i));
         assert.deepEqual(watch.sub.state, final.state);
       } finally {
@@ -134,7 +201,8 @@ for (const where of ["on the rebuilt node", "on another node", "on the node rest
 // write, so a subscriber that stayed away longer and resumes with its old cursor still gets a
 // reset, in the new epoch, and ends equal to the majority.
 Deno.test({
-  name: "cluster other history: a subscriber away past the unsure window resumes with a reset into a new epoch and ends exact",
+  name:
+    "cluster other history: a subscriber away past the unsure window resumes with a reset into a new epoch and ends exact",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -151,32 +219,67 @@ Deno.test({
       await watch.sub.whenSynced();
       const oldEpoch = watch.sub.epoch;
       const values = await writePastFork(n1, key);
-      await until("the subscriber on node 3 got the forked entry", () =>
-        Promise.resolve(watch!.changes.some((c) => c.type === "change" && String(c.value).endsWith(FORKED))));
+      await until(
+        "the subscriber on node 3 got the forked entry",
+        () =>
+          Promise.resolve(
+            watch!.changes.some((c) => c.type === "change" && String(c.value).endsWith(FORKED)),
+          ),
+      );
       // It goes away (its copy holds the forked entry) while node 3 stops itself and rebuilds.
       watch.socket.disconnect();
       await until("node 3 stops itself", () => Promise.resolve(STOPPED.test(n3.output())));
       const stoppedAt = Date.now();
       const forkedAt = watch.sub.logId;
-      assert.ok((watch.sub.state.l as string[]).some((v) => v.endsWith(FORKED)), "its copy holds the forked entry");
-      await until("node 3 rebuilds its store", () => Promise.resolve(HEALED.test(n3.output())), 60_000);
-      await until("node 3 sees the epochs of the streams it named renewed (by itself or another node)", () =>
-        Promise.resolve(/cluster (renewed|found) the epochs of the streams/.test(n3.output())), 30_000);
+      assert.ok(
+        (watch.sub.state.l as string[]).some((v) => v.endsWith(FORKED)),
+        "its copy holds the forked entry",
+      );
+      await until(
+        "node 3 rebuilds its store",
+        () => Promise.resolve(HEALED.test(n3.output())),
+        60_000,
+      );
+      await until(
+        "node 3 sees the epochs of the streams it named renewed (by itself or another node)",
+        () =>
+          Promise.resolve(/cluster (renewed|found) the epochs of the streams/.test(n3.output())),
+        30_000,
+      );
       // Past the window (it ended on every node at most UNSURE_MS after node 3 stopped).
-      await new Promise((r) => setTimeout(r, Math.max(0, stoppedAt + UNSURE_MS + 1000 - Date.now())));
+      await new Promise((r) =>
+        setTimeout(r, Math.max(0, stoppedAt + UNSURE_MS + 1000 - Date.now()))
+      );
 
       // It comes back, to node 1, with its old cursor (log_id + epoch).
-      (watch.socket as unknown as { endPoint: string }).endPoint = `ws://127.0.0.1:${n1.port}/socket/websocket`;
+      (watch.socket as unknown as { endPoint: string }).endPoint =
+        `ws://127.0.0.1:${n1.port}/socket/websocket`;
       const seen = watch.changes.length;
       watch.socket.connect();
       const truth = await objectOn(n1, key);
-      await until("the subscriber rejoined", () => Promise.resolve(watch!.changes.slice(seen).some((c) => c.type === "snapshot")), 30_000);
+      await until(
+        "the subscriber rejoined",
+        () => Promise.resolve(watch!.changes.slice(seen).some((c) => c.type === "snapshot")),
+        30_000,
+      );
       const rejoin = watch.changes.slice(seen).find((c) => c.type === "snapshot")!;
-      assert.equal(rejoin.type === "snapshot" && rejoin.reset, true, "a reset, not a replay of its old cursor");
+      assert.equal(
+        rejoin.type === "snapshot" && rejoin.reset,
+        true,
+        "a reset, not a replay of its old cursor",
+      );
       assert.ok(rejoin.log_id >= forkedAt);
-      assert.deepEqual(watch.changes.slice(seen).filter((c) => c.type === "change"), [], "nothing replayed");
+      assert.deepEqual(
+        watch.changes.slice(seen).filter((c) => c.type === "change"),
+        [],
+        "nothing replayed",
+      );
       assert.notEqual(watch.sub.epoch, oldEpoch, "into a new epoch");
-      await until("the subscriber holds the majority's object", () => Promise.resolve(watch!.sub.logId >= truth.log_id), 30_000);
+      await until(
+        "the subscriber holds the majority's object",
+        () => Promise.resolve(watch!.sub.logId >= truth.log_id),
+        30_000,
+      );
       assert.deepEqual(watch.sub.state, truth.state);
       assert.deepEqual(truth.state.l, values, "the majority holds what was written, unforked");
 
@@ -184,8 +287,17 @@ Deno.test({
       const from = watch.changes.length;
       for (let i = 1; i <= 4; i++) await append(n1, key, `later${i}`);
       const final = await objectOn(n1, key);
-      await until("the subscriber got the later entries", () => Promise.resolve(watch!.sub.logId >= final.log_id), 30_000);
-      assert.deepEqual(watch.changes.slice(from).map((c) => c.type), ["change", "change", "change", "change"]);
+      await until(
+        "the subscriber got the later entries",
+        () => Promise.resolve(watch!.sub.logId >= final.log_id),
+        30_000,
+      );
+      assert.deepEqual(watch.changes.slice(from).map((c) => c.type), [
+        "change",
+        "change",
+        "change",
+        "change",
+      ]);
       assert.deepEqual(watch.sub.state, final.state);
     } finally {
       watch?.socket.disconnect();

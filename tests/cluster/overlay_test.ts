@@ -21,9 +21,29 @@ function random(seed: number): () => number {
 }
 
 const KEYS: Key[] = [
-  "a", "b", "ba", "c", "z", "\uffff", "\u{1F600}", "\ue000", "",
-  1, 2, 10, -3, 2.5,
-  ["s", 1], ["s", 2], ["s", 10], ["s", "x"], ["s", "\uffff"], ["s", "\u{1F600}"], ["t", 0], ["s"], ["s", 1, "r"],
+  "a",
+  "b",
+  "ba",
+  "c",
+  "z",
+  "\uffff",
+  "\u{1F600}",
+  "\ue000",
+  "",
+  1,
+  2,
+  10,
+  -3,
+  2.5,
+  ["s", 1],
+  ["s", 2],
+  ["s", 10],
+  ["s", "x"],
+  ["s", "\uffff"],
+  ["s", "\u{1F600}"],
+  ["t", 0],
+  ["s"],
+  ["s", 1, "r"],
 ];
 
 /** One operation of a scripted run: a write, or a read whose answer is compared. */
@@ -40,8 +60,9 @@ function script(seed: number, n: number): Op[] {
   const ops: Op[] = [];
   for (let i = 0; i < n; i++) {
     const r = rnd();
-    if (r < 0.35) ops.push({ put: pick(KEYS), value: pick([1, "v", { n: i, list: [i, "x"] }, null, [i]]) });
-    else if (r < 0.5) ops.push({ remove: pick(KEYS) });
+    if (r < 0.35) {
+      ops.push({ put: pick(KEYS), value: pick([1, "v", { n: i, list: [i, "x"] }, null, [i]]) });
+    } else if (r < 0.5) ops.push({ remove: pick(KEYS) });
     else if (r < 0.65) ops.push({ get: pick(KEYS) });
     else if (r < 0.72) ops.push({ exists: pick(KEYS) });
     else {

@@ -8,7 +8,6 @@ import { RawPusher, serverLib } from "../pusher/helpers.ts";
 import { until } from "./cluster.ts";
 import { webhookCluster } from "./webhook_cluster.ts";
 
-
 Deno.test({
   name:
     "cluster: a SIGKILLed node's presence members and channels end in member_removed / channel_vacated webhooks",

@@ -10,7 +10,6 @@ import { sdkFor } from "../pubsub/helpers.ts";
 import { until } from "./cluster.ts";
 import { webhookCluster } from "./webhook_cluster.ts";
 
-
 const NODES = ["node-1", "node-2", "node-3"];
 
 /** A presence channel of app key1 that node-3 owns while all three nodes are live. */

@@ -10,7 +10,8 @@ import { startCluster, until } from "./cluster.ts";
 const OBJECT = "/api/v1/objects/app-1/cut/off";
 
 Deno.test({
-  name: "cluster readiness: a node cut off from the log answers /readyz 503 while the others stay 200",
+  name:
+    "cluster readiness: a node cut off from the log answers /readyz 503 while the others stay 200",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -35,7 +36,11 @@ Deno.test({
       for (let i = 0; i < 24; i++) {
         for (const node of [n1, n2]) {
           const r = await ready(node);
-          assert.equal(r.status, 200, `node ${node === n1 ? 1 : 2} while node 3 is cut off: ${JSON.stringify(r.body)}`);
+          assert.equal(
+            r.status,
+            200,
+            `node ${node === n1 ? 1 : 2} while node 3 is cut off: ${JSON.stringify(r.body)}`,
+          );
         }
         assert.equal((await ready(n3)).status, 503, "node 3 stays unready while cut off");
         await new Promise((r) => setTimeout(r, 250));

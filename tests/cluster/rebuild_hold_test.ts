@@ -27,7 +27,9 @@ const REBUILDING = /cluster node rebuilding its store/g;
 
 /** Whether the last of `node`'s rebuild lines says its rebuild is held (none when it is not). */
 function holding(node: TestServer): boolean {
-  const lines = node.output().split("\n").filter((l) => /cluster rebuild (held|no longer held)|cluster node rebuilding its store/.test(l));
+  const lines = node.output().split("\n").filter((l) =>
+    /cluster rebuild (held|no longer held)|cluster node rebuilding its store/.test(l)
+  );
   return /cluster rebuild held/.test(lines.at(-1) ?? "");
 }
 
@@ -35,7 +37,12 @@ function holding(node: TestServer): boolean {
  * idle), and a while passed for node 3 to see it. */
 async function renewed(nodes: TestServer[]): Promise<void> {
   for (const node of nodes) {
-    await until("the epoch renewal is done", () => Promise.resolve(/cluster (renewed|found) the epochs of the streams/.test(node.output())), 30_000);
+    await until(
+      "the epoch renewal is done",
+      () =>
+        Promise.resolve(/cluster (renewed|found) the epochs of the streams/.test(node.output())),
+      30_000,
+    );
   }
   await new Promise((r) => setTimeout(r, 2000));
 }
@@ -51,7 +58,11 @@ async function stepDown(urls: string[]): Promise<void> {
   try {
     for (let i = 0;; i++) {
       try {
-        const r = await nc.request(`$JS.API.STREAM.LEADER.STEPDOWN.${LOG_STREAM}`, new Uint8Array(), { timeout: 5000 });
+        const r = await nc.request(
+          `$JS.API.STREAM.LEADER.STEPDOWN.${LOG_STREAM}`,
+          new Uint8Array(),
+          { timeout: 5000 },
+        );
         const body = JSON.parse(new TextDecoder().decode(r.data));
         assert.ok(body.success, JSON.stringify(body));
         return;
@@ -83,7 +94,8 @@ async function staysStopped(node: TestServer, reason: RegExp): Promise<void> {
 }
 
 Deno.test({
-  name: "cluster rebuild hold: a node whose rebuilt store still disagrees rebuilds again only once something changed",
+  name:
+    "cluster rebuild hold: a node whose rebuilt store still disagrees rebuilds again only once something changed",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -92,7 +104,11 @@ Deno.test({
     const cluster = await startForkedCluster(
       (): Record<string, string> =>
         faults
-          ? { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT), SWITCHBOARD_FAULT_OTHER_AT: String(OTHER_AT), SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "100" }
+          ? {
+            SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT),
+            SWITCHBOARD_FAULT_OTHER_AT: String(OTHER_AT),
+            SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "100",
+          }
           : {},
       NO_ASKED_SNAPSHOT,
     );
@@ -111,7 +127,10 @@ Deno.test({
         90_000,
       );
       assert.ok(count(n3, REPLACED) >= 1, "it rebuilt");
-      assert.ok(count(n3, /applied the log differently from a majority of the nodes/g) >= 2, "it stopped again after a rebuild");
+      assert.ok(
+        count(n3, /applied the log differently from a majority of the nodes/g) >= 2,
+        "it stopped again after a rebuild",
+      );
 
       // Nothing changes: no rebuild, no replay (and the hold is logged once). Without the hold
       // the rebuilds went on, the pause doubling from 100 ms.
@@ -129,7 +148,11 @@ Deno.test({
       // The stream gets another leader (whose replica might hold other messages): node 3
       // rebuilds (and, the fault still playing, disagrees and holds again).
       await stepDown(cluster.nats.urls);
-      await until("node 3 rebuilds once the stream's leader changed", () => Promise.resolve(count(n3, REPLACED) > replaced), 60_000);
+      await until(
+        "node 3 rebuilds once the stream's leader changed",
+        () => Promise.resolve(count(n3, REPLACED) > replaced),
+        60_000,
+      );
       assert.match(n3.output(), /cluster rebuild no longer held.*changed=log/);
       await until("node 3 holds again", () => Promise.resolve(count(n3, HELD) > held), 60_000);
 
@@ -137,15 +160,27 @@ Deno.test({
       const replacedBefore = count(n3, REPLACED);
       const heldBefore = count(n3, HELD);
       await appendAt(n1, KEY, "after");
-      await until("node 3 rebuilds again", () => Promise.resolve(count(n3, REPLACED) > replacedBefore), 60_000);
+      await until(
+        "node 3 rebuilds again",
+        () => Promise.resolve(count(n3, REPLACED) > replacedBefore),
+        60_000,
+      );
       assert.ok(count(n3, RESUMED) >= resumed + 2, "it said the hold ended");
-      await until("node 3 holds again", () => Promise.resolve(count(n3, HELD) > heldBefore), 60_000);
+      await until(
+        "node 3 holds again",
+        () => Promise.resolve(count(n3, HELD) > heldBefore),
+        60_000,
+      );
 
       // Restarted without the fault: it rebuilds, agrees with the others and takes writes.
       await cluster.kill(2);
       faults = false;
       n3 = await cluster.restart(2);
-      await until("node 3 takes writes again", async () => (await readyz(n3)).status === 200, 60_000);
+      await until(
+        "node 3 takes writes again",
+        async () => (await readyz(n3)).status === 200,
+        60_000,
+      );
       await appendAt(n3, KEY, "healed");
       await until("node 3 holds the majority's object", async () => {
         const [a, b] = await Promise.all([call(n1, "GET", path(KEY)), call(n3, "GET", path(KEY))]);
@@ -178,7 +213,11 @@ Deno.test({
       await until("node 3 stops itself", () => Promise.resolve(STOPPED.test(n3.output())), 30_000);
       await renewed([n1, n2]);
       const REFUSED = /the log no longer holds writes a majority confirmed \(position 20\)/;
-      await until("node 3 refuses its rebuild", async () => REFUSED.test((await readyz(n3)).reason ?? ""), 60_000);
+      await until(
+        "node 3 refuses its rebuild",
+        async () => REFUSED.test((await readyz(n3)).reason ?? ""),
+        60_000,
+      );
       await until(
         "node 3 holds its next rebuild",
         () => Promise.resolve(holding(n3) || count(n3, REBUILDING) >= 5),
@@ -203,7 +242,11 @@ Deno.test({
       // The stream gets another leader: tried again (refused again, the fault still playing),
       // then held again.
       await stepDown(cluster.nats.urls);
-      await until("node 3 tries again", () => Promise.resolve(count(n3, REBUILDING) > rebuilding), 60_000);
+      await until(
+        "node 3 tries again",
+        () => Promise.resolve(count(n3, REBUILDING) > rebuilding),
+        60_000,
+      );
       await until("node 3 holds again", () => Promise.resolve(count(n3, HELD) > held), 60_000);
       assert.match(n3.output(), /cluster rebuild refused again/);
       assert.equal(count(n3, REPLACED), 0, "its store is kept");

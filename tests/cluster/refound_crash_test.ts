@@ -54,20 +54,37 @@ for (const step of ["snapshot", "stream"] as const) {
 
         // The crash: no cleanup (the scratch dir is left in this TMPDIR, the lock file in the
         // data dir), the store still marked diverged.
-        const crashed = await cli(args, { SWITCHBOARD_FAULT_REFOUND_EXIT_AFTER: step, TMPDIR: tempDir("sb-test-refound-tmp-") });
+        const crashed = await cli(args, {
+          SWITCHBOARD_FAULT_REFOUND_EXIT_AFTER: step,
+          TMPDIR: tempDir("sb-test-refound-tmp-"),
+        });
         assert.equal(crashed.code, FAULT_EXIT_CODE, crashed.out);
-        assert.match(crashed.out, new RegExp(`fault hook: cluster refound exits after the ${step} step`));
+        assert.match(
+          crashed.out,
+          new RegExp(`fault hook: cluster refound exits after the ${step} step`),
+        );
         assert.doesNotMatch(crashed.out, /re-founded the cluster log/);
         assert.ok(existsSync(`${chosen}/${LOCK_FILE}`), "the crashed run's lock is left behind");
         assert.match(await chosenStatus(), /diverged: +yes/);
-        assert.deepEqual(await snapshots(urls), new Map([[SNAPSHOT_OBJECT, String(applied)]]), "the only snapshot, at A");
-        if (step === "snapshot") assert.deepEqual(await logState(urls), logBefore, "the log untouched");
-        else assert.deepEqual(await logState(urls), [applied + 1, applied, 0], "the log made again, empty at A + 1");
+        assert.deepEqual(
+          await snapshots(urls),
+          new Map([[SNAPSHOT_OBJECT, String(applied)]]),
+          "the only snapshot, at A",
+        );
+        if (step === "snapshot") {
+          assert.deepEqual(await logState(urls), logBefore, "the log untouched");
+        } else {assert.deepEqual(
+            await logState(urls),
+            [applied + 1, applied, 0],
+            "the log made again, empty at A + 1",
+          );}
 
         // Run again, as the docs say: it does the whole.
         const again = await cli(args);
         assert.equal(again.code, 0, again.out);
-        const base = Number(/re-founded the cluster log on \S+ at position (\d+)/.exec(again.out)?.[1]);
+        const base = Number(
+          /re-founded the cluster log on \S+ at position (\d+)/.exec(again.out)?.[1],
+        );
         assert.equal(base, applied, again.out);
         assert.match(await chosenStatus(), /diverged: +no/);
         assert.deepEqual(await snapshots(urls), new Map([[SNAPSHOT_OBJECT, String(base)]]));
@@ -75,7 +92,11 @@ for (const step of ["snapshot", "stream"] as const) {
         // Once more (as after a crash past the last step): refused, nothing changed.
         const third = await cli(args);
         assert.notEqual(third.code, 0);
-        assert.match(third.out, /the store is not marked diverged; .* \(nothing changed\)/, third.out);
+        assert.match(
+          third.out,
+          /the store is not marked diverged; .* \(nothing changed\)/,
+          third.out,
+        );
         assert.deepEqual(await logState(urls), [base + 1, base, 0]);
 
         // Started as the docs say: every node takes writes and holds every acknowledged write.

@@ -26,9 +26,17 @@ export const KEY = "refound";
 
 /** `switchboard cluster ...` as an operator runs it (the binary when SWITCHBOARD_BIN is set),
  * with `env` added to the environment. */
-export async function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string }> {
+export async function cli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; out: string }> {
   const { cmd, args: pre } = serverCommand();
-  const r = await new Deno.Command(cmd, { args: [...pre, "cluster", ...args], env, stdout: "piped", stderr: "piped" }).output();
+  const r = await new Deno.Command(cmd, {
+    args: [...pre, "cluster", ...args],
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
   const dec = new TextDecoder();
   return { code: r.code, out: dec.decode(r.stdout) + dec.decode(r.stderr) };
 }
@@ -73,7 +81,10 @@ export async function startRefusingCluster(): Promise<RefusingCluster> {
     2: { SWITCHBOARD_FAULT_FORK_AT: "40", SWITCHBOARD_FAULT_OTHER_AT: String(OTHER_AT) },
   };
   const cluster = await startCluster({
-    env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300", SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000" },
+    env: {
+      SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "300",
+      SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS: "4000",
+    },
     nodeEnv: (i) => faults[i],
   });
   try {
@@ -98,9 +109,16 @@ export async function startRefusingCluster(): Promise<RefusingCluster> {
       if (r.status === 200) written.set(`v${i}`, Number(r.headers.get("switchboard-position")));
       else break;
     }
-    assert.ok(written.size >= 40, `writes acknowledged before the cluster stopped: ${written.size}`);
+    assert.ok(
+      written.size >= 40,
+      `writes acknowledged before the cluster stopped: ${written.size}`,
+    );
     for (const node of cluster.nodes) {
-      await until("the node refuses to rebuild", async () => REFUSED.test((await readyz(node)).reason ?? ""), 90_000);
+      await until(
+        "the node refuses to rebuild",
+        async () => REFUSED.test((await readyz(node)).reason ?? ""),
+        90_000,
+      );
     }
     const write = await call(n1, "POST", `${path(KEY)}/append`, { slot: "l", value: "refused" });
     assert.equal(write.status, 503);
@@ -127,18 +145,38 @@ export async function startAfterRefound(
 ): Promise<TestServer[]> {
   const dirs = cluster.nodes.map((n) => n.dataDir);
   const kept = [0, 1].find((i) => dirs[i] !== chosen)!;
-  for (const entry of Deno.readDirSync(dirs[2])) Deno.removeSync(`${dirs[2]}/${entry.name}`, { recursive: true });
+  for (const entry of Deno.readDirSync(dirs[2])) {
+    Deno.removeSync(`${dirs[2]}/${entry.name}`, { recursive: true });
+  }
   for (const i of [dirs.indexOf(chosen), kept, 2]) await cluster.restart(i);
   const nodes = cluster.nodes;
-  for (const node of nodes) await until("the node takes writes again", async () => (await readyz(node)).status === 200, 90_000);
+  for (const node of nodes) {
+    await until(
+      "the node takes writes again",
+      async () => (await readyz(node)).status === 200,
+      90_000,
+    );
+  }
   assert.match(nodes[kept].output(), new RegExp(`cluster store replaced.*position.*${base}`));
-  assert.doesNotMatch(nodes[kept].output(), /ERROR +cluster unavailable: the log no longer holds|cluster rebuild refused again/, "the guard passed");
-  assert.match(nodes[2].output(), new RegExp(`cluster store restored from a snapshot.*position.*${base}`));
+  assert.doesNotMatch(
+    nodes[kept].output(),
+    /ERROR +cluster unavailable: the log no longer holds|cluster rebuild refused again/,
+    "the guard passed",
+  );
+  assert.match(
+    nodes[2].output(),
+    new RegExp(`cluster store restored from a snapshot.*position.*${base}`),
+  );
   // Every node takes writes, and holds every acknowledged write where it was acked.
-  for (const [i, node] of nodes.entries()) written.set(`after-${i}`, await appendAt(node, KEY, `after-${i}`));
+  for (const [i, node] of nodes.entries()) {
+    written.set(`after-${i}`, await appendAt(node, KEY, `after-${i}`));
+  }
   await until("every node holds the same object", async () => {
     const bodies = await Promise.all(nodes.map((n) => call(n, "GET", path(KEY))));
-    return bodies.every((b) => JSON.stringify(b.body) === JSON.stringify(bodies[0].body) && b.body.state.l.includes("after-2"));
+    return bodies.every((b) =>
+      JSON.stringify(b.body) === JSON.stringify(bodies[0].body) &&
+      b.body.state.l.includes("after-2")
+    );
   }, 30_000);
   // Every acknowledged write, in the order of its position (a write that got a 503 may be
   // there too: its outcome was unknown).

@@ -11,7 +11,10 @@ import { tempDir } from "../helpers/temp_dir.ts";
 /** A store that applied `batches` (position i + 1 holds batches[i]), keeping a record of the
  * positions from `keptFrom` on and a checkpoint digest at `checkpoint`; marked diverged with
  * `confirmed` when given. */
-async function store(batches: string[], opts: { confirmed?: number; keptFrom?: number; checkpoint?: number } = {}): Promise<string> {
+async function store(
+  batches: string[],
+  opts: { confirmed?: number; keptFrom?: number; checkpoint?: number } = {},
+): Promise<string> {
   const dir = tempDir("sb-refound-status-");
   const env = new StoreEnv(storePath(dir), true);
   try {
@@ -28,7 +31,10 @@ async function store(batches: string[], opts: { confirmed?: number; keptFrom?: n
       });
       state.put("applied", batches.length);
       if (opts.confirmed !== undefined) {
-        state.put("diverged", "cluster unavailable: the log no longer holds writes a majority confirmed (position 3)");
+        state.put(
+          "diverged",
+          "cluster unavailable: the log no longer holds writes a majority confirmed (position 3)",
+        );
         state.put("confirmed", opts.confirmed);
       }
     });
@@ -38,31 +44,53 @@ async function store(batches: string[], opts: { confirmed?: number; keptFrom?: n
   return dir;
 }
 
-const history = (n: number, prefix = "b") => Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
+const history = (n: number, prefix = "b") =>
+  Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
 
 Deno.test("cluster status: names the store holding every confirmed history", async () => {
   const longest = await store(history(30), { confirmed: 28 });
   const shorter = await store([...history(20), "x21", "x22"], { confirmed: 20 });
   const out = await clusterStatus([shorter, longest]);
-  assert.match(out, new RegExp(`${longest}:\\n  position applied: +30\\n  diverged: +yes \\(cluster unavailable`));
+  assert.match(
+    out,
+    new RegExp(`${longest}:\\n  position applied: +30\\n  diverged: +yes \\(cluster unavailable`),
+  );
   assert.match(out, /confirmed by a majority: up to position 28/);
   assert.match(out, /records kept: +positions 1-30/);
-  assert.match(out, new RegExp(`${shorter} holds ${longest}'s confirmed history: no \\(${longest} confirmed up to position 28, past ${shorter}'s position 22\\)`));
+  assert.match(
+    out,
+    new RegExp(
+      `${shorter} holds ${longest}'s confirmed history: no \\(${longest} confirmed up to position 28, past ${shorter}'s position 22\\)`,
+    ),
+  );
   assert.match(out, new RegExp(`${longest} holds ${shorter}'s confirmed history: yes`));
-  assert.match(out, new RegExp(`re-found on: ${longest} \\(holds every confirmed history given\\)`));
+  assert.match(
+    out,
+    new RegExp(`re-found on: ${longest} \\(holds every confirmed history given\\)`),
+  );
 });
 
 Deno.test("cluster status: another batch at a confirmed position, by record or by digest only", async () => {
   const a = await store(history(30), { confirmed: 30 });
   const b = await store([...history(9), "other", ...history(30).slice(10)], { confirmed: 30 });
-  assert.match((await lacks(await readStore(a), await readStore(b))) ?? "", /holds another history than .* confirmed, at position 10/);
+  assert.match(
+    (await lacks(await readStore(a), await readStore(b))) ?? "",
+    /holds another history than .* confirmed, at position 10/,
+  );
   // Records kept only from 20 on; a checkpoint at 16: the difference at 10 is seen by the digest.
   const c = await store(history(30), { confirmed: 30, keptFrom: 20, checkpoint: 16 });
-  const d = await store([...history(9), "other", ...history(30).slice(10)], { confirmed: 30, keptFrom: 20, checkpoint: 16 });
+  const d = await store([...history(9), "other", ...history(30).slice(10)], {
+    confirmed: 30,
+    keptFrom: 20,
+    checkpoint: 16,
+  });
   const why = await lacks(await readStore(c), await readStore(d));
   assert.match(why ?? "", /at or before position (1[0-9]|2[0-9]|30)/);
   const out = await clusterStatus([c, d]);
-  assert.match(out, /re-found on: none of these \(no store holds every confirmed history given; do not re-found\)/);
+  assert.match(
+    out,
+    /re-found on: none of these \(no store holds every confirmed history given; do not re-found\)/,
+  );
 });
 
 Deno.test("cluster refound: refuses a store that is not marked diverged, or one lacking a given store's confirmed history, before it connects", async () => {

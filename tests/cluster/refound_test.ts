@@ -27,7 +27,8 @@ async function offlineReplicas(urls: string[]): Promise<number> {
 }
 
 Deno.test({
-  name: "cluster refound: every node refuses to rebuild; status + refound bring the cluster back with every acknowledged write",
+  name:
+    "cluster refound: every node refuses to rebuild; status + refound bring the cluster back with every acknowledged write",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -39,15 +40,27 @@ Deno.test({
       const logBefore = await logState(cluster.nats.urls);
       const early = await cli(["refound", "--data-dir", dirs[1], "--nats", nats]);
       assert.notEqual(early.code, 0);
-      assert.match(early.out, /data dir .* is in use by process \d+: stop every node first \(nothing changed\)/, early.out);
+      assert.match(
+        early.out,
+        /data dir .* is in use by process \d+: stop every node first \(nothing changed\)/,
+        early.out,
+      );
       // A copy of a running node's store (not locked): the nodes' heartbeats are heard.
       const copy = tempDir("sb-refound-copy-");
       const { cmd, args: pre } = serverCommand();
-      const backup = await new Deno.Command(cmd, { args: [...pre, "backup", `${copy}/switchboard.mdb`, "--data-dir", dirs[1]], stdout: "null", stderr: "null" }).output();
+      const backup = await new Deno.Command(cmd, {
+        args: [...pre, "backup", `${copy}/switchboard.mdb`, "--data-dir", dirs[1]],
+        stdout: "null",
+        stderr: "null",
+      }).output();
       assert.equal(backup.code, 0);
       const running = await cli(["refound", "--data-dir", copy, "--nats", nats]);
       assert.notEqual(running.code, 0);
-      assert.match(running.out, /nodes still running: node-1, node-2, node-3; stop every node first \(nothing changed\)/, running.out);
+      assert.match(
+        running.out,
+        /nodes still running: node-1, node-2, node-3; stop every node first \(nothing changed\)/,
+        running.out,
+      );
       for (let i = 0; i < 3; i++) await cluster.nodes[i].stop();
       const status = await cli(["status", "--data-dir", dirs[0], dirs[1], dirs[2]]);
       assert.equal(status.code, 0, status.out);
@@ -57,21 +70,60 @@ Deno.test({
       // A nats-server down: one of the log's replicas is offline, and would bring its old
       // history back when it returns.
       await cluster.nats.kill(2);
-      await until("the log's replica on the killed server is offline", async () => (await offlineReplicas(cluster.nats.urls.slice(0, 2))) > 0, 30_000);
+      await until(
+        "the log's replica on the killed server is offline",
+        async () => (await offlineReplicas(cluster.nats.urls.slice(0, 2))) > 0,
+        30_000,
+      );
       const down = await cli(["refound", "--data-dir", chosen, "--nats", nats]);
       assert.notEqual(down.code, 0);
-      assert.match(down.out, /the log's replicas on \S+ are offline: start every nats-server first \(nothing changed\)/, down.out);
+      assert.match(
+        down.out,
+        /the log's replicas on \S+ are offline: start every nats-server first \(nothing changed\)/,
+        down.out,
+      );
       await cluster.nats.restart(2);
-      await until("every replica of the log is back", async () => (await offlineReplicas(cluster.nats.urls)) === 0 && (await logState(cluster.nats.urls))[1] === logBefore[1], 30_000);
+      await until(
+        "every replica of the log is back",
+        async () =>
+          (await offlineReplicas(cluster.nats.urls)) === 0 &&
+          (await logState(cluster.nats.urls))[1] === logBefore[1],
+        30_000,
+      );
       // Node 3 confirmed less: re-founding on it would lose what nodes 1 and 2 confirmed.
-      const wrong = await cli(["refound", "--data-dir", dirs[2], "--nats", cluster.nats.urls.join(","), dirs[0], dirs[1]]);
+      const wrong = await cli([
+        "refound",
+        "--data-dir",
+        dirs[2],
+        "--nats",
+        cluster.nats.urls.join(","),
+        dirs[0],
+        dirs[1],
+      ]);
       assert.notEqual(wrong.code, 0);
-      assert.match(wrong.out, /refusing to re-found on .*confirmed up to position \d+, past .* \(nothing changed/, wrong.out);
-      assert.deepEqual(await logState(cluster.nats.urls), logBefore, "the refusals changed nothing");
+      assert.match(
+        wrong.out,
+        /refusing to re-found on .*confirmed up to position \d+, past .* \(nothing changed/,
+        wrong.out,
+      );
+      assert.deepEqual(
+        await logState(cluster.nats.urls),
+        logBefore,
+        "the refusals changed nothing",
+      );
       const others = dirs.filter((d) => d !== chosen);
-      const done = await cli(["refound", "--data-dir", chosen, "--nats", cluster.nats.urls.join(","), ...others]);
+      const done = await cli([
+        "refound",
+        "--data-dir",
+        chosen,
+        "--nats",
+        cluster.nats.urls.join(","),
+        ...others,
+      ]);
       assert.equal(done.code, 0, done.out);
-      const base = Number(/re-founded the cluster log on \S+ at position (\d+)/.exec(done.out)?.[1]);
+      const base = Number(
+        /re-founded the cluster log on \S+ at position (\d+)/.exec(done.out)?.[1],
+      );
       assert.ok(base >= Math.max(...written.values()), done.out);
       assert.match((await cli(["status", "--data-dir", chosen])).out, /diverged: +no/);
 
@@ -79,7 +131,12 @@ Deno.test({
       // writes and holds every acknowledged write.
       const nodes = await startAfterRefound(cluster, chosen, base, written);
       // A subscriber resuming from its old cursor gets a fresh snapshot, on every node.
-      await until("every stream's epoch is renewed", () => Promise.resolve(/cluster renewed the epochs/.test(nodes.map((n) => n.output()).join(""))), 30_000);
+      await until(
+        "every stream's epoch is renewed",
+        () =>
+          Promise.resolve(/cluster renewed the epochs/.test(nodes.map((n) => n.output()).join(""))),
+        30_000,
+      );
       for (const node of nodes) {
         await until("a resume from the old cursor is reset", async () => {
           const s = await RawSocket.connect(node.wsUrl("key1"));

@@ -32,7 +32,9 @@ const RENEWED = /cluster renewed the epochs of the streams/;
 const RENEWED_OR_FOUND = /cluster (renewed|found) the epochs of the streams/;
 /** The renewals a node logged: how many streams it renewed. */
 const renewals = (node: TestServer) =>
-  node.output().split("\n").filter((l) => RENEWED.test(l)).map((l) => Number(/streams=(\d+)/.exec(l)?.[1]));
+  node.output().split("\n").filter((l) => RENEWED.test(l)).map((l) =>
+    Number(/streams=(\d+)/.exec(l)?.[1])
+  );
 
 /** Appends `value` to the filler object through `node`; its log position. */
 const filler = (node: TestServer, value: string) => appendAt(node, "filler", value);
@@ -42,7 +44,9 @@ async function pusherSubscribe(pusher: RawPusher, channel: string, data: Record<
   const n = pusher.messages.length;
   pusher.send("pusher:subscribe", { channel, ...data });
   const m = await pusher.waitFor((x) =>
-    pusher.messages.indexOf(x) >= n && (x.event === "pusher:subscription_error" || x.event === "pusher_internal:subscription_succeeded")
+    pusher.messages.indexOf(x) >= n &&
+    (x.event === "pusher:subscription_error" ||
+      x.event === "pusher_internal:subscription_succeeded")
   );
   assert.equal(m.event, "pusher_internal:subscription_succeeded", JSON.stringify(m));
   pusher.send("pusher:unsubscribe", { channel });
@@ -51,7 +55,8 @@ async function pusherSubscribe(pusher: RawPusher, channel: string, data: Record<
 
 for (const product of ["channel", "chat thread"] as const) {
   Deno.test({
-    name: `cluster renewed epoch: a ${product} a diverged node named resets an old-epoch cursor past the unsure window`,
+    name:
+      `cluster renewed epoch: a ${product} a diverged node named resets an old-epoch cursor past the unsure window`,
     sanitizeOps: false,
     sanitizeResources: false,
     async fn() {
@@ -70,7 +75,12 @@ for (const product of ["channel", "chat thread"] as const) {
         const write = async (text: string) => {
           if (product === "channel") await sdkFor(n1).trigger("news", "e", { text });
           else {
-            const r = await api(n1, "POST", "/api/chat/threads/t1/messages", doc("messages", { role: "user", content: text }, { id: text }));
+            const r = await api(
+              n1,
+              "POST",
+              "/api/chat/threads/t1/messages",
+              doc("messages", { role: "user", content: text }, { id: text }),
+            );
             assert.equal(r.status, 201, JSON.stringify(r.body));
           }
         };
@@ -80,7 +90,10 @@ for (const product of ["channel", "chat thread"] as const) {
           try {
             const reply = await s.join(topic, { ...params, ...cursor });
             assert.equal(reply.status, "ok", JSON.stringify(reply.response));
-            return { response: reply.response, replayed: s.frames.filter((f) => f[2] === topic && !f[3].startsWith("phx_")).length };
+            return {
+              response: reply.response,
+              replayed: s.frames.filter((f) => f[2] === topic && !f[3].startsWith("phx_")).length,
+            };
           } finally {
             await s.close();
           }
@@ -88,10 +101,17 @@ for (const product of ["channel", "chat thread"] as const) {
         if (product === "chat thread") await makeThread(n1, "t1");
         await write("before");
         let position = await filler(n1, "f");
-        assert.ok(position < FORK_AT, `the writes before the fork land before position ${FORK_AT} (at ${position})`);
+        assert.ok(
+          position < FORK_AT,
+          `the writes before the fork land before position ${FORK_AT} (at ${position})`,
+        );
         while (position < FORK_AT - 1) position = await filler(n1, "f");
         await write("forked");
-        assert.equal(await filler(n1, "after"), FORK_AT + 1, "the product's write is the one at the fork");
+        assert.equal(
+          await filler(n1, "after"),
+          FORK_AT + 1,
+          "the product's write is the one at the fork",
+        );
         // The cursor of a client that holds the entry at the fork (node 3 sent it another one),
         // in the epoch it had then (the healthy nodes may have renewed it already).
         const at = await join(n1, {});
@@ -101,10 +121,24 @@ for (const product of ["channel", "chat thread"] as const) {
 
         await until("node 3 stops itself", () => Promise.resolve(STOPPED.test(n3.output())));
         const stoppedAt = Date.now();
-        await until("node 3 rebuilds its store", () => Promise.resolve(HEALED.test(n3.output())), 60_000);
-        await until("a node renews the epochs of the streams node 3 named", () => Promise.resolve(cluster.nodes.some((n) => RENEWED.test(n.output()))), 30_000);
-        await until("node 3 sees them renewed", () => Promise.resolve(RENEWED_OR_FOUND.test(n3.output())), 30_000);
-        await new Promise((r) => setTimeout(r, Math.max(0, stoppedAt + UNSURE_MS + 1000 - Date.now())));
+        await until(
+          "node 3 rebuilds its store",
+          () => Promise.resolve(HEALED.test(n3.output())),
+          60_000,
+        );
+        await until(
+          "a node renews the epochs of the streams node 3 named",
+          () => Promise.resolve(cluster.nodes.some((n) => RENEWED.test(n.output()))),
+          30_000,
+        );
+        await until(
+          "node 3 sees them renewed",
+          () => Promise.resolve(RENEWED_OR_FOUND.test(n3.output())),
+          30_000,
+        );
+        await new Promise((r) =>
+          setTimeout(r, Math.max(0, stoppedAt + UNSURE_MS + 1000 - Date.now()))
+        );
 
         // Past the window: the old cursor resets into the new epoch, on Phoenix and on Pusher.
         const reset = await join(n1, old);
@@ -124,7 +158,9 @@ for (const product of ["channel", "chat thread"] as const) {
         assert.equal(resumed.response.replay, "complete", JSON.stringify(resumed.response));
         assert.equal(resumed.replayed, 1);
         // Every node holds the new epoch.
-        for (const node of cluster.nodes) assert.equal((await join(node, {})).response.epoch, epoch);
+        for (const node of cluster.nodes) {
+          assert.equal((await join(node, {})).response.epoch, epoch);
+        }
 
         // Renewed once for the cluster: the streams renewed, as logged by every node, are the
         // renewals recorded.
@@ -135,9 +171,16 @@ for (const product of ["channel", "chat thread"] as const) {
         const store = new StoreEnv(storePath(n3.dataDir), false);
         try {
           assert.deepEqual([...store.db("cluster:unsure-renew").getKeys()], []);
-          assert.equal([...store.db("cluster:unsure-renewed").getKeys()].length, logged, "each stream renewed once");
+          assert.equal(
+            [...store.db("cluster:unsure-renewed").getKeys()].length,
+            logged,
+            "each stream renewed once",
+          );
           const log = product === "channel" ? "channels" : "chat";
-          assert.equal(store.db(`${log}:epochs`).get(product === "channel" ? "app-1/news" : "app-1/t1"), epoch);
+          assert.equal(
+            store.db(`${log}:epochs`).get(product === "channel" ? "app-1/news" : "app-1/t1"),
+            epoch,
+          );
         } finally {
           await store.close();
         }
@@ -151,13 +194,17 @@ for (const product of ["channel", "chat thread"] as const) {
 }
 
 Deno.test({
-  name: "cluster renewed epoch: a node that stopped itself and never comes back; the healthy nodes renew its streams",
+  name:
+    "cluster renewed epoch: a node that stopped itself and never comes back; the healthy nodes renew its streams",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
     // Node 3 forks, and would rebuild only 30 s after it stopped (it is killed before).
     const cluster = await startForkedCluster(
-      { SWITCHBOARD_FAULT_FORK_AT: String(LATE_FORK_AT), SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "30000" },
+      {
+        SWITCHBOARD_FAULT_FORK_AT: String(LATE_FORK_AT),
+        SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "30000",
+      },
       { SWITCHBOARD_CLUSTER_UNSURE_MS: String(UNSURE_MS) },
     );
     const [n1, n2, n3] = cluster.nodes;
@@ -169,7 +216,9 @@ Deno.test({
       try {
         const reply = await s.join(topic, cursor);
         assert.equal(reply.status, "ok", JSON.stringify(reply.response));
-        const replayed = s.frames.filter((f) => f[2] === topic && !f[3].startsWith("phx_")).map((f) => (f[4] as { serial: number }).serial);
+        const replayed = s.frames.filter((f) => f[2] === topic && !f[3].startsWith("phx_")).map((
+          f,
+        ) => (f[4] as { serial: number }).serial);
         return { response: reply.response, replayed };
       } finally {
         await s.close();
@@ -184,43 +233,83 @@ Deno.test({
       assert.ok(position < 4, `the first writes land early (at ${position})`);
       while (position < LATE_FORK_AT - 1) position = await filler(n1, "f");
       await trigger("forked");
-      assert.equal(await filler(n1, "after"), LATE_FORK_AT + 1, "the channel's write is the one at the fork");
+      assert.equal(
+        await filler(n1, "after"),
+        LATE_FORK_AT + 1,
+        "the channel's write is the one at the fork",
+      );
       assert.equal((await join(n1, {})).response.serial, 2);
 
       await until("node 3 stops itself", () => Promise.resolve(STOPPED.test(n3.output())));
       const stoppedAt = Date.now();
       // Node 1 heard node 3's report (a resume at the unsure serial resets), then node 3 is
       // gone for good, before it rebuilt anything.
-      await until("node 1 heard which streams node 3 named", async () => (await join(n1, { after_serial: 2, epoch: "0" })).response.replay === "reset");
+      await until(
+        "node 1 heard which streams node 3 named",
+        async () => (await join(n1, { after_serial: 2, epoch: "0" })).response.replay === "reset",
+      );
       await cluster.kill(2);
-      assert.ok(!HEALED.test(n3.output()) && !RENEWED_OR_FOUND.test(n3.output()), "node 3 renewed nothing");
-      await until("the healthy nodes renew the epoch of the stream node 3 named", () => Promise.resolve(RENEWED.test(n1.output() + n2.output())), 30_000);
+      assert.ok(
+        !HEALED.test(n3.output()) && !RENEWED_OR_FOUND.test(n3.output()),
+        "node 3 renewed nothing",
+      );
+      await until(
+        "the healthy nodes renew the epoch of the stream node 3 named",
+        () => Promise.resolve(RENEWED.test(n1.output() + n2.output())),
+        30_000,
+      );
       let epoch = "0";
-      await until("node 1 applied the new epoch", async () => (epoch = (await join(n1, {})).response.epoch as string) !== "0");
+      await until(
+        "node 1 applied the new epoch",
+        async () => (epoch = (await join(n1, {})).response.epoch as string) !== "0",
+      );
       // Later writes (serials 3-5) go on in the new epoch.
       for (const text of ["x", "y", "z"]) await trigger(text);
       await until("node 2 applied them", async () => (await join(n2, {})).response.serial === 5);
-      await new Promise((r) => setTimeout(r, Math.max(0, stoppedAt + UNSURE_MS + 1000 - Date.now())));
+      await new Promise((r) =>
+        setTimeout(r, Math.max(0, stoppedAt + UNSURE_MS + 1000 - Date.now()))
+      );
 
       // Past the window. A cursor of the old epoch resets, wherever it is.
       for (const [node, serial] of [[n1, 2], [n2, 1]] as const) {
         const r = await join(node, { after_serial: serial, epoch: "0" });
-        assert.deepEqual([r.response.replay, r.response.epoch, r.response.serial, r.replayed], ["reset", epoch, 5, []], JSON.stringify(r.response));
+        assert.deepEqual([r.response.replay, r.response.epoch, r.response.serial, r.replayed], [
+          "reset",
+          epoch,
+          5,
+          [],
+        ], JSON.stringify(r.response));
       }
       const p = await pusherSubscribe(pusher, "news", { after_serial: 2, epoch: "0" });
       assert.deepEqual([p.replay, p.epoch, p.serial], ["reset", epoch, 5]);
       // A cursor without an epoch at the unsure serial resets; below or above it replays.
       const inside = await join(n2, { after_serial: 2 });
-      assert.deepEqual([inside.response.replay, inside.replayed], ["reset", []], JSON.stringify(inside.response));
+      assert.deepEqual(
+        [inside.response.replay, inside.replayed],
+        ["reset", []],
+        JSON.stringify(inside.response),
+      );
       const q = await pusherSubscribe(pusher, "news", { after_serial: 2 });
       assert.deepEqual([q.replay, q.serial], ["reset", 5]);
       const below = await join(n1, { after_serial: 1 });
-      assert.deepEqual([below.response.replay, below.replayed], ["complete", [2, 3, 4, 5]], JSON.stringify(below.response));
+      assert.deepEqual(
+        [below.response.replay, below.replayed],
+        ["complete", [2, 3, 4, 5]],
+        JSON.stringify(below.response),
+      );
       const above = await join(n2, { after_serial: 3 });
-      assert.deepEqual([above.response.replay, above.replayed], ["complete", [4, 5]], JSON.stringify(above.response));
+      assert.deepEqual(
+        [above.response.replay, above.replayed],
+        ["complete", [4, 5]],
+        JSON.stringify(above.response),
+      );
       // A cursor of the new epoch replays, at the unsure serial too.
       const renewed = await join(n1, { after_serial: 2, epoch });
-      assert.deepEqual([renewed.response.replay, renewed.replayed], ["complete", [3, 4, 5]], JSON.stringify(renewed.response));
+      assert.deepEqual(
+        [renewed.response.replay, renewed.replayed],
+        ["complete", [3, 4, 5]],
+        JSON.stringify(renewed.response),
+      );
 
       // Renewed once for the cluster, and both healthy nodes' lists emptied.
       const logged = [n1, n2].flatMap(renewals).reduce((a, b) => a + b, 0);
@@ -229,9 +318,20 @@ Deno.test({
       for (const node of [n1, n2]) {
         const store = new StoreEnv(storePath(node.dataDir), false);
         try {
-          assert.deepEqual([...store.db("cluster:unsure-renew").getKeys()], [], "nothing left to renew");
-          const done = [...store.db("cluster:unsure-renewed").getKeys()] as [string, string, string][];
-          assert.ok(done.some(([, log, stream]) => log === "channels" && stream === "app-1/news"), JSON.stringify(done));
+          assert.deepEqual(
+            [...store.db("cluster:unsure-renew").getKeys()],
+            [],
+            "nothing left to renew",
+          );
+          const done = [...store.db("cluster:unsure-renewed").getKeys()] as [
+            string,
+            string,
+            string,
+          ][];
+          assert.ok(
+            done.some(([, log, stream]) => log === "channels" && stream === "app-1/news"),
+            JSON.stringify(done),
+          );
           assert.equal(done.length, logged, "each stream renewed once");
           assert.equal(store.db("channels:epochs").get("app-1/news"), epoch);
         } finally {

@@ -18,7 +18,9 @@ import { ReplicatedEnv } from "../../lib/cluster/replicated_env.ts";
 import { StorageUnavailableError } from "../../lib/store/errors.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
-const codec = new Packr({ useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0]);
+const codec = new Packr(
+  { useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0],
+);
 
 /** How the stand-in answers one publish. */
 type Reply =
@@ -61,7 +63,13 @@ class FakeStream {
     if (known !== undefined) return { seq: known, duplicate: true };
     const reply = this.script.shift() ?? "honest";
     if (reply === "lie" || reply === "stuck") {
-      const foreign = { o: "elsewhere", b: crypto.randomUUID(), base: 0, r: { p: [], g: [], a: [] }, w: [[0, "objects", `foreign-${this.messages.length}`, 1]] };
+      const foreign = {
+        o: "elsewhere",
+        b: crypto.randomUUID(),
+        base: 0,
+        r: { p: [], g: [], a: [] },
+        w: [[0, "objects", `foreign-${this.messages.length}`, 1]],
+      };
       const seq = this.store(codec.pack(foreign));
       if (reply === "stuck") this.#ids.set(id, seq);
       return { seq };
@@ -91,15 +99,22 @@ function fakeLink(stream: FakeStream, nodeId: string): ClusterLink {
       if (hang && hang.tries > 0 && (hang.id ?? id) === id) {
         hang.id = id;
         hang.tries--;
-        return new Promise((r) => setTimeout(() => r({ kind: "unknown", error: "TIMEOUT" }), timeoutMs));
+        return new Promise((r) =>
+          setTimeout(() => r({ kind: "unknown", error: "TIMEOUT" }), timeoutMs)
+        );
       }
       const r = stream.publish(data, id);
-      return Promise.resolve(r ? { kind: "stored", seq: r.seq, duplicate: r.duplicate ?? false } : { kind: "unknown", error: "TIMEOUT" });
+      return Promise.resolve(
+        r
+          ? { kind: "stored", seq: r.seq, duplicate: r.duplicate ?? false }
+          : { kind: "unknown", error: "TIMEOUT" },
+      );
     },
     read: (seq: number) => Promise.resolve(stream.messages[seq - 1] ?? null),
     bounds: () => Promise.resolve({ first: 1, last: stream.messages.length }),
     lastSeq: () => Promise.resolve(stream.messages.length),
-    follow: (start: number, fn: (seq: number, data: Uint8Array) => void) => stream.follow(start, fn),
+    follow: (start: number, fn: (seq: number, data: Uint8Array) => void) =>
+      stream.follow(start, fn),
     subscribe: () => () => {},
     publish: () => {},
     connected: () => true,
@@ -133,7 +148,9 @@ async function settled(stream: FakeStream, envs: ReplicatedEnv[]) {
   for (let i = 0; i < 200 && envs.some((e) => e.applied < stream.messages.length); i++) {
     await new Promise((r) => setTimeout(r, 10));
   }
-  for (const e of envs) assert.equal(e.applied, stream.messages.length, "every replica applied the whole stream");
+  for (const e of envs) {
+    assert.equal(e.applied, stream.messages.length, "every replica applied the whole stream");
+  }
 }
 
 Deno.test("replicated store: a reply naming another message's position is never applied as ours", async () => {
@@ -148,7 +165,11 @@ Deno.test("replicated store: a reply naming another message's position is never 
     assert.equal(stream.messages.length, 2);
     assert.equal((codec.unpack(stream.messages[0]) as { o: string }).o, "elsewhere");
     for (const env of envs) {
-      assert.deepEqual(contents(env), [["foreign-0", 1], ["mine", "v"]], "each replica holds what the stream holds");
+      assert.deepEqual(
+        contents(env),
+        [["foreign-0", 1], ["mine", "v"]],
+        "each replica holds what the stream holds",
+      );
     }
   } finally {
     await close();
@@ -180,7 +201,8 @@ Deno.test("replicated store: a write never found in the stream gets a 503, never
     const started = Date.now();
     await assert.rejects(
       envs[0].transaction(() => envs[0].db("objects").put("mine", "v")),
-      (err: unknown) => err instanceof StorageUnavailableError && /deadline passed/.test(err.reason),
+      (err: unknown) =>
+        err instanceof StorageUnavailableError && /deadline passed/.test(err.reason),
     );
     assert.ok(Date.now() - started < 800 * 3, "answered near its deadline, not later");
     stream.script = [];
@@ -219,12 +241,20 @@ Deno.test("replicated store: a publish whose reply never comes does not hold the
     // The first write's publish goes unanswered three times (a second each), then lands.
     stream.hanging = { tries: 3 };
     const order: string[] = [];
-    const first = envs[0].transaction(() => envs[0].db("objects").put("first", 1)).then(() => order.push("first"));
+    const first = envs[0].transaction(() => envs[0].db("objects").put("first", 1)).then(() =>
+      order.push("first")
+    );
     await new Promise((r) => setTimeout(r, 20));
-    const second = envs[0].transaction(() => envs[0].db("objects").put("second", 2)).then(() => order.push("second"));
+    const second = envs[0].transaction(() => envs[0].db("objects").put("second", 2)).then(() =>
+      order.push("second")
+    );
     await Promise.all([first, second]);
     assert.equal(stream.hanging.tries, 0, "the first write's publish went unanswered three times");
-    assert.deepEqual(order, ["second", "first"], "the second write went out beside the first and was acknowledged while the first waited");
+    assert.deepEqual(
+      order,
+      ["second", "first"],
+      "the second write went out beside the first and was acknowledged while the first waited",
+    );
     await settled(stream, envs);
     for (const env of envs) assert.deepEqual(contents(env), [["first", 1], ["second", 2]]);
   } finally {

@@ -25,13 +25,18 @@ async function until(what: string, fn: () => Promise<boolean>, ms?: number) {
   try {
     await untilBare(what, fn, ms);
   } catch (err) {
-    const tails = shown().map((n, i) => `--- node ${i + 1}:\n${n.output().trimEnd().split("\n").slice(-25).join("\n")}`);
+    const tails = shown().map((n, i) =>
+      `--- node ${i + 1}:\n${n.output().trimEnd().split("\n").slice(-25).join("\n")}`
+    );
     throw new Error(`${(err as Error).message}\n${tails.join("\n")}`);
   }
 }
 /** The object and its whole log as `node` holds them. */
 async function objectOn(node: TestServer, key: string) {
-  const [snap, log] = await Promise.all([call(node, "GET", path(key)), call(node, "GET", `${path(key)}/log`)]);
+  const [snap, log] = await Promise.all([
+    call(node, "GET", path(key)),
+    call(node, "GET", `${path(key)}/log`),
+  ]);
   return { snapshot: snap.body, log: log.body.items };
 }
 
@@ -49,9 +54,18 @@ async function assertConverged(nodes: TestServer[], key: string, w: ReturnType<t
 
 /** A phoenix subscriber of the test object on `node` (ObjectSubscription rejoins by itself). */
 function subscriber(node: TestServer, key: string) {
-  const socket = new Socket(`ws://127.0.0.1:${node.port}/socket`, { params: { app_key: "key1" }, reconnectAfterMs: () => 50 });
+  const socket = new Socket(`ws://127.0.0.1:${node.port}/socket`, {
+    params: { app_key: "key1" },
+    reconnectAfterMs: () => 50,
+  });
   const sb = sdkFor(node);
-  const sub = new ObjectSubscription(socket, "key1", "ledger", key, async (socketId) => (await sb.authenticateObject(socketId, "ledger", key)).auth);
+  const sub = new ObjectSubscription(
+    socket,
+    "key1",
+    "ledger",
+    key,
+    async (socketId) => (await sb.authenticateObject(socketId, "ledger", key)).auth,
+  );
   let snapshots = 0;
   sub.on("change", (c) => {
     if (c.type === "snapshot") snapshots++;
@@ -102,21 +116,38 @@ for (const mode of ["the whole log", "the newest snapshot and the log after it"]
         watch = subscriber(n3, key);
         let synced = false;
         void watch.sub.whenSynced().then(() => synced = true);
-        await until("the subscriber on node 3 has its snapshot", () => Promise.resolve(synced || watch!.errors.length > 0));
+        await until(
+          "the subscriber on node 3 has its snapshot",
+          () => Promise.resolve(synced || watch!.errors.length > 0),
+        );
         assert.deepEqual(watch.errors, [], "its join was not refused");
         if (snapshots) {
           // A snapshot exists before node 3 forks (else, on a loaded machine, its rebuild could
           // come first and start from the empty store).
           let position = 0;
-          while (position < 26) position = await appendAt(n1, `${key}-before`, `before-${position}`);
+          while (position < 26) {
+            position = await appendAt(n1, `${key}-before`, `before-${position}`);
+          }
           assert.ok(position < FORK_AT);
-          await until("a first snapshot", () => Promise.resolve(/cluster snapshot stored/.test(n1.output())), 60_000);
+          await until(
+            "a first snapshot",
+            () => Promise.resolve(/cluster snapshot stored/.test(n1.output())),
+            60_000,
+          );
         }
         const w = writers(() => cluster.nodes, key, 6);
         await until("node 3 stops itself", () => Promise.resolve(STOPPED.test(n3.output())));
-        await until("node 3 rebuilds its store and takes writes again", () => Promise.resolve(HEALED.test(n3.output())), 60_000);
+        await until(
+          "node 3 rebuilds its store and takes writes again",
+          () => Promise.resolve(HEALED.test(n3.output())),
+          60_000,
+        );
         const at = w.acked.size;
-        await until("writes go on through every node", () => Promise.resolve(w.acked.size > at + 30), 30_000);
+        await until(
+          "writes go on through every node",
+          () => Promise.resolve(w.acked.size > at + 30),
+          30_000,
+        );
         await w.stop();
 
         const replaced = n3.output().match(/cluster store replaced.*position[=:" ]+(\d+)/);
@@ -124,17 +155,33 @@ for (const mode of ["the whole log", "the newest snapshot and the log after it"]
         if (snapshots) assert.ok(Number(replaced[1]) > 0, "from a snapshot");
         else assert.equal(Number(replaced[1]), 0, "from the whole log");
         assert.match(n3.output(), /sockets closed/);
-        assert.equal(n3.output().match(/listening on/g)?.length, 1, "the same process, never restarted");
+        assert.equal(
+          n3.output().match(/listening on/g)?.length,
+          1,
+          "the same process, never restarted",
+        );
 
         await assertConverged([n1, n2, n3], key, w);
-        for (const node of [n1, n2, n3]) assert.deepEqual(await (await fetch(`${node.baseUrl}/readyz`)).json(), { status: "ready" });
+        for (const node of [n1, n2, n3]) {
+          assert.deepEqual(await (await fetch(`${node.baseUrl}/readyz`)).json(), {
+            status: "ready",
+          });
+        }
         await assertTakesWrites(n3, n1, key);
-        await assertConverged([n1, n2, n3], key, { ...w, acked: new Map(w.acked), unknown: new Set([...w.unknown, "after-heal"]) });
+        await assertConverged([n1, n2, n3], key, {
+          ...w,
+          acked: new Map(w.acked),
+          unknown: new Set([...w.unknown, "after-heal"]),
+        });
 
         // The subscriber on node 3 was sent away when the store was replaced, rejoined and
         // holds the exact object.
         const truth = (await call(n1, "GET", path(key))).body;
-        await until("the subscriber on node 3 is exact", () => Promise.resolve(watch!.errors.length > 0 || watch!.sub.logId === truth.log_id), 30_000);
+        await until(
+          "the subscriber on node 3 is exact",
+          () => Promise.resolve(watch!.errors.length > 0 || watch!.sub.logId === truth.log_id),
+          30_000,
+        );
         assert.deepEqual(watch.errors, [], "no join of the subscriber was refused");
         assert.deepEqual(watch.sub.state, truth.state);
         assert.ok(watch.snapshots() >= 2, "it rejoined");
@@ -158,13 +205,22 @@ Deno.test({
     // test's wait for the nodes to converge.
     let restarted = false;
     const cluster = await startForkedCluster((): Record<string, string> =>
-      restarted ? {} : { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT), SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "600000" }
+      restarted ? {} : {
+        SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT),
+        SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS: "600000",
+      }
     );
     shown = () => cluster.nodes;
     try {
       const w = writers(() => cluster.nodes.slice(0, 2), key, 4);
-      await until("node 3 stops itself", () => Promise.resolve(STOPPED.test(cluster.nodes[2].output())));
-      const refused = await call(cluster.nodes[2], "POST", `${path(key)}/append`, { slot: "l", value: "refused" });
+      await until(
+        "node 3 stops itself",
+        () => Promise.resolve(STOPPED.test(cluster.nodes[2].output())),
+      );
+      const refused = await call(cluster.nodes[2], "POST", `${path(key)}/append`, {
+        slot: "l",
+        value: "refused",
+      });
       assert.equal(refused.status, 503);
       assert.match(JSON.stringify(refused.body), STOPPED);
       const ready = await fetch(`${cluster.nodes[2].baseUrl}/readyz`);
@@ -173,7 +229,10 @@ Deno.test({
       // A read asking for a position it applied (on another history) is refused.
       const position = (await call(cluster.nodes[0], "GET", path(key))).body.log_id;
       const stale = await fetch(`${cluster.nodes[2].baseUrl}${path(key)}`, {
-        headers: { ...cluster.nodes[2].headers(cluster.nodes[2].apps[0]), "switchboard-min-position": "1" },
+        headers: {
+          ...cluster.nodes[2].headers(cluster.nodes[2].apps[0]),
+          "switchboard-min-position": "1",
+        },
       });
       assert.equal(stale.status, 503, `log_id ${position} on node 1`);
       await stale.body?.cancel();

@@ -22,7 +22,8 @@ import { startNatsCluster } from "./nats_servers.ts";
 const port = (url: string) => url.split(":").pop();
 
 Deno.test({
-  name: "cluster rebuild: a snapshot refused (503) by the node's NATS server is read from another one",
+  name:
+    "cluster rebuild: a snapshot refused (503) by the node's NATS server is read from another one",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -41,7 +42,10 @@ Deno.test({
       const nc = await connect({ servers: nats.urls });
       try {
         const objects = await nc.jetstream().views.os(SNAPSHOT_BUCKET);
-        await objects.put({ name: SNAPSHOT_OBJECT, description: "20" }, Readable.toWeb(createReadStream(file)) as unknown as ReadableStream<Uint8Array>);
+        await objects.put(
+          { name: SNAPSHOT_OBJECT, description: "20" },
+          Readable.toWeb(createReadStream(file)) as unknown as ReadableStream<Uint8Array>,
+        );
       } finally {
         await nc.close();
       }

@@ -62,7 +62,10 @@ async function restored(file: string): Promise<string> {
 /** Opens the store at `path` as a node would (no start: nothing is applied) and declares the
  * outbox node-local; returns its rows and the replicated rows. */
 async function declared(path: string, write?: [string, string]) {
-  const env = new ReplicatedEnv(path, { nodeId: "restored" } as unknown as ClusterLink, { writeDeadlineMs: 1000, dropRate: 0 });
+  const env = new ReplicatedEnv(path, { nodeId: "restored" } as unknown as ClusterLink, {
+    writeDeadlineMs: 1000,
+    dropRate: 0,
+  });
   try {
     const outbox = env.nodeLocal<string>("test:outbox");
     if (write) await env.root.transaction(() => outbox.put(write[0], write[1]));
@@ -81,7 +84,11 @@ Deno.test("cluster snapshots: a snapshot without the node-local list (an earlier
   const path = await restored(file);
   const first = await declared(path, ["mine", "queued here"]);
   assert.deepEqual(first.objects, [["shared", "row"]], "the replicated rows are restored");
-  assert.deepEqual(first.outbox, [["mine", "queued here"]], "the other node's queued webhook is gone");
+  assert.deepEqual(
+    first.outbox,
+    [["mine", "queued here"]],
+    "the other node's queued webhook is gone",
+  );
   // A restart declares it again: what this node queued itself stays.
   const again = await declared(path);
   assert.deepEqual(again.outbox, [["mine", "queued here"]]);

@@ -15,15 +15,21 @@ import { appendAt, path } from "./writers.ts";
 const FORK_AT = 40;
 const EVERY = 60;
 const STORED = /cluster snapshot stored .*position=(\d+)/;
-const REFUSED = /ERROR +cluster unavailable: the log no longer holds writes a majority confirmed \(position 20\)/;
+const REFUSED =
+  /ERROR +cluster unavailable: the log no longer holds writes a majority confirmed \(position 20\)/;
 const REPLACED = /cluster store replaced .*position=(\d+)/g;
 
 Deno.test({
-  name: "cluster snapshots: the owner stopped itself, so another node takes the regular snapshot, and the stopped node rebuilds from it",
+  name:
+    "cluster snapshots: the owner stopped itself, so another node takes the regular snapshot, and the stopped node rebuilds from it",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    assert.equal(ownerOf(SNAPSHOT_TOPIC, ["node-1", "node-2", "node-3"]), "node-1", "node 1 owns the snapshots");
+    assert.equal(
+      ownerOf(SNAPSHOT_TOPIC, ["node-1", "node-2", "node-3"]),
+      "node-1",
+      "node 1 owns the snapshots",
+    );
     const key = "stopped-owner";
     const cluster = await startCluster({
       env: {
@@ -32,7 +38,14 @@ Deno.test({
         SWITCHBOARD_CLUSTER_SNAPSHOT_EVERY: String(EVERY),
         ...NO_ASKED_SNAPSHOT,
       },
-      nodeEnv: (i): Record<string, string> => (i !== 0 ? {} : { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT), SWITCHBOARD_FAULT_OTHER_AT: "20" }),
+      nodeEnv: (
+        i,
+      ): Record<
+        string,
+        string
+      > => (i !== 0
+        ? {}
+        : { SWITCHBOARD_FAULT_FORK_AT: String(FORK_AT), SWITCHBOARD_FAULT_OTHER_AT: "20" }),
     });
     try {
       const [n1, n2, n3] = cluster.nodes;
@@ -43,8 +56,15 @@ Deno.test({
         written.push(`v${i}`);
         if (position >= FORK_AT + 2) break;
       }
-      await until("node 1's rebuild is refused", () => Promise.resolve(REFUSED.test(n1.output())), 60_000);
-      assert.ok(!STORED.test(n1.output() + n2.output() + n3.output()), "no snapshot before one is due");
+      await until(
+        "node 1's rebuild is refused",
+        () => Promise.resolve(REFUSED.test(n1.output())),
+        60_000,
+      );
+      assert.ok(
+        !STORED.test(n1.output() + n2.output() + n3.output()),
+        "no snapshot before one is due",
+      );
 
       // Past the snapshot interval: a serving node takes the snapshot, node 1 cannot.
       for (let i = written.length + 1;; i++) {
@@ -52,10 +72,18 @@ Deno.test({
         written.push(`v${i}`);
         if (position >= EVERY + 5) break;
       }
-      await until("node 2 or 3 stores the regular snapshot", () => Promise.resolve(STORED.test(n2.output() + n3.output())), 60_000);
+      await until(
+        "node 2 or 3 stores the regular snapshot",
+        () => Promise.resolve(STORED.test(n2.output() + n3.output())),
+        60_000,
+      );
       const stored = Number((n2.output() + n3.output()).match(STORED)![1]);
       assert.ok(stored >= EVERY, `snapshot at ${stored}`);
-      assert.doesNotMatch(n2.output() + n3.output(), /asked_for=/, "the regular snapshot, not one asked for");
+      assert.doesNotMatch(
+        n2.output() + n3.output(),
+        /asked_for=/,
+        "the regular snapshot, not one asked for",
+      );
       assert.ok(!STORED.test(n1.output()), "the stopped owner took none");
 
       // The snapshot ends node 1's hold: it rebuilds from it and holds every acknowledged write.
@@ -70,7 +98,11 @@ Deno.test({
         const [a, b] = await Promise.all([call(n2, "GET", path(key)), call(n1, "GET", path(key))]);
         return JSON.stringify(a.body) === JSON.stringify(b.body);
       });
-      assert.deepEqual((await call(n1, "GET", path(key))).body.state.l, written, "every acknowledged write, in order, on node 1");
+      assert.deepEqual(
+        (await call(n1, "GET", path(key))).body.state.l,
+        written,
+        "every acknowledged write, in order, on node 1",
+      );
     } finally {
       await cluster.stop();
     }

@@ -30,21 +30,28 @@ async function assertHolds(node: TestServer, n: number): Promise<void> {
     assert.equal(j.response.log_id, n);
     const reply = s.frames.findIndex((f) => f[3] === "phx_reply");
     const replayed = s.frames.slice(0, reply).filter((f) => f[2] === topic && f[3] === "change");
-    assert.deepEqual(replayed.map((f) => f[4].log_id), Array.from({ length: n - 5 }, (_, i) => i + 6));
+    assert.deepEqual(
+      replayed.map((f) => f[4].log_id),
+      Array.from({ length: n - 5 }, (_, i) => i + 6),
+    );
   } finally {
     await s.close();
   }
 }
 
 Deno.test({
-  name: "cluster snapshots: the log is compacted; a returning node and a new node start from the newest snapshot",
+  name:
+    "cluster snapshots: the log is compacted; a returning node and a new node start from the newest snapshot",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
     const cluster = await startCluster({
       // Three nodes: a write needs a majority of them, so one may be away.
       nodes: 3,
-      env: { SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "200", SWITCHBOARD_CLUSTER_SNAPSHOT_EVERY: String(EVERY) },
+      env: {
+        SWITCHBOARD_PRESENCE_HEARTBEAT_MS: "200",
+        SWITCHBOARD_CLUSTER_SNAPSHOT_EVERY: String(EVERY),
+      },
     });
     const nc = await connect({ servers: cluster.nats.urls });
     try {
@@ -60,7 +67,10 @@ Deno.test({
       await until("a first snapshot", () => Promise.resolve(stored() === 1));
       await increments(cluster.nodes[0], EVERY + 20);
       const total = 2 * EVERY + 50;
-      await until("the log is compacted past node 2's position", async () => (await state()).first_seq > EVERY);
+      await until(
+        "the log is compacted past node 2's position",
+        async () => (await state()).first_seq > EVERY,
+      );
       const { first_seq, messages } = await state();
       assert.ok(messages < total - EVERY, `the log keeps ${messages} of ${total} positions`);
       assert.ok(first_seq > 11, "node 2's next position is gone from the log");

@@ -38,7 +38,9 @@ Deno.test("speculation: the tasks of one batch see the writes of the tasks befor
       db.put(["row", 5], "five");
     });
     // The first goes out alone; the ones queued meanwhile go together as the next batch.
-    const first = env.transaction(() => db.put("n", ((db.get("n") as number | undefined) ?? 0) + 1));
+    const first = env.transaction(() =>
+      db.put("n", ((db.get("n") as number | undefined) ?? 0) + 1)
+    );
     const increments = Array.from({ length: 4 }, () =>
       env.transaction(() => {
         const n = ((db.get("n") as number | undefined) ?? 0) + 1;
@@ -52,22 +54,37 @@ Deno.test("speculation: the tasks of one batch see the writes of the tasks befor
       return {
         get: [db.get(["row", 2]), db.get(["row", 3]), db.get(["row", 5])],
         exists: [db.doesExist(["row", 2]), db.doesExist(["row", 3])],
-        range: [...db.getRange({ start: ["row", 0], end: ["row", 9] })].map(({ key, value }) => [key, value]),
+        range: [...db.getRange({ start: ["row", 0], end: ["row", 9] })].map((
+          { key, value },
+        ) => [key, value]),
         reverse: [...db.getKeys({ start: ["row", 9], end: ["row", 1], reverse: true, limit: 2 })],
       };
     });
-    const after = env.transaction(() => [...db.getRange({ start: ["row", 0], end: ["row", 9] })].map(({ value }) => value));
+    const after = env.transaction(() =>
+      [...db.getRange({ start: ["row", 0], end: ["row", 9] })].map(({ value }) => value)
+    );
     await first;
-    assert.deepEqual(await Promise.all(increments), [2, 3, 4, 5], "each increment read the one before it in its batch");
+    assert.deepEqual(
+      await Promise.all(increments),
+      [2, 3, 4, 5],
+      "each increment read the one before it in its batch",
+    );
     assert.deepEqual(await own, {
       get: ["two", undefined, "FIVE"],
       exists: [true, false],
       range: [[["row", 1], "one"], [["row", 2], "two"], [["row", 5], "FIVE"]],
       reverse: [["row", 5], ["row", 2]],
     });
-    assert.deepEqual(await after, ["one", "two", "FIVE"], "a later task of the batch read the earlier one's writes");
+    assert.deepEqual(
+      await after,
+      ["one", "two", "FIVE"],
+      "a later task of the batch read the earlier one's writes",
+    );
     assert.equal(db.get("n"), 5);
-    assert.deepEqual([...db.getRange({ start: ["row", 0], end: ["row", 9] })].map(({ value }) => value), ["one", "two", "FIVE"]);
+    assert.deepEqual(
+      [...db.getRange({ start: ["row", 0], end: ["row", 9] })].map(({ value }) => value),
+      ["one", "two", "FIVE"],
+    );
 
     // They went out as one message, carrying every task's reads and writes in task order.
     const batch = stream.decoded().find((m) => m.w.length === 4 + 3);
@@ -109,7 +126,9 @@ Deno.test("speculation: a call the snapshot cannot serve runs the batch in a wri
       db.put("bb", "bb");
       db.remove("c");
       // `offset` is not one the overlay serves: the whole run goes again, locked.
-      return [...db.getRange({ start: "a", offset: 1 } as Parameters<typeof db.getRange>[0])].map(({ key }) => key);
+      return [...db.getRange({ start: "a", offset: 1 } as Parameters<typeof db.getRange>[0])].map((
+        { key },
+      ) => key);
     });
     assert.deepEqual(got, ["b", "bb"]);
     assert.deepEqual([...db.getKeys()], ["a", "b", "bb"]);
@@ -126,7 +145,16 @@ async function holdWriteLock(path: string, ms: number) {
   const releaseFile = join(dir, "release");
   const letGo = join(dir, "let-go");
   const holder = new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--no-check", new URL("./hold_write_lock.ts", import.meta.url).pathname, path, releaseFile, letGo, String(ms)],
+    args: [
+      "run",
+      "-A",
+      "--no-check",
+      new URL("./hold_write_lock.ts", import.meta.url).pathname,
+      path,
+      releaseFile,
+      letGo,
+      String(ms),
+    ],
     stdout: "piped",
     stderr: "inherit",
   }).spawn();
@@ -167,7 +195,9 @@ Deno.test("speculation: a write goes out to the log while another process holds 
     const db = env.db("objects");
     let answered = false;
     const write = env.transaction(() => db.put("k", "v")).finally(() => (answered = true));
-    for (let i = 0; i < 500 && stream.messages.length === 0 && !lock.state.exited; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 500 && stream.messages.length === 0 && !lock.state.exited; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
     assert.equal(stream.messages.length, 1, "the write was speculated and sent to the log");
     assert.ok(!existsSync(lock.letGo), "while the other process still held the write lock");
     // Its apply needs the lock: not acknowledged before it is let go, and then it is.
@@ -190,10 +220,19 @@ Deno.test("speculation: a write waiting for an apply that outlasts its deadline 
   try {
     const db = env.db("objects");
     const first = env.transaction(() => db.put("a", 1)).then(() => "ok", (err) => err);
-    for (let i = 0; i < 500 && stream.messages.length === 0 && !lock.state.exited; i++) await new Promise((r) => setTimeout(r, 10));
-    assert.equal(stream.messages.length, 1, "the first write went out; its apply waits for the lock");
+    for (let i = 0; i < 500 && stream.messages.length === 0 && !lock.state.exited; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.equal(
+      stream.messages.length,
+      1,
+      "the first write went out; its apply waits for the lock",
+    );
     const second = await env.transaction(() => db.put("b", 2)).then(() => "ok", (err) => err);
-    assert.ok(!existsSync(lock.letGo), "the second write was answered while the apply it waited for still waited");
+    assert.ok(
+      !existsSync(lock.letGo),
+      "the second write was answered while the apply it waited for still waited",
+    );
     assert.match(String(second), /cluster write deadline passed/);
     Deno.writeTextFileSync(lock.releaseFile, "");
     await first;
@@ -231,8 +270,13 @@ Deno.test("speculation: a write applied at the start of a long catch-up is answe
     await env.transaction(() => db.put("mine", 1));
     const appliedAtAnswer = env.applied;
     assert.equal(stream.messages.length, 1 + N);
-    assert.ok(appliedAtAnswer < 1 + N, `answered while the catch-up still ran (applied ${appliedAtAnswer} of ${1 + N})`);
-    for (let i = 0; i < 3000 && env.applied < 1 + N; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(
+      appliedAtAnswer < 1 + N,
+      `answered while the catch-up still ran (applied ${appliedAtAnswer} of ${1 + N})`,
+    );
+    for (let i = 0; i < 3000 && env.applied < 1 + N; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
     assert.equal(env.applied, 1 + N, "the catch-up went on to the end");
     assert.equal(db.get("mine"), 1);
     assert.equal([...db.getKeys({ start: ["other"], end: ["other", Infinity] })].length, N);

@@ -19,7 +19,11 @@ import type { JoinContext } from "../../lib/socket/handler.ts";
 import { tempStore } from "../helpers/temp_store.ts";
 
 const names = logDbNames("log");
-const entry = (stream: string, position: number, e: unknown): Write => [0, names.entries, [stream, position], [1000 + position, e]];
+const entry = (
+  stream: string,
+  position: number,
+  e: unknown,
+): Write => [0, names.entries, [stream, position], [1000 + position, e]];
 const head = (stream: string, h: number): Write => [0, names.meta, stream, { head: h, first: 1 }];
 
 /**
@@ -35,10 +39,16 @@ function replicated(env: StoreEnv) {
     transaction<T>(fn: () => T): Promise<T> {
       const result = env.root.transactionSync(fn);
       if (!hold) return Promise.resolve(result);
-      return new Promise<T>((resolve, reject) => gates.push({ resolve: () => resolve(result), reject }));
+      return new Promise<T>((resolve, reject) =>
+        gates.push({ resolve: () => resolve(result), reject })
+      );
     },
   };
-  const storage = { db: (name: string) => env.db(name), commits: new DirectCommits(target), remote: feed } as unknown as Storage;
+  const storage = {
+    db: (name: string) => env.db(name),
+    commits: new DirectCommits(target),
+    remote: feed,
+  } as unknown as Storage;
   return { storage, feed, gates, hold: (on: boolean) => (hold = on) };
 }
 
@@ -53,7 +63,10 @@ function applyRemote(env: StoreEnv, feed: LogChangeFeed, writes: Write[]): void 
 
 /** A join context that records the reply and whether it went live. */
 function joinContext() {
-  const seen: { pushed: [string, unknown][]; reply?: Record<string, unknown>; live: boolean } = { pushed: [], live: false };
+  const seen: { pushed: [string, unknown][]; reply?: Record<string, unknown>; live: boolean } = {
+    pushed: [],
+    live: false,
+  };
   const ctx = {
     push: (event: string, payload: unknown) => seen.pushed.push([event, payload]),
     corked: (fn: () => void) => fn(),
@@ -85,7 +98,10 @@ Deno.test("store replaced: a join waiting at the swap is dropped; live delivery 
   const { storage, feed, gates, hold } = replicated(env);
   const log = new OrderedLog(storage, "log");
   const delivered: number[] = [];
-  log.follow({ appended: (_s, first, entries) => entries.forEach((_, i) => delivered.push(first + i)), purged: () => {} });
+  log.follow({
+    appended: (_s, first, entries) => entries.forEach((_, i) => delivered.push(first + i)),
+    purged: () => {},
+  });
   const append = (e: string) => log.append("s", () => ({ entries: [e], result: null }));
   for (let i = 1; i <= 5; i++) await append(`old-${i}`);
 
@@ -133,7 +149,10 @@ Deno.test("store replaced: a resume at or past a position of another history is 
   const log = new OrderedLog(storage, "log");
   for (let i = 1; i <= 6; i++) await log.append("s", () => ({ entries: [`e-${i}`], result: null }));
   await log.append("other", () => ({ entries: ["x"], result: null }));
-  const written = streamsWritten([[names.entries, ["s", 4]], [names.entries, ["s", 5]], ["objects:state", "k"]]);
+  const written = streamsWritten([[names.entries, ["s", 4]], [names.entries, ["s", 5]], [
+    "objects:state",
+    "k",
+  ]]);
   assert.deepEqual([...written], [["log", new Map([["s", 4]])]]);
   feed.unsure(written, Date.now() + 60_000);
 

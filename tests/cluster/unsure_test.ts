@@ -11,7 +11,14 @@ import { DirectCommits } from "../../lib/store/direct_commits.ts";
 import type { StoreEnv } from "../../lib/store/env.ts";
 import type { Storage } from "../../lib/store/storage.ts";
 import { LogChangeFeed } from "../../lib/cluster/log_changes.ts";
-import { LEGACY_DB, PENDING_DB, RENEWED_DB, type StreamRanges, UNSURE_SUBJECT, UnsureStreams } from "../../lib/cluster/unsure.ts";
+import {
+  LEGACY_DB,
+  PENDING_DB,
+  RENEWED_DB,
+  type StreamRanges,
+  UNSURE_SUBJECT,
+  UnsureStreams,
+} from "../../lib/cluster/unsure.ts";
 import { tempStore } from "../helpers/temp_store.ts";
 import { until } from "./cluster.ts";
 import { Packr } from "msgpackr";
@@ -21,28 +28,37 @@ import { Packr } from "msgpackr";
 function node(env: StoreEnv, nodeId: string, pruneAfterMs?: number) {
   const feed = new LogChangeFeed();
   const transaction = <T>(fn: () => T) => Promise.resolve(env.root.transactionSync(fn));
-  const storage = { db: (name: string) => env.db(name), commits: new DirectCommits({ transaction }), remote: feed } as unknown as Storage;
+  const storage = {
+    db: (name: string) => env.db(name),
+    commits: new DirectCommits({ transaction }),
+    remote: feed,
+  } as unknown as Storage;
   const log = new OrderedLog(storage, "log");
   const sent: Uint8Array[] = [];
   const state = { writable: true };
-  const unsure = new UnsureStreams({
-    nodeId,
-    rawDb: (name) => env.db(name),
-    db: (name) => env.db(name),
-    transaction,
-    changes: feed,
-    publish: (subject, data) => subject === UNSURE_SUBJECT && sent.push(data),
-    maxPayload: 1024 * 1024,
-    writable: () => state.writable,
-    closed: () => false,
-  }, 60_000, pruneAfterMs);
+  const unsure = new UnsureStreams(
+    {
+      nodeId,
+      rawDb: (name) => env.db(name),
+      db: (name) => env.db(name),
+      transaction,
+      changes: feed,
+      publish: (subject, data) => subject === UNSURE_SUBJECT && sent.push(data),
+      maxPayload: 1024 * 1024,
+      writable: () => state.writable,
+      closed: () => false,
+    },
+    60_000,
+    pruneAfterMs,
+  );
   return { log, unsure, sent, state };
 }
 
 const one = (e: string) => () => ({ entries: [e], result: null });
 const ranges = (list: [string, number, number | null][]): StreamRanges =>
   new Map([["log", new Map(list.map(([s, from, to]) => [s, [from, to]]))]]);
-const rows = (env: StoreEnv, db: string) => [...env.db(db).getRange()].map(({ key, value }) => [key, value]);
+const rows = (env: StoreEnv, db: string) =>
+  [...env.db(db).getRange()].map(({ key, value }) => [key, value]);
 
 type Node = ReturnType<typeof node>;
 /** Runs `fn` with node `a` (the one that stops itself) and node `b` (which hears it), each on
@@ -86,8 +102,17 @@ Deno.test("unsure report: a node that hears it renews each stream once, recordin
     assert.notEqual(epoch, "0");
     assert.notEqual(b.log.epoch("new"), "0");
     assert.deepEqual(rows(env, PENDING_DB), [], "the list emptied by the renewal");
-    assert.deepEqual(rows(env, RENEWED_DB).map(([k]) => k), [["a:r1", "log", "new"], ["a:r1", "log", "s"]]);
-    assert.deepEqual([1, 2, 3, 4].map((p) => b.log.otherHistoryAt("s", p)), [false, true, true, false]);
+    assert.deepEqual(rows(env, RENEWED_DB).map(([k]) => k), [["a:r1", "log", "new"], [
+      "a:r1",
+      "log",
+      "s",
+    ]]);
+    assert.deepEqual([1, 2, 3, 4].map((p) => b.log.otherHistoryAt("s", p)), [
+      false,
+      true,
+      true,
+      false,
+    ]);
     assert.equal(b.log.head("s"), 4, "entries kept");
 
     // Heard again (it is told every 5 s): nothing listed, nothing renewed again.
@@ -118,7 +143,10 @@ Deno.test("unsure report: every stream named renews every stream the hearing nod
     a.unsure.stopped("a:all", 1, "all");
     b.unsure.heard(a.sent[0]);
     assert.equal(b.log.unsureFrom("t"), 1);
-    await until("b renews every stream", () => Promise.resolve(b.log.epoch("s") !== "0" && b.log.epoch("t") !== "0"));
+    await until(
+      "b renews every stream",
+      () => Promise.resolve(b.log.epoch("s") !== "0" && b.log.epoch("t") !== "0"),
+    );
     assert.equal(b.log.otherHistoryAt("t", 1_000_000), true);
     const epochs = [b.log.epoch("s"), b.log.epoch("t")];
     // Heard again: the report is listed already.
@@ -170,7 +198,10 @@ Deno.test("unsure markers: pruned once old, unless their report is still listed;
     await until("b renews a's stream", () => Promise.resolve(rows(env, RENEWED_DB).length === 1));
     c.unsure.stopped("c:all", 1, "all");
     b.unsure.heard(c.sent[0]);
-    await until("b renews every stream for c", () => Promise.resolve(rows(env, RENEWED_DB).length === 3));
+    await until(
+      "b renews every stream for c",
+      () => Promise.resolve(rows(env, RENEWED_DB).length === 3),
+    );
     // An earlier version's mark of a listed report (no time): it gets one.
     env.db(PENDING_DB).putSync(["x:all", "", ""], "listed");
     const epochs = [b.log.epoch("s"), b.log.epoch("t")];
@@ -184,7 +215,11 @@ Deno.test("unsure markers: pruned once old, unless their report is still listed;
     // (Its own timer prunes too, every second: the rows tell, not the count.)
     await b.unsure.prune();
     assert.deepEqual(rows(env, RENEWED_DB).map(([k]) => k), [["a:r1", "log", "s"]]);
-    assert.deepEqual(rows(env, PENDING_DB).map(([k]) => k), [["a:r1", "log", "s"]], "the lists of every stream pruned");
+    assert.deepEqual(
+      rows(env, PENDING_DB).map(([k]) => k),
+      [["a:r1", "log", "s"]],
+      "the lists of every stream pruned",
+    );
     // The renewal found done for the report still listed: nothing renewed again.
     await b.unsure.renew();
     assert.deepEqual(rows(env, PENDING_DB), []);

@@ -39,7 +39,11 @@ export function writers(nodes: () => TestServer[], key: string, count: number) {
         const r = await call(node, "POST", `${path(key)}/append`, { slot: "l", value });
         if (r.status === 200) acked.set(value, r.body.log_id);
         else {
-          assert.equal(r.status, 503, `only 503 while the cluster heals: ${JSON.stringify(r.body)}`);
+          assert.equal(
+            r.status,
+            503,
+            `only 503 while the cluster heals: ${JSON.stringify(r.body)}`,
+          );
           unknown.add(value);
           // A client backs off from a node that refuses: a stopped node answers at once, and
           // the writers spun on it (about 1,400 refusals in 3 s on a quiet machine), taking
@@ -75,5 +79,7 @@ export async function assertNoLoss(node: TestServer, key: string, w: ReturnType<
   for (const [value, logId] of w.acked) {
     assert.equal(list[logId - 1], value, `acknowledged ${value} at log_id ${logId}`);
   }
-  for (const value of list) assert.ok(w.acked.has(value) || w.unknown.has(value), `${value} was written`);
+  for (const value of list) {
+    assert.ok(w.acked.has(value) || w.unknown.has(value), `${value} was written`);
+  }
 }

@@ -26,10 +26,15 @@ Deno.test("docs/operations.md lists every flag with its environment variable", (
   const rows = configurationRows();
   for (const f of FLAGS) {
     assert.ok(rows.has(f.flag), `${f.flag} is missing from docs/operations.md "Configuration"`);
-    assert.ok(rows.get(f.flag)!.includes(`\`${f.env}`), `${f.flag}: the table says ${rows.get(f.flag)}, the parser reads ${f.env}`);
+    assert.ok(
+      rows.get(f.flag)!.includes(`\`${f.env}`),
+      `${f.flag}: the table says ${rows.get(f.flag)}, the parser reads ${f.env}`,
+    );
   }
   const known = new Set([...FLAGS.map((f) => f.flag), "--help", "--version"]);
-  for (const flag of rows.keys()) assert.ok(known.has(flag), `docs/operations.md lists ${flag}, which the parser does not know`);
+  for (const flag of rows.keys()) {
+    assert.ok(known.has(flag), `docs/operations.md lists ${flag}, which the parser does not know`);
+  }
   // --help and --version are the parser's own: the table names them too.
   for (const flag of ["--help", "--version"]) {
     assert.ok(rows.has(flag), `${flag} is missing from the table`);
@@ -41,7 +46,17 @@ Deno.test("every documented flag is accepted by the parser", () => {
   for (const flag of configurationRows().keys()) {
     if (flag === "--help" || flag === "--version") continue;
     const spec = FLAGS.find((f) => f.flag === flag)!;
-    const value = spec.kind === "bool" ? [] : [spec.kind === "string" ? (flag === "--log-level" ? "warn" : flag === "--log-format" ? "text" : flag === "--console-secret" ? "a-console-secret-of-32-chars-xyz" : "x") : "1"];
+    const value = spec.kind === "bool" ? [] : [
+      spec.kind === "string"
+        ? (flag === "--log-level"
+          ? "warn"
+          : flag === "--log-format"
+          ? "text"
+          : flag === "--console-secret"
+          ? "a-console-secret-of-32-chars-xyz"
+          : "x")
+        : "1",
+    ];
     const argv = [flag, ...value, ...(flag === "--nats" ? ["--apps", "apps.json"] : [])];
     assert.doesNotThrow(() => parseConfig(argv, {}), `${argv.join(" ")}`);
   }

@@ -14,8 +14,14 @@ import { ADMIN_SECRET, CONSOLE_APPS, startConsole, until } from "./helpers.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARGS = [
-  "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
 ];
 const SHOTS = Deno.env.get("CONSOLE_SCREENSHOTS");
 
@@ -26,10 +32,13 @@ async function shot(page: Page, name: string) {
 
 /** The text of every visible live row. */
 const liveRows = (page: Page) =>
-  page.evaluate(`Array.from(document.querySelectorAll("#live tr")).filter((tr) => !tr.hidden).map((tr) => tr.textContent)`) as Promise<string[]>;
+  page.evaluate(
+    `Array.from(document.querySelectorAll("#live tr")).filter((tr) => !tr.hidden).map((tr) => tr.textContent)`,
+  ) as Promise<string[]>;
 
 Deno.test({
-  name: "console page: login, live stream with a trigger and a refused join, object log, failing webhook, charts",
+  name:
+    "console page: login, live stream with a trigger and a refused join, object log, failing webhook, charts",
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
@@ -37,7 +46,11 @@ Deno.test({
     const hook = receiver(Array(50).fill(500));
     const apps = [
       { ...CONSOLE_APPS[0], name: "Shop" },
-      { ...CONSOLE_APPS[1], name: "Support", webhooks: [{ url: hook.url, event_types: ["channel_occupied"] }] },
+      {
+        ...CONSOLE_APPS[1],
+        name: "Support",
+        webhooks: [{ url: hook.url, event_types: ["channel_occupied"] }],
+      },
     ];
     const server = await startConsole({ apps });
     const sockets: RawSocket[] = [];
@@ -53,15 +66,24 @@ Deno.test({
       await page.waitForSelector("#login:not([hidden])");
       await page.fill("#secret", "wrong-secret");
       await page.click("#login button[type=submit]");
-      await until(() => page.textContent("#login-error"), (t) => /wrong secret/.test(t ?? ""), "login error");
+      await until(
+        () => page.textContent("#login-error"),
+        (t) => /wrong secret/.test(t ?? ""),
+        "login error",
+      );
       await shot(page, "login");
       await page.fill("#secret", ADMIN_SECRET);
       await page.click("#login button[type=submit]");
       await page.waitForSelector("#views:not([hidden])");
       await until(() => page.textContent("#live-state"), (t) => t === "live", "live stream ready");
-      const options = await page.evaluate(`Array.from(document.querySelectorAll("#app-select option")).map((o) => o.textContent)`) as string[];
+      const options = await page.evaluate(
+        `Array.from(document.querySelectorAll("#app-select option")).map((o) => o.textContent)`,
+      ) as string[];
       assert.equal(options.length, 2);
-      assert.ok(options.every((o) => !apps.some((a) => o.includes(a.secret))), "no secret in full on the page");
+      assert.ok(
+        options.every((o) => !apps.some((a) => o.includes(a.secret))),
+        "no secret in full on the page",
+      );
 
       // Live: a socket joins, a private join is refused with its reason, the test triggers.
       const sock = await RawSocket.connect(server.wsUrl("key1"));
@@ -70,26 +92,47 @@ Deno.test({
       const refused = await sock.join("pubsub:key1:private-admin");
       assert.equal(refused.status, "error");
       await serverLib(server, apps[0]).trigger("orders", "order-placed", { id: 1042, total: 99.5 });
-      const rows = await until(() => liveRows(page), (r) => r.some((t) => t.includes("order-placed")), "triggered event row");
-      assert.ok(rows.some((t) => t.includes(`refused: ${refused.response.reason}`)), `refused join row in ${rows}`);
+      const rows = await until(
+        () => liveRows(page),
+        (r) => r.some((t) => t.includes("order-placed")),
+        "triggered event row",
+      );
+      assert.ok(
+        rows.some((t) => t.includes(`refused: ${refused.response.reason}`)),
+        `refused join row in ${rows}`,
+      );
       assert.ok(rows.some((t) => t.includes("order-placed #1") && t.includes('"total":99.5')));
       assert.ok(rows.some((t) => t.includes("opened (phoenix)")));
       await shot(page, "live");
 
       // Filter by channel, then by kind; pause holds new entries until resumed.
       await page.fill("#f-channel", "private");
-      const filtered = await until(() => liveRows(page), (r) => r.length > 0 && r.every((t) => t.includes("private-admin")), "channel filter");
+      const filtered = await until(
+        () => liveRows(page),
+        (r) => r.length > 0 && r.every((t) => t.includes("private-admin")),
+        "channel filter",
+      );
       assert.equal(filtered.length, 1);
       await page.fill("#f-channel", "");
       await page.uncheck("[data-kind=join]");
-      assert.ok((await liveRows(page)).every((t) => !t.includes("joined") && !t.includes("refused")));
+      assert.ok(
+        (await liveRows(page)).every((t) => !t.includes("joined") && !t.includes("refused")),
+      );
       await page.check("[data-kind=join]");
       await page.click("#pause");
       await serverLib(server, apps[0]).trigger("orders", "while-paused", {});
-      await until(() => page.textContent("#live-state"), (t) => /[1-9]\d* held/.test(t ?? ""), "held entries");
+      await until(
+        () => page.textContent("#live-state"),
+        (t) => /[1-9]\d* held/.test(t ?? ""),
+        "held entries",
+      );
       assert.ok((await liveRows(page)).every((t) => !t.includes("while-paused")));
       await page.click("#pause");
-      await until(() => liveRows(page), (r) => r.some((t) => t.includes("while-paused")), "resumed");
+      await until(
+        () => liveRows(page),
+        (r) => r.some((t) => t.includes("while-paused")),
+        "resumed",
+      );
 
       // Objects: the state at the head, the log, a click on an entry shows the state then.
       for (const [slot, value] of [["status", "new"], ["items", 2], ["status", "paid"]] as const) {
@@ -104,10 +147,18 @@ Deno.test({
       await page.fill("#ob-type", "order");
       await page.fill("#ob-key", "1042");
       await page.click("#ob-show");
-      await until(() => page.textContent("#object-state"), (t) => /"status": "paid"/.test(t ?? ""), "object state");
+      await until(
+        () => page.textContent("#object-state"),
+        (t) => /"status": "paid"/.test(t ?? ""),
+        "object state",
+      );
       assert.equal(await page.locator("#object-log tr").count(), 3);
       await page.click("#object-log tr:first-child");
-      const earlier = await until(() => page.textContent("#object-state-at").catch(() => ""), (t) => /"status": "new"/.test(t ?? ""), "state at log_id 1");
+      const earlier = await until(
+        () => page.textContent("#object-state-at").catch(() => ""),
+        (t) => /"status": "new"/.test(t ?? ""),
+        "state at log_id 1",
+      );
       assert.ok(!earlier!.includes("items"));
       await shot(page, "objects");
 
@@ -119,11 +170,18 @@ Deno.test({
       await sock2.join("pubsub:key2:tickets");
       await hook.waitFor(2, 15_000);
       await page.click("[data-tab=webhooks]");
-      await until(async () => {
-        await page.click("#wh-refresh");
-        return await page.textContent("#webhooks .webhook-error");
-      }, (t) => /500 \(attempt \d\)/.test(t ?? ""), "webhook last error");
-      assert.match(await page.textContent("#webhooks") ?? "", new RegExp(hook.url.replaceAll("/", "\\/")));
+      await until(
+        async () => {
+          await page.click("#wh-refresh");
+          return await page.textContent("#webhooks .webhook-error");
+        },
+        (t) => /500 \(attempt \d\)/.test(t ?? ""),
+        "webhook last error",
+      );
+      assert.match(
+        await page.textContent("#webhooks") ?? "",
+        new RegExp(hook.url.replaceAll("/", "\\/")),
+      );
       await shot(page, "webhooks");
 
       if (SHOTS) {
@@ -140,8 +198,12 @@ Deno.test({
 
       // Charts: the app's series have data (one webhook failure at least), the node's too.
       await page.click("[data-tab=charts]");
-      await page.waitForSelector(".chart[data-series=webhooks_failed] svg path[d^=M]", { state: "attached" });
-      const failedMax = Number(await page.getAttribute(".chart[data-series=webhooks_failed]", "data-max"));
+      await page.waitForSelector(".chart[data-series=webhooks_failed] svg path[d^=M]", {
+        state: "attached",
+      });
+      const failedMax = Number(
+        await page.getAttribute(".chart[data-series=webhooks_failed]", "data-max"),
+      );
       assert.ok(failedMax >= 1, `webhooks_failed max ${failedMax}`);
       await page.selectOption("#app-select", "app-1");
       await page.click("[data-tab=charts]");
@@ -150,7 +212,9 @@ Deno.test({
         (v) => Number(v) >= 2,
         "app-1 published chart",
       );
-      assert.ok(Number(await page.getAttribute(".chart[data-series=connections]", "data-max")) >= 1);
+      assert.ok(
+        Number(await page.getAttribute(".chart[data-series=connections]", "data-max")) >= 1,
+      );
       assert.ok(Number(await page.getAttribute(".chart[data-series=http_p99_ms]", "data-max")) > 0);
       await page.selectOption("#chart-scope", "node");
       await until(

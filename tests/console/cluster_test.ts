@@ -10,7 +10,11 @@ Deno.test({
   sanitizeResources: false,
   sanitizeOps: false,
   fn: async () => {
-    const cluster = await startCluster({ nodes: 2, apps: CONSOLE_APPS, env: { CONSOLE_SECRET: ADMIN_SECRET } });
+    const cluster = await startCluster({
+      nodes: 2,
+      apps: CONSOLE_APPS,
+      env: { CONSOLE_SECRET: ADMIN_SECRET },
+    });
     const sockets: RawSocket[] = [];
     try {
       const [a, b] = cluster.nodes;
@@ -19,11 +23,17 @@ Deno.test({
       for (const node of [a, b]) {
         const cookie = await login(node, ADMIN_SECRET);
         assert.equal((await call(node, "/console/api/session", { cookie })).body.clustered, true);
-        type View = { nodes: Record<string, Record<string, number[]>>; sum: Record<string, number[]> };
+        type View = {
+          nodes: Record<string, Record<string, number[]>>;
+          sum: Record<string, number[]>;
+        };
         // A node stores its point once per 10 s interval: wait for both nodes' points.
         const view = await until(
-          async () => (await call(node, "/console/api/cluster/stats", { cookie })).body as unknown as View,
-          (v) => v.nodes?.["node-1"]?.connections.includes(1) && v.nodes?.["node-2"]?.connections.includes(2),
+          async () =>
+            (await call(node, "/console/api/cluster/stats", { cookie })).body as unknown as View,
+          (v) =>
+            v.nodes?.["node-1"]?.connections.includes(1) &&
+            v.nodes?.["node-2"]?.connections.includes(2),
           `both nodes' points seen from ${node.baseUrl}`,
           40_000,
         );

@@ -1,6 +1,11 @@
 // Helpers of the console tests: a server started with --console-secret, logins, and requests
 // that carry the session cookie (and, for POSTs, this host's Origin unless told otherwise).
-import { startServer, type StartOptions, type TestApp, type TestServer } from "../helpers/server.ts";
+import {
+  type StartOptions,
+  startServer,
+  type TestApp,
+  type TestServer,
+} from "../helpers/server.ts";
 export { until } from "../helpers/until.ts";
 
 /** The console secret of these tests. */
@@ -14,14 +19,24 @@ export const CONSOLE_APPS: TestApp[] = [
 
 /** Starts a server with the console on (admin secret `ADMIN_SECRET`). */
 export function startConsole(opts: StartOptions = {}): Promise<TestServer> {
-  return startServer({ apps: CONSOLE_APPS, ...opts, args: ["--console-secret", ADMIN_SECRET, ...(opts.args ?? [])] });
+  return startServer({
+    apps: CONSOLE_APPS,
+    ...opts,
+    args: ["--console-secret", ADMIN_SECRET, ...(opts.args ?? [])],
+  });
 }
 
 /** A request to the console; `origin: null` sends no Origin header. */
 export async function call(
   server: TestServer,
   path: string,
-  opts: { method?: string; cookie?: string; body?: unknown; origin?: string | null; headers?: Record<string, string> } = {},
+  opts: {
+    method?: string;
+    cookie?: string;
+    body?: unknown;
+    origin?: string | null;
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<{ status: number; body: Record<string, unknown>; headers: Headers; text: string }> {
   const method = opts.method ?? "GET";
   const headers: Record<string, string> = { ...opts.headers };
@@ -49,4 +64,3 @@ export async function login(server: TestServer, secret: string): Promise<string>
   const set = res.headers.get("set-cookie") ?? "";
   return set.split(";")[0];
 }
-

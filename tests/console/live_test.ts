@@ -15,7 +15,10 @@ const opts = { sanitizeResources: false, sanitizeOps: false };
 /** An open live stream: the entries received so far. */
 async function openLive(server: TestServer, cookie: string, appId: string) {
   const abort = new AbortController();
-  const res = await fetch(`${server.baseUrl}/console/api/apps/${appId}/live`, { headers: { cookie }, signal: abort.signal });
+  const res = await fetch(`${server.baseUrl}/console/api/apps/${appId}/live`, {
+    headers: { cookie },
+    signal: abort.signal,
+  });
   assert.equal(res.status, 200);
   assert.match(res.headers.get("content-type") ?? "", /text\/event-stream/);
   const entries: Record<string, unknown>[] = [];
@@ -42,7 +45,9 @@ async function openLive(server: TestServer, cookie: string, appId: string) {
   return {
     entries,
     find: (pred: (e: Record<string, unknown>) => boolean, what: string) =>
-      until(() => Promise.resolve(entries.find(pred)), (e) => e !== undefined, what) as Promise<Record<string, unknown>>,
+      until(() => Promise.resolve(entries.find(pred)), (e) => e !== undefined, what) as Promise<
+        Record<string, unknown>
+      >,
     close: async () => {
       abort.abort();
       await reading;
@@ -52,7 +57,8 @@ async function openLive(server: TestServer, cookie: string, appId: string) {
 
 Deno.test({
   ...opts,
-  name: "console live: connections, joins with refusal reasons, a pusher trigger, client events, presence and API calls",
+  name:
+    "console live: connections, joins with refusal reasons, a pusher trigger, client events, presence and API calls",
   fn: async () => {
     const server = await startConsole();
     const sockets: RawSocket[] = [];
@@ -63,45 +69,82 @@ Deno.test({
       try {
         const sock = await RawSocket.connect(server.wsUrl("key1"));
         sockets.push(sock);
-        await live.find((e) => e.kind === "connection" && e.what === "opened" && e.socket_id === sock.socketId && e.protocol === "phoenix", "connection opened");
+        await live.find(
+          (e) =>
+            e.kind === "connection" && e.what === "opened" && e.socket_id === sock.socketId &&
+            e.protocol === "phoenix",
+          "connection opened",
+        );
 
         const ok = await sock.join("pubsub:key1:room");
         assert.equal(ok.status, "ok");
-        await live.find((e) => e.kind === "join" && e.channel === "room" && e.outcome === "ok", "join ok");
+        await live.find(
+          (e) => e.kind === "join" && e.channel === "room" && e.outcome === "ok",
+          "join ok",
+        );
         const refused = await sock.join("pubsub:key1:private-vault");
         assert.equal(refused.status, "error");
-        const entry = await live.find((e) => e.kind === "join" && e.channel === "private-vault", "join refused");
+        const entry = await live.find(
+          (e) => e.kind === "join" && e.channel === "private-vault",
+          "join refused",
+        );
         assert.equal(entry.outcome, "refused");
         assert.equal(entry.reason, refused.response.reason);
 
         // A trigger through the official server library (Pusher REST): the event with its
         // serial and payload preview, and the API call with its status.
-        await serverLib(server, CONSOLE_APPS[0]).trigger("room", "greeting", { hello: "from the test" });
-        const ev = await live.find((e) => e.kind === "event" && e.event === "greeting", "triggered event");
+        await serverLib(server, CONSOLE_APPS[0]).trigger("room", "greeting", {
+          hello: "from the test",
+        });
+        const ev = await live.find(
+          (e) => e.kind === "event" && e.event === "greeting",
+          "triggered event",
+        );
         assert.equal(ev.channel, "room");
         assert.equal(typeof ev.serial, "number");
         assert.match(String(ev.payload), /from the test/);
         assert.equal(ev.subscribers, 1);
-        const apiCall = await live.find((e) => e.kind === "api" && String(e.path).endsWith("/events"), "api call");
+        const apiCall = await live.find(
+          (e) => e.kind === "api" && String(e.path).endsWith("/events"),
+          "api call",
+        );
         assert.equal(apiCall.status, 200);
 
         // A Pusher client: its connection, a presence join (presence change) and a client event.
         pusher = client(server, { user_id: "ada" }, CONSOLE_APPS[0]);
         const ch = pusher.subscribe("presence-lobby");
         await new Promise<void>((r) => ch.bind("pusher:subscription_succeeded", () => r()));
-        await live.find((e) => e.kind === "connection" && e.protocol === "pusher" && e.what === "opened", "pusher connection");
-        await live.find((e) => e.kind === "join" && e.channel === "presence-lobby" && e.outcome === "ok", "pusher join");
-        await live.find((e) => e.kind === "presence" && e.channel === "presence-lobby", "presence change");
+        await live.find(
+          (e) => e.kind === "connection" && e.protocol === "pusher" && e.what === "opened",
+          "pusher connection",
+        );
+        await live.find(
+          (e) => e.kind === "join" && e.channel === "presence-lobby" && e.outcome === "ok",
+          "pusher join",
+        );
+        await live.find(
+          (e) => e.kind === "presence" && e.channel === "presence-lobby",
+          "presence change",
+        );
         pusher.subscribe("bad channel name");
-        const badJoin = await live.find((e) => e.kind === "join" && e.channel === "bad channel name", "pusher join refused");
+        const badJoin = await live.find(
+          (e) => e.kind === "join" && e.channel === "bad channel name",
+          "pusher join refused",
+        );
         assert.equal(badJoin.outcome, "refused");
         assert.match(String(badJoin.reason), /Invalid channel name/);
         ch.trigger("client-typing", { who: "ada" });
-        const ce = await live.find((e) => e.kind === "client" && e.event === "client-typing", "client event");
+        const ce = await live.find(
+          (e) => e.kind === "client" && e.event === "client-typing",
+          "client event",
+        );
         assert.match(String(ce.payload), /ada/);
 
         sock.close();
-        await live.find((e) => e.kind === "connection" && e.what === "closed" && e.socket_id === sock.socketId, "connection closed");
+        await live.find(
+          (e) => e.kind === "connection" && e.what === "closed" && e.socket_id === sock.socketId,
+          "connection closed",
+        );
         // Nothing of another app reaches this app's stream.
         assert.ok(live.entries.every((e) => !String(e.channel ?? "").includes("key2")));
       } finally {
@@ -117,11 +160,15 @@ Deno.test({
 
 Deno.test({
   ...opts,
-  name: "console browse: channels, an object's log and earlier state, threads, a failing webhook's last error and retry now, charts",
+  name:
+    "console browse: channels, an object's log and earlier state, threads, a failing webhook's last error and retry now, charts",
   fn: async () => {
     // The receiver fails the first 5 attempts: after the 5th the next is 30 s away.
     const hook = receiver([503, 503, 503, 503, 503]);
-    const apps = [CONSOLE_APPS[0], { ...CONSOLE_APPS[1], webhooks: [{ url: hook.url, event_types: ["channel_occupied"] }] }];
+    const apps = [CONSOLE_APPS[0], {
+      ...CONSOLE_APPS[1],
+      webhooks: [{ url: hook.url, event_types: ["channel_occupied"] }],
+    }];
     const server = await startConsole({ apps });
     const sockets: RawSocket[] = [];
     try {
@@ -133,8 +180,17 @@ Deno.test({
       sockets.push(sock);
       await sock.join("pubsub:key1:room");
       await serverLib(server, apps[0]).trigger("room", "greeting", { n: 1 });
-      const list = await until(() => get("/console/api/apps/app-1/channels"), (r) => (r.body.channels as unknown[]).length === 1, "channel list");
-      assert.deepEqual(list.body.channels, [{ name: "room", subscribers: 1, members: null, serial: 1 }]);
+      const list = await until(
+        () => get("/console/api/apps/app-1/channels"),
+        (r) => (r.body.channels as unknown[]).length === 1,
+        "channel list",
+      );
+      assert.deepEqual(list.body.channels, [{
+        name: "room",
+        subscribers: 1,
+        members: null,
+        serial: 1,
+      }]);
       const room = await get("/console/api/apps/app-1/channels/room");
       assert.equal(room.body.occupied, true);
       assert.equal((room.body.history as { event: string }[])[0].event, "greeting");
@@ -143,7 +199,11 @@ Deno.test({
       // Objects: the state at the head, the log with log_ids, the state at an earlier log_id.
       const base = `${server.baseUrl}/api/v1/objects/app-1/cart/42`;
       for (const [slot, value] of [["items", 1], ["items", 2], ["owner", "ada"]] as const) {
-        const res = await fetch(`${base}/${slot}`, { method: "PUT", headers: server.headers(apps[0]), body: JSON.stringify({ value }) });
+        const res = await fetch(`${base}/${slot}`, {
+          method: "PUT",
+          headers: server.headers(apps[0]),
+          body: JSON.stringify({ value }),
+        });
         assert.equal(res.status, 200);
       }
       const listed = await get("/console/api/apps/app-1/objects?type=ca");
@@ -156,10 +216,16 @@ Deno.test({
       assert.equal(obj.body.log_id, 3);
       assert.deepEqual((obj.body.log as { log_id: number }[]).map((i) => i.log_id), [1, 2, 3]);
       assert.deepEqual(obj.body.at, { log_id: 1, state: { items: 1 } });
-      assert.equal((await get("/console/api/apps/app-1/objects?type=cart&key=42&at=9")).status, 400);
+      assert.equal(
+        (await get("/console/api/apps/app-1/objects?type=cart&key=42&at=9")).status,
+        400,
+      );
 
       // Chat: a thread with a message.
-      const chatHeaders = { ...server.headers(apps[0]), "content-type": "application/vnd.api+json" };
+      const chatHeaders = {
+        ...server.headers(apps[0]),
+        "content-type": "application/vnd.api+json",
+      };
       const created = await fetch(`${server.baseUrl}/api/chat/threads`, {
         method: "POST",
         headers: chatHeaders,
@@ -168,7 +234,10 @@ Deno.test({
       assert.equal(created.status, 201, await created.clone().text());
       const threadId = (await created.json()).data.id;
       const threads = await get("/console/api/apps/app-1/threads");
-      assert.deepEqual((threads.body.threads as { id: string; title: string }[]).map((t) => [t.id, t.title]), [[threadId, "Help"]]);
+      assert.deepEqual(
+        (threads.body.threads as { id: string; title: string }[]).map((t) => [t.id, t.title]),
+        [[threadId, "Help"]],
+      );
       const thread = await get(`/console/api/apps/app-1/threads/${threadId}`);
       assert.equal(thread.status, 200);
       assert.deepEqual(thread.body.runs, []);
@@ -181,7 +250,10 @@ Deno.test({
       sockets.push(sock2);
       await sock2.join("pubsub:key2:lobby");
       try {
-        const first = await live2.find((e) => e.kind === "webhook" && e.attempt === 1, "webhook attempt in the live stream");
+        const first = await live2.find(
+          (e) => e.kind === "webhook" && e.attempt === 1,
+          "webhook attempt in the live stream",
+        );
         assert.equal(first.url, hook.url);
         assert.equal(first.status, 503);
       } finally {
@@ -191,7 +263,10 @@ Deno.test({
       const view = await until(
         () => get("/console/api/apps/app-2/webhooks"),
         (r) => {
-          const w = (r.body.webhooks as { last: { attempt: number } | null; next_due_at: number | null }[])[0];
+          const w =
+            (r.body.webhooks as { last: { attempt: number } | null; next_due_at: number | null }[])[
+              0
+            ];
           // The 5th attempt's result, once the outbox has moved the delivery 30 s ahead.
           return w?.last?.attempt === 5 && (w.next_due_at ?? 0) > Date.now() + 10_000;
         },
@@ -201,7 +276,11 @@ Deno.test({
       assert.equal(wh.url, hook.url);
       assert.equal(wh.pending, 1);
       assert.equal((wh.last as { lastError: { status: number } }).lastError.status, 503);
-      const retried = await call(server, "/console/api/apps/app-2/webhooks/retry", { method: "POST", body: {}, cookie: admin });
+      const retried = await call(server, "/console/api/apps/app-2/webhooks/retry", {
+        method: "POST",
+        body: {},
+        cookie: admin,
+      });
       assert.equal(retried.body.moved, 1);
       await hook.waitFor(6, 5_000);
       const after = await until(
@@ -209,12 +288,17 @@ Deno.test({
         (r) => (r.body.webhooks as { pending: number }[])[0].pending === 0,
         "delivered after retry",
       );
-      const [done] = after.body.webhooks as { last: { ok: boolean; status: number; lastError: { status: number } } }[];
+      const [done] = after.body.webhooks as {
+        last: { ok: boolean; status: number; lastError: { status: number } };
+      }[];
       assert.equal(done.last.ok, true);
       assert.equal(done.last.lastError.status, 503, "the last error stays visible");
 
       // Charts: the app's and the node's series hold what just happened.
-      const stats = (await get("/console/api/apps/app-1/stats")).body.series as Record<string, number[]>;
+      const stats = (await get("/console/api/apps/app-1/stats")).body.series as Record<
+        string,
+        number[]
+      >;
       const sum = (a: number[]) => a.reduce((x, y) => x + y, 0);
       // Published and delivered count broadcasts that reached subscribers (as /metrics does):
       // the trigger on "room"; the object writes and the thread had no subscriber.
@@ -222,10 +306,17 @@ Deno.test({
       assert.equal(sum(stats.delivered), 1);
       assert.equal(stats.connections[stats.connections.length - 1], 1);
       assert.ok(sum(stats.http_p99_ms) > 0);
-      const app2 = (await get("/console/api/apps/app-2/stats")).body.series as Record<string, number[]>;
+      const app2 = (await get("/console/api/apps/app-2/stats")).body.series as Record<
+        string,
+        number[]
+      >;
       assert.equal(sum(app2.webhooks_failed), 5);
       assert.equal(sum(app2.webhooks_ok), 1);
-      assert.equal((await get("/console/api/cluster/stats")).status, 404, "no cluster view on one node");
+      assert.equal(
+        (await get("/console/api/cluster/stats")).status,
+        404,
+        "no cluster view on one node",
+      );
       assert.equal((await get("/console/api/session")).body.clustered, false);
       const node = (await get("/console/api/node/stats")).body.series as Record<string, number[]>;
       assert.ok(sum(node.published) >= 1, JSON.stringify(node));
@@ -241,7 +332,8 @@ Deno.test({
 
 Deno.test({
   ...opts,
-  name: "console threads: a run's status while it streams, its stream deltas live, complete with the text at the end",
+  name:
+    "console threads: a run's status while it streams, its stream deltas live, complete with the text at the end",
   fn: async () => {
     const server = await startConsole();
     const endpoint = `ws://127.0.0.1:${server.port}/socket`;
@@ -255,7 +347,10 @@ Deno.test({
       const live = await openLive(server, cookie, "app-1");
       try {
         const thread = "support-1";
-        const agent = await bot.connectAgent(thread, { secret: CONSOLE_APPS[0].secret, agentId: "echo" });
+        const agent = await bot.connectAgent(thread, {
+          secret: CONSOLE_APPS[0].secret,
+          agentId: "echo",
+        });
         const session = await human.connect(thread, { clientId: "alice" });
         agent.on("run:pending", async (run: { runId: string }) => {
           await agent.startRun(run.runId);
@@ -266,11 +361,22 @@ Deno.test({
         });
         const active = await session.view.send("hi");
         // The run's stream, live, while it streams; its status is active.
-        const delta = await live.find((e) => e.product === "chat" && e.channel === thread && e.event === "stream", "stream delta");
+        const delta = await live.find(
+          (e) => e.product === "chat" && e.channel === thread && e.event === "stream",
+          "stream delta",
+        );
         assert.match(String(delta.payload), new RegExp(active.runId));
-        await live.find((e) => e.channel === thread && e.event === "stream" && String(e.payload).includes("from the agent"), "second delta");
+        await live.find(
+          (e) =>
+            e.channel === thread && e.event === "stream" &&
+            String(e.payload).includes("from the agent"),
+          "second delta",
+        );
         const during = await get(`/console/api/apps/app-1/threads/${thread}`);
-        assert.deepEqual((during.body.runs as { runId: string; status: string }[]).map((r) => [r.runId, r.status]), [[active.runId, "active"]]);
+        assert.deepEqual(
+          (during.body.runs as { runId: string; status: string }[]).map((r) => [r.runId, r.status]),
+          [[active.runId, "active"]],
+        );
         release();
         const after = await until(
           () => get(`/console/api/apps/app-1/threads/${thread}`),

@@ -36,10 +36,21 @@ Deno.test({
   fn: async () => {
     const server = await startServer({ apps: CONSOLE_APPS });
     try {
-      for (const path of ["/console", "/console/", "/console/console.js", "/console/api/session", "/console/api/apps/app-1/live"]) {
+      for (
+        const path of [
+          "/console",
+          "/console/",
+          "/console/console.js",
+          "/console/api/session",
+          "/console/api/apps/app-1/live",
+        ]
+      ) {
         assert.equal((await call(server, path)).status, 404, path);
       }
-      const res = await call(server, "/console/login", { method: "POST", body: { secret: CONSOLE_APPS[0].secret } });
+      const res = await call(server, "/console/login", {
+        method: "POST",
+        body: { secret: CONSOLE_APPS[0].secret },
+      });
       assert.equal(res.status, 404);
       assert.equal(res.headers.get("set-cookie"), null);
     } finally {
@@ -50,7 +61,8 @@ Deno.test({
 
 Deno.test({
   ...opts,
-  name: "console: the page and its assets are public; everything else answers 401 without a session",
+  name:
+    "console: the page and its assets are public; everything else answers 401 without a session",
   fn: async () => {
     const server = await startConsole();
     try {
@@ -85,32 +97,60 @@ Deno.test({
       assert.equal(session.status, 200);
       assert.equal(session.body.admin, false);
       assert.deepEqual((session.body.apps as { id: string }[]).map((a) => a.id), ["app-1"]);
-      assert.equal((await call(server, "/console/api/apps/app-1/channels", { cookie: one })).status, 200);
+      assert.equal(
+        (await call(server, "/console/api/apps/app-1/channels", { cookie: one })).status,
+        200,
+      );
       // The other app's routes, the node's charts and unknown apps: refused alike (404).
       for (const r of PROTECTED.filter((p) => p.includes("app-1"))) {
         const [method, path] = route(r.replace("app-1", "app-2"));
-        const res = await call(server, path, { method, cookie: one, body: method === "POST" ? {} : undefined });
+        const res = await call(server, path, {
+          method,
+          cookie: one,
+          body: method === "POST" ? {} : undefined,
+        });
         assert.equal(res.status, 404, `${method} ${path}`);
       }
       assert.equal((await call(server, "/console/api/node/stats", { cookie: one })).status, 404);
-      assert.equal((await call(server, "/console/api/apps/nope/channels", { cookie: one })).status, 404);
+      assert.equal(
+        (await call(server, "/console/api/apps/nope/channels", { cookie: one })).status,
+        404,
+      );
 
       const admin = await login(server, ADMIN_SECRET);
       const all = await call(server, "/console/api/session", { cookie: admin });
       assert.equal(all.body.admin, true);
-      assert.deepEqual((all.body.apps as { id: string }[]).map((a) => a.id).sort(), ["app-1", "app-2"]);
-      assert.equal((await call(server, "/console/api/apps/app-2/channels", { cookie: admin })).status, 200);
+      assert.deepEqual((all.body.apps as { id: string }[]).map((a) => a.id).sort(), [
+        "app-1",
+        "app-2",
+      ]);
+      assert.equal(
+        (await call(server, "/console/api/apps/app-2/channels", { cookie: admin })).status,
+        200,
+      );
       assert.equal((await call(server, "/console/api/node/stats", { cookie: admin })).status, 200);
 
       // No secret in full anywhere the console answers.
-      for (const text of [session.text, all.text, (await call(server, "/console/")).text, (await call(server, "/console/console.js")).text]) {
-        for (const s of [ADMIN_SECRET, ...CONSOLE_APPS.map((a) => a.secret)]) assert.ok(!text.includes(s), "a secret was shown");
+      for (
+        const text of [
+          session.text,
+          all.text,
+          (await call(server, "/console/")).text,
+          (await call(server, "/console/console.js")).text,
+        ]
+      ) {
+        for (const s of [ADMIN_SECRET, ...CONSOLE_APPS.map((a) => a.secret)]) {
+          assert.ok(!text.includes(s), "a secret was shown");
+        }
       }
       const masked = (all.body.apps as { secret: string }[]).map((a) => a.secret);
       assert.ok(masked.every((m) => m.includes("…")));
 
       // A wrong secret opens nothing and sets no cookie.
-      const wrong = await call(server, "/console/login", { method: "POST", body: { secret: "not-a-secret" } });
+      const wrong = await call(server, "/console/login", {
+        method: "POST",
+        body: { secret: "not-a-secret" },
+      });
       assert.equal(wrong.status, 401);
       assert.equal(wrong.headers.get("set-cookie"), null);
     } finally {
@@ -121,11 +161,15 @@ Deno.test({
 
 Deno.test({
   ...opts,
-  name: "console: the session cookie is HttpOnly, SameSite=Strict; forged, tampered and expired cookies are refused",
+  name:
+    "console: the session cookie is HttpOnly, SameSite=Strict; forged, tampered and expired cookies are refused",
   fn: async () => {
     const server = await startConsole();
     try {
-      const res = await call(server, "/console/login", { method: "POST", body: { secret: CONSOLE_APPS[0].secret } });
+      const res = await call(server, "/console/login", {
+        method: "POST",
+        body: { secret: CONSOLE_APPS[0].secret },
+      });
       const set = res.headers.get("set-cookie") ?? "";
       assert.match(set, /HttpOnly/);
       assert.match(set, /SameSite=Strict/);
@@ -136,14 +180,24 @@ Deno.test({
 
       // Tampered: the app session's payload rewritten to admin, the signature kept.
       const claims = JSON.parse(atob(payload.replaceAll("-", "+").replaceAll("_", "/")));
-      const forgedPayload = btoa(JSON.stringify({ ...claims, a: 1, i: null })).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+      const forgedPayload = btoa(JSON.stringify({ ...claims, a: 1, i: null })).replaceAll("+", "-")
+        .replaceAll("/", "_").replace(/=+$/, "");
       // Signed by another console secret (a different deployment).
       const registry = new AppRegistry(CONSOLE_APPS as App[]);
-      const otherKey = new Sessions("some-other-console-secret", registry).cookie({ admin: true, expires: Date.now() + 3600_000 });
+      const otherKey = new Sessions("some-other-console-secret", registry).cookie({
+        admin: true,
+        expires: Date.now() + 3600_000,
+      });
       // Correctly signed (same console secret) but expired.
-      const expired = new Sessions(ADMIN_SECRET, registry).cookie({ admin: true, expires: Date.now() - 1000 });
+      const expired = new Sessions(ADMIN_SECRET, registry).cookie({
+        admin: true,
+        expires: Date.now() - 1000,
+      });
       // Correctly signed and unexpired, but for a secret that is not the app's current one.
-      const stale = new Sessions(ADMIN_SECRET, new AppRegistry([{ ...CONSOLE_APPS[0], secret: "an-old-secret-of-app-1" } as App]))
+      const stale = new Sessions(
+        ADMIN_SECRET,
+        new AppRegistry([{ ...CONSOLE_APPS[0], secret: "an-old-secret-of-app-1" } as App]),
+      )
         .cookie({ admin: false, appId: "app-1", expires: Date.now() + 3600_000 });
       const forged = [
         `sb_console=${forgedPayload}.${sig}`,
@@ -157,12 +211,22 @@ Deno.test({
       assert.equal((await call(server, "/console/api/session", { cookie: good })).status, 200);
       for (const cookie of forged) {
         assert.equal((await call(server, "/console/api/session", { cookie })).status, 401, cookie);
-        assert.equal((await call(server, "/console/api/apps/app-2/channels", { cookie })).status, 401, cookie);
+        assert.equal(
+          (await call(server, "/console/api/apps/app-2/channels", { cookie })).status,
+          401,
+          cookie,
+        );
       }
       // The same minting with the real secret and a future expiry is accepted: the refusals
       // above are about the forgery, not the test's cookie format.
-      const minted = new Sessions(ADMIN_SECRET, registry).cookie({ admin: true, expires: Date.now() + 3600_000 });
-      assert.equal((await call(server, "/console/api/session", { cookie: `sb_console=${minted}` })).status, 200);
+      const minted = new Sessions(ADMIN_SECRET, registry).cookie({
+        admin: true,
+        expires: Date.now() + 3600_000,
+      });
+      assert.equal(
+        (await call(server, "/console/api/session", { cookie: `sb_console=${minted}` })).status,
+        200,
+      );
     } finally {
       await server.stop();
     }
@@ -171,7 +235,8 @@ Deno.test({
 
 Deno.test({
   ...opts,
-  name: "console: cross-site POSTs are refused (Origin of another site, Sec-Fetch-Site: cross-site)",
+  name:
+    "console: cross-site POSTs are refused (Origin of another site, Sec-Fetch-Site: cross-site)",
   fn: async () => {
     const server = await startConsole();
     try {
@@ -183,10 +248,20 @@ Deno.test({
         { path: "/console/logout", body: {} },
       ];
       for (const t of tries) {
-        const res = await call(server, t.path, { method: "POST", body: t.body, cookie: admin, origin: evil });
+        const res = await call(server, t.path, {
+          method: "POST",
+          body: t.body,
+          cookie: admin,
+          origin: evil,
+        });
         assert.equal(res.status, 403, `${t.path} from ${evil}`);
         assert.equal(res.headers.get("set-cookie"), null);
-        const nullOrigin = await call(server, t.path, { method: "POST", body: t.body, cookie: admin, origin: "null" });
+        const nullOrigin = await call(server, t.path, {
+          method: "POST",
+          body: t.body,
+          cookie: admin,
+          origin: "null",
+        });
         assert.equal(nullOrigin.status, 403, `${t.path} from origin null`);
         const fetchSite = await call(server, t.path, {
           method: "POST",
@@ -198,7 +273,14 @@ Deno.test({
         assert.equal(fetchSite.status, 403, `${t.path} with Sec-Fetch-Site: cross-site`);
       }
       // The same requests from the console's own origin go through.
-      assert.equal((await call(server, "/console/api/apps/app-1/webhooks/retry", { method: "POST", body: {}, cookie: admin })).status, 200);
+      assert.equal(
+        (await call(server, "/console/api/apps/app-1/webhooks/retry", {
+          method: "POST",
+          body: {},
+          cookie: admin,
+        })).status,
+        200,
+      );
     } finally {
       await server.stop();
     }
@@ -207,13 +289,17 @@ Deno.test({
 
 Deno.test({
   ...opts,
-  name: "console: brute-force logins are cut off per address (429 with Retry-After, even with the right secret)",
+  name:
+    "console: brute-force logins are cut off per address (429 with Retry-After, even with the right secret)",
   fn: async () => {
     const server = await startConsole();
     try {
       const before = await login(server, ADMIN_SECRET);
       for (let i = 0; i < 10; i++) {
-        const res = await call(server, "/console/login", { method: "POST", body: { secret: `guess-${i}` } });
+        const res = await call(server, "/console/login", {
+          method: "POST",
+          body: { secret: `guess-${i}` },
+        });
         assert.equal(res.status, 401, `guess ${i}`);
       }
       for (const secret of ["guess-10", ADMIN_SECRET]) {

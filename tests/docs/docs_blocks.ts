@@ -1,6 +1,7 @@
 /**
  * The shell blocks of README.md and docs/*.md: which exist, which are marked to be run (an
- * HTML comment `<!-- docs-check: run -->` on the line before the fence), and the commands in
+ * HTML comment `<!-- docs-check: run -->` on the line before the fence, or before the blank
+ * line that the formatter puts there), and the commands in
  * them. Shared by the static test (docs_commands_test.ts) and the runner (run_docs.ts).
  */
 import { readdirSync, readFileSync } from "node:fs";
@@ -15,7 +16,7 @@ export interface Block {
   /** 1-based line of the opening fence. */
   line: number;
   lang: string;
-  /** Whether the line before the fence is RUN_MARK. */
+  /** Whether the line before the fence (past one blank line) is RUN_MARK. */
   run: boolean;
   body: string;
 }
@@ -39,12 +40,18 @@ export function blocksOf(root: string, file: string): Block[] {
       file,
       line: i + 1,
       lang: open[1],
-      run: lines[i - 1]?.trim() === RUN_MARK,
+      run: markedAbove(lines, i, RUN_MARK),
       body: lines.slice(i + 1, end).join("\n"),
     });
     i = end;
   }
   return blocks;
+}
+
+/** Whether the fence at `i` has `mark` on the line above it, past at most one blank line. */
+export function markedAbove(lines: string[], i: number, mark: string): boolean {
+  const above = lines[i - 1]?.trim() === "" ? lines[i - 2] : lines[i - 1];
+  return above?.trim() === mark;
 }
 
 /** Whether a block holds shell commands. */
@@ -64,7 +71,10 @@ export function commandsOf(body: string): string[] {
  */
 export const SERVERS: { command: RegExp; ready: RegExp }[] = [
   { command: /^npx deno task start\b/, ready: /listening on http:\/\/\S+:\d+/ },
-  { command: /^npx deno run -A examples\/ai-chat\/serve\.ts\b/, ready: /AI chat example on http:\/\/\S+:\d+/ },
+  {
+    command: /^npx deno run -A examples\/ai-chat\/serve\.ts\b/,
+    ready: /AI chat example on http:\/\/\S+:\d+/,
+  },
 ];
 
 /** The server entry for a command, if it is one. */

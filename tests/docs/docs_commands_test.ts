@@ -18,27 +18,45 @@ Deno.test("docs: no command starts with a bare deno, bun or open", () => {
     }
     // Code spans in the prose (fenced blocks removed first).
     const prose = readFileSync(join(root, file), "utf8").replace(/^```[\s\S]*?^```/gm, "");
-    for (const m of prose.matchAll(/`([^`\n]+)`/g)) if (BARE.test(m[1])) bad.push(`${file}: \`${m[1]}\``);
+    for (const m of prose.matchAll(/`([^`\n]+)`/g)) {
+      if (BARE.test(m[1])) bad.push(`${file}: \`${m[1]}\``);
+    }
   }
-  assert.deepEqual(bad, [], "write npx deno / npx bun (deno and bun come from node_modules), and no `open`");
+  assert.deepEqual(
+    bad,
+    [],
+    "write npx deno / npx bun (deno and bun come from node_modules), and no `open`",
+  );
 });
 
 Deno.test("docs: every run marker precedes a shell block", () => {
   for (const file of docFiles(root)) {
-    const marks = readFileSync(join(root, file), "utf8").split("\n").filter((l) => l.trim() === RUN_MARK).length;
+    const marks = readFileSync(join(root, file), "utf8").split("\n").filter((l) =>
+      l.trim() === RUN_MARK
+    ).length;
     const marked = blocksOf(root, file).filter((b) => b.run);
-    assert.equal(marked.length, marks, `${file}: a ${RUN_MARK} not right above a fence`);
-    for (const b of marked) assert.ok(isShell(b), `${file}:${b.line}: a run marker on a ${b.lang || "plain"} block`);
+    assert.equal(marked.length, marks, `${file}: a ${RUN_MARK} not above a fence`);
+    for (const b of marked) {
+      assert.ok(isShell(b), `${file}:${b.line}: a run marker on a ${b.lang || "plain"} block`);
+    }
   }
 });
 
 Deno.test("docs: the first-hour blocks are marked to run", () => {
-  const run = docFiles(root).flatMap((f) => blocksOf(root, f).filter((b) => b.run).map((b) => ({ file: f, commands: commandsOf(b.body) })));
+  const run = docFiles(root).flatMap((f) =>
+    blocksOf(root, f).filter((b) => b.run).map((b) => ({ file: f, commands: commandsOf(b.body) }))
+  );
   const has = (file: string, commands: string[]) =>
     run.some((b) => b.file === file && commands.every((c, i) => b.commands[i]?.startsWith(c)));
   assert.ok(has("README.md", ["npm ci", "npx deno task start"]), "README Quick start");
-  assert.ok(has("docs/ai-sdk.md", ["npx deno task start", "npx deno run -A examples/ai-chat/serve.ts"]), "the AI SDK example");
-  assert.ok(has("docs/operations.md", ["npm ci", "npx deno task compile", "./dist/switchboard --help"]), "the binary");
+  assert.ok(
+    has("docs/ai-sdk.md", ["npx deno task start", "npx deno run -A examples/ai-chat/serve.ts"]),
+    "the AI SDK example",
+  );
+  assert.ok(
+    has("docs/operations.md", ["npm ci", "npx deno task compile", "./dist/switchboard --help"]),
+    "the binary",
+  );
   // Servers among them are known to the runner (it waits for them and stops them).
   const servers = run.flatMap((b) => b.commands.filter((c) => /task start|serve\.ts/.test(c)));
   assert.ok(servers.length >= 3);

@@ -32,7 +32,8 @@ interface Server {
 /** A copy of the tracked files (as in the working tree) in a new temp dir. */
 function copyRepository(): string {
   const dir = mkdtempSync(join(tmpdir(), "sb-docs-check-"));
-  const files = execFileSync("git", ["ls-files", "-z"], { cwd: root, encoding: "utf8" }).split("\0").filter(Boolean);
+  const files = execFileSync("git", ["ls-files", "-z"], { cwd: root, encoding: "utf8" }).split("\0")
+    .filter(Boolean);
   for (const f of files) {
     mkdirSync(dirname(join(dir, f)), { recursive: true });
     try {
@@ -47,8 +48,12 @@ function copyRepository(): string {
 /** The environment of a new user: no node_modules/.bin on PATH, no deno or bun variables. */
 function userEnv(): Record<string, string> {
   const env = { ...process.env } as Record<string, string>;
-  env.PATH = (env.PATH ?? "").split(delimiter).filter((p) => !p.includes("node_modules")).join(delimiter);
-  for (const k of Object.keys(env)) if (/^(SWITCHBOARD_|DENO_|BUN_|PORT$|DATA_DIR$|APP_)/.test(k)) delete env[k];
+  env.PATH = (env.PATH ?? "").split(delimiter).filter((p) => !p.includes("node_modules")).join(
+    delimiter,
+  );
+  for (const k of Object.keys(env)) {
+    if (/^(SWITCHBOARD_|DENO_|BUN_|PORT$|DATA_DIR$|APP_)/.test(k)) delete env[k];
+  }
   return env;
 }
 
@@ -63,7 +68,12 @@ function freePort(): number {
 /** Runs one command with bash in `cwd`; resolves with its output, rejects on exit != 0 or timeout. */
 function runCommand(command: string, cwd: string, env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn("bash", ["-c", command], { cwd, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn("bash", ["-c", command], {
+      cwd,
+      env,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let out = "";
     child.stdout!.on("data", (c: Uint8Array) => (out += new TextDecoder().decode(c)));
     child.stderr!.on("data", (c: Uint8Array) => (out += new TextDecoder().decode(c)));
@@ -80,16 +90,28 @@ function runCommand(command: string, cwd: string, env: Record<string, string>): 
 }
 
 /** Starts a server command in its own process group; resolves once it is ready and answers `/`. */
-async function startServer(command: string, cwd: string, env: Record<string, string>, ready: RegExp): Promise<Server> {
+async function startServer(
+  command: string,
+  cwd: string,
+  env: Record<string, string>,
+  ready: RegExp,
+): Promise<Server> {
   const port = freePort();
-  const child = spawn("bash", ["-c", command], { cwd, env: { ...env, PORT: String(port) }, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn("bash", ["-c", command], {
+    cwd,
+    env: { ...env, PORT: String(port) },
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   child.stdout!.on("data", (c: Uint8Array) => (out += new TextDecoder().decode(c)));
   child.stderr!.on("data", (c: Uint8Array) => (out += new TextDecoder().decode(c)));
   const server = { command, child, output: () => out };
   const deadline = Date.now() + READY_TIMEOUT_MS;
   while (!ready.test(out)) {
-    if (child.exitCode !== null) throw new Error(`exited ${child.exitCode} before it was ready:\n${out.slice(-3000)}`);
+    if (child.exitCode !== null) {
+      throw new Error(`exited ${child.exitCode} before it was ready:\n${out.slice(-3000)}`);
+    }
     if (Date.now() > deadline) {
       await stop(server);
       throw new Error(`not ready in ${READY_TIMEOUT_MS / 1000} s:\n${out.slice(-3000)}`);
@@ -163,7 +185,11 @@ async function main(): Promise<number> {
         try {
           if (server) servers.push(await startServer(command, dir, env, server.ready));
           else await runCommand(command, dir, env);
-          console.log(`ok    ${where}  ${command}  (${((Date.now() - started) / 1000).toFixed(1)} s${server ? ", serving" : ""})`);
+          console.log(
+            `ok    ${where}  ${command}  (${((Date.now() - started) / 1000).toFixed(1)} s${
+              server ? ", serving" : ""
+            })`,
+          );
         } catch (err) {
           failed++;
           console.log(`FAIL  ${where}  ${command}\n${(err as Error).message}`);
@@ -180,7 +206,9 @@ async function main(): Promise<number> {
     if (Deno.args.includes("--keep")) console.log(`kept ${dir}`);
     else rmSync(dir, { recursive: true, force: true });
   }
-  console.log(failed ? `docs check: ${failed} command(s) failed` : "docs check: every marked command ran");
+  console.log(
+    failed ? `docs check: ${failed} command(s) failed` : "docs check: every marked command ran",
+  );
   return failed ? 1 : 0;
 }
 

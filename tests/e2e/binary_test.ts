@@ -40,7 +40,17 @@ function runCli(args: string[], env: Record<string, string> = {}) {
 async function spawnServer(dataDir: string, ready = /app secret:\s+\S+\n/) {
   const { cmd, args: pre } = serverCommand();
   const cwd = binary ? tempDir("sb-cwd-") : root;
-  const args = [...pre, "--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, "--log-format", "text"];
+  const args = [
+    ...pre,
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--data-dir",
+    dataDir,
+    "--log-format",
+    "text",
+  ];
   const child = new Deno.Command(cmd, { args, cwd, stdout: "piped", stderr: "piped" }).spawn();
   let output = "";
   const pump = async (stream: ReadableStream<Uint8Array>) => {
@@ -89,7 +99,10 @@ Deno.test("--help lists every flag with its environment variable and default", a
     const line = lines.find((l) => l.trimStart().startsWith(f.flag + " ") || l.trim() === f.flag);
     assert.ok(line, `--help has no line for ${f.flag}`);
     assert.ok(line.includes(f.env), `${f.flag} line lacks ${f.env}: ${line}`);
-    assert.ok(line.includes(`default ${f.default ?? "none"}`), `${f.flag} line lacks its default: ${line}`);
+    assert.ok(
+      line.includes(`default ${f.default ?? "none"}`),
+      `${f.flag} line lacks its default: ${line}`,
+    );
   }
   assert.match(r.stdout, /backup <path>/);
 });
@@ -105,9 +118,17 @@ Deno.test("invalid configuration exits 2 with one line naming the problem", asyn
   const app = { id: "a", key: "k", secret: "s" };
   const cases: [string, string | null, RegExp, string[]?][] = [
     ["bad JSON", "{ apps: [", /not valid JSON/],
-    ["duplicate keys", JSON.stringify({ apps: [app, { ...app, id: "b" }] }), /duplicate app key "k"/],
+    [
+      "duplicate keys",
+      JSON.stringify({ apps: [app, { ...app, id: "b" }] }),
+      /duplicate app key "k"/,
+    ],
     ["missing secret", JSON.stringify({ apps: [{ id: "a", key: "k" }] }), /missing "secret"/],
-    ["unknown setting", JSON.stringify({ apps: [{ ...app, colour: "red" }] }), /unknown setting "colour"/],
+    [
+      "unknown setting",
+      JSON.stringify({ apps: [{ ...app, colour: "red" }] }),
+      /unknown setting "colour"/,
+    ],
     ["unknown flag", null, /unknown flag --bogus/, ["--bogus"]],
     ["bad port", null, /--port must be an integer/, ["--port", "http"]],
   ];
@@ -164,7 +185,11 @@ Deno.test("backup of a running server is a copy a new server starts on", async (
   const server = await spawnServer(tempDir("sb-live-"));
   const dataDir = server.output().match(/kept in (.+)\):/)![1];
   const app = devApp(server.output());
-  const headers = { "x-app-key": app.key, "x-app-secret": app.secret, "content-type": "application/json" };
+  const headers = {
+    "x-app-key": app.key,
+    "x-app-secret": app.secret,
+    "content-type": "application/json",
+  };
   const objectUrl = (base: string) => `${base}/api/v1/objects/${app.id}/note/backup`;
   const backupFile = join(tempDir("sb-backup-"), "copy.mdb");
   try {
@@ -191,7 +216,11 @@ Deno.test("backup of a running server is a copy a new server starts on", async (
     assert.deepEqual(devApp(copy.output()), app);
     const res = await fetch(objectUrl(copy.baseUrl), { headers });
     assert.equal(res.status, 200);
-    assert.deepEqual((await res.json()).state, { text: "kept" }, "the object written before the backup");
+    assert.deepEqual(
+      (await res.json()).state,
+      { text: "kept" },
+      "the object written before the backup",
+    );
   } finally {
     assert.equal(await copy.stop(), 0);
   }

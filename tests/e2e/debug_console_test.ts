@@ -17,7 +17,9 @@ Deno.test("debug console: events, joins and API calls of the development app, li
     const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
     let text = "";
     const entries = () =>
-      text.split("\n").filter((l) => l.startsWith("data: {") && !l.includes('"ready"')).map((l) => JSON.parse(l.slice(6)));
+      text.split("\n").filter((l) => l.startsWith("data: {") && !l.includes('"ready"')).map((l) =>
+        JSON.parse(l.slice(6))
+      );
     const until = async (pred: (es: Record<string, unknown>[]) => boolean) => {
       const deadline = Date.now() + 5000;
       while (!pred(entries())) {
@@ -39,11 +41,23 @@ Deno.test("debug console: events, joins and API calls of the development app, li
     await until((es) => es.some((e) => e.kind === "api"));
     const es = entries();
     const join = es.find((e) => e.kind === "join");
-    assert.deepEqual([join?.topic, join?.outcome, join?.socket_id], [`pubsub:${key}:debug-news`, "ok", sock.socketId]);
+    assert.deepEqual([join?.topic, join?.outcome, join?.socket_id], [
+      `pubsub:${key}:debug-news`,
+      "ok",
+      sock.socketId,
+    ]);
     const ev = es.find((e) => e.kind === "event");
-    assert.deepEqual([ev?.topic, ev?.event, ev?.payload], [`pubsub:${key}:debug-news`, "hello", '{"serial":1,"data":{"n":1}}']);
+    assert.deepEqual([ev?.topic, ev?.event, ev?.payload], [
+      `pubsub:${key}:debug-news`,
+      "hello",
+      '{"serial":1,"data":{"n":1}}',
+    ]);
     const call = es.find((e) => e.kind === "api");
-    assert.deepEqual([call?.method, call?.path, call?.status], ["POST", `/api/apps/${key}/trigger`, 200]);
+    assert.deepEqual([call?.method, call?.path, call?.status], [
+      "POST",
+      `/api/apps/${key}/trigger`,
+      200,
+    ]);
     assert.ok(!text.includes(secret), "the console never shows the secret");
   } finally {
     abort.abort();

@@ -22,7 +22,9 @@ Deno.test("development-app.json: the printed development app and the server's ad
     });
     assert.equal(statSync(file).mode & 0o777, 0o600, "readable by its owner only");
     // The credentials work against the server that wrote them.
-    const res = await fetch(`${dev.url}/api/apps/${dev.app_id}/channels`, { headers: { "x-app-key": dev.app_key, "x-app-secret": dev.app_secret } });
+    const res = await fetch(`${dev.url}/api/apps/${dev.app_id}/channels`, {
+      headers: { "x-app-key": dev.app_key, "x-app-secret": dev.app_secret },
+    });
     assert.equal(res.status, 200);
     await res.body?.cancel();
   } finally {

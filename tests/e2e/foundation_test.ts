@@ -12,7 +12,11 @@ Deno.test("foundation: /healthz, the issuer and credential checks on a real serv
     assert.equal(health.status, 200);
     assert.deepEqual(await health.json(), { status: "ok" });
 
-    const good = JSON.stringify({ socket_id: "1.1", client_id: "alice", capabilities: ["chat:subscribe:t1"] });
+    const good = JSON.stringify({
+      socket_id: "1.1",
+      client_id: "alice",
+      capabilities: ["chat:subscribe:t1"],
+    });
     const ok = await post("/api/auth", server.headers(), good);
     assert.equal(ok.status, 200);
     const { auth } = await ok.json();
@@ -21,23 +25,31 @@ Deno.test("foundation: /healthz, the issuer and credential checks on a real serv
     assert.equal(claims.exp - claims.iat, 300);
     assert.deepEqual(claims.capabilities, ["chat:subscribe:t1"]);
 
-    for (const headers of <Record<string, string>[]>[
-      { "content-type": "application/json" },
-      { ...server.headers(), "x-app-secret": "wrong" },
-      { ...server.headers(), "x-app-key": "nope" },
-    ]) {
+    for (
+      const headers of <Record<string, string>[]> [
+        { "content-type": "application/json" },
+        { ...server.headers(), "x-app-secret": "wrong" },
+        { ...server.headers(), "x-app-key": "nope" },
+      ]
+    ) {
       const res = await post("/api/auth", headers, good);
       assert.equal(res.status, 401);
       assert.deepEqual(await res.json(), UNAUTHORIZED);
     }
 
-    const bad = await post("/api/auth", server.headers(), JSON.stringify({ socket_id: "1.1", client_id: "a", capabilities: ["chat:subscribe:a*b"] }));
+    const bad = await post(
+      "/api/auth",
+      server.headers(),
+      JSON.stringify({ socket_id: "1.1", client_id: "a", capabilities: ["chat:subscribe:a*b"] }),
+    );
     assert.equal(bad.status, 422);
     assert.match((await bad.json()).errors[0].detail, /a\*b/);
 
     // An {app_id} route: the key or id of the authenticated app passes, another app's is 401.
     for (const [appId, status] of [["app-1", 200], ["key1", 200], ["app-2", 401]] as const) {
-      const res = await fetch(`${server.baseUrl}/api/v1/objects/${appId}/counter/a`, { headers: server.headers() });
+      const res = await fetch(`${server.baseUrl}/api/v1/objects/${appId}/counter/a`, {
+        headers: server.headers(),
+      });
       assert.equal(res.status, status, appId);
       await res.body?.cancel();
     }

@@ -9,7 +9,13 @@ import { TcpWebSocket } from "../helpers/tcp_websocket.ts";
 const OBJECT_WRITES = 480;
 
 /** Triggers `count` events of about `bytes` each on `channel`, `parallel` at a time. */
-async function flood(server: TestServer, channel: string, count: number, bytes: number, parallel = 8) {
+async function flood(
+  server: TestServer,
+  channel: string,
+  count: number,
+  bytes: number,
+  parallel = 8,
+) {
   const data = "x".repeat(bytes);
   let next = 0;
   await Promise.all(Array.from({ length: parallel }, async () => {
@@ -31,7 +37,7 @@ Deno.test("backpressure: a subscriber that stops reading is closed with 4008 and
   const ws = await TcpWebSocket.open(server.port, "/socket/websocket?app_key=key1&vsn=2.0.0");
   try {
     ws.sendText(JSON.stringify(["1", "1", "pubsub:key1:flood", "phx_join", {}]));
-    for (let f = await ws.next(); ; f = await ws.next()) {
+    for (let f = await ws.next();; f = await ws.next()) {
       if (f && f.payload.toString().includes("phx_reply")) break;
     }
     ws.pause();
@@ -90,7 +96,9 @@ Deno.test("backpressure: a reading client replays a 120 MB object log and a 20 M
     // Live delivery follows on both topics.
     await fetch(`${obj}/slot`, { method: "PUT", headers: server.headers(), body: '{"value":1}' })
       .then((r) => r.body?.cancel());
-    await sock.waitFor((f) => f[2] === topic && f[3] === "change" && f[4].log_id === OBJECT_WRITES + 1);
+    await sock.waitFor((f) =>
+      f[2] === topic && f[3] === "change" && f[4].log_id === OBJECT_WRITES + 1
+    );
     await flood(server, "history", 1, 10);
     await sock.waitFor((f) => f[2] === channel && f[4].serial === 331);
   } finally {

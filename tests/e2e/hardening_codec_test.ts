@@ -38,7 +38,8 @@ Deno.test("codec: a 64-bit MessagePack integer is carried as a number in a space
     const jsAuth = await token(server, server.apps[0], js.socketId, caps, "u2");
     const seen = await js.join(presence, { auth: jsAuth, channel_data: { user_id: "u2" } });
     assert.equal(seen.status, "ok");
-    const list = (seen.response.presence as { members: { user_id: string; user_info?: unknown }[] }).members;
+    const list =
+      (seen.response.presence as { members: { user_id: string; user_info?: unknown }[] }).members;
     assert.deepEqual(list.find((m) => m.user_id === "u1")?.user_info, { score: AS_NUMBER });
 
     // Thread: a live send with a 64-bit integer in its content; JSON joins and REST reads work,
@@ -83,12 +84,17 @@ Deno.test("codec: NaN, binary and date values are refused on the push's own ref,
     const space = "spaces:key1:values";
     const j = await mp.join(space, {});
     assert.equal(j.status, "ok");
-    for (const [value, reason] of [
-      [NaN, "invalid payload: numbers must be finite"],
-      [Infinity, "invalid payload: numbers must be finite"],
-      [new Uint8Array([1, 2]), "invalid payload: binary, dates and other extension types are not supported"],
-      [new Date(0), "invalid payload: binary, dates and other extension types are not supported"],
-    ] as const) {
+    for (
+      const [value, reason] of [
+        [NaN, "invalid payload: numbers must be finite"],
+        [Infinity, "invalid payload: numbers must be finite"],
+        [
+          new Uint8Array([1, 2]),
+          "invalid payload: binary, dates and other extension types are not supported",
+        ],
+        [new Date(0), "invalid payload: binary, dates and other extension types are not supported"],
+      ] as const
+    ) {
       const reply = await mp.push(space, j.joinRef, "cursor", { v: value });
       assert.deepEqual(reply, { status: "error", response: { reason } });
     }
@@ -107,7 +113,9 @@ Deno.test("codec: the 1 MiB frame limit counts UTF-8 bytes, not UTF-16 units", a
   const s = await RawSocket.connect(server.wsUrl("key1"));
   try {
     // 400,000 three-byte characters: 1.2 MB on the wire, 400,000 UTF-16 units.
-    s.sendRaw(JSON.stringify([null, "1", "spaces:key1:x", "phx_join", { d: "日".repeat(400_000) }]));
+    s.sendRaw(
+      JSON.stringify([null, "1", "spaces:key1:x", "phx_join", { d: "日".repeat(400_000) }]),
+    );
     const err = await s.waitFor((f) => f[3] === "phx_error");
     assert.deepEqual(err[4], { reason: "frame too large: limit is 1048576 bytes" });
     // Just under the limit in bytes is accepted.
@@ -145,8 +153,14 @@ Deno.test("codec: an object key named __proto__ is refused everywhere instead of
   const sock = await RawSocket.connect(server.wsUrl("key1"));
   const body = '{"value":{"a":1,"__proto__":{"x":1}}}';
   try {
-    const put = await fetch(`${server.baseUrl}/api/v1/objects/app-1/t/proto/slot`, { method: "PUT", headers: server.headers(), body });
-    assert.deepEqual([put.status, await put.json()], [422, { error: 'a key named "__proto__" is not supported' }]);
+    const put = await fetch(`${server.baseUrl}/api/v1/objects/app-1/t/proto/slot`, {
+      method: "PUT",
+      headers: server.headers(),
+      body,
+    });
+    assert.deepEqual([put.status, await put.json()], [422, {
+      error: 'a key named "__proto__" is not supported',
+    }]);
     const trig = await fetch(`${server.baseUrl}/api/apps/app-1/trigger`, {
       method: "POST",
       headers: server.headers(),
@@ -155,13 +169,20 @@ Deno.test("codec: an object key named __proto__ is refused everywhere instead of
     assert.equal(trig.status, 422);
     await trig.body?.cancel();
     // A value that merely mentions the word is fine.
-    const ok = await fetch(`${server.baseUrl}/api/v1/objects/app-1/t/proto/slot`, { method: "PUT", headers: server.headers(), body: '{"value":"__proto__"}' });
+    const ok = await fetch(`${server.baseUrl}/api/v1/objects/app-1/t/proto/slot`, {
+      method: "PUT",
+      headers: server.headers(),
+      body: '{"value":"__proto__"}',
+    });
     assert.equal(ok.status, 200);
     await ok.body?.cancel();
     const j = await sock.join("spaces:key1:proto", {});
     sock.sendRaw(`["${j.joinRef}","9","spaces:key1:proto","cursor",{"p":{"__proto__":{}}}]`);
     const reply = await sock.waitFor((f) => f[1] === "9");
-    assert.deepEqual(reply[4], { status: "error", response: { reason: 'invalid payload: a key named "__proto__" is not supported' } });
+    assert.deepEqual(reply[4], {
+      status: "error",
+      response: { reason: 'invalid payload: a key named "__proto__" is not supported' },
+    });
   } finally {
     await sock.close();
     await server.stop();

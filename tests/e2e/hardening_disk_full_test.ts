@@ -7,7 +7,9 @@ import { startServer } from "../helpers/server.ts";
 
 async function sh(cmd: string, ...args: string[]): Promise<void> {
   const out = await new Deno.Command(cmd, { args, stdout: "null", stderr: "piped" }).output();
-  if (out.code !== 0) throw new Error(`${cmd} ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
+  if (out.code !== 0) {
+    throw new Error(`${cmd} ${args.join(" ")}: ${new TextDecoder().decode(out.stderr)}`);
+  }
 }
 
 Deno.test("disk full: writes answer 503 and keep nothing, reads and live delivery go on, writes resume", async () => {
@@ -18,7 +20,11 @@ Deno.test("disk full: writes answer 503 and keep nothing, reads and live deliver
   try {
     const obj = `${server.baseUrl}/api/v1/objects/app-1/doc/full`;
     const put = (slot: string, value: unknown) =>
-      fetch(`${obj}/${slot}`, { method: "PUT", headers: server.headers(), body: JSON.stringify({ value }) });
+      fetch(`${obj}/${slot}`, {
+        method: "PUT",
+        headers: server.headers(),
+        body: JSON.stringify({ value }),
+      });
     assert.equal((await put("a", 1)).status, 200);
     const joined = await sub.join("durable:key1:doc:full", { app_secret: "secret1" });
     assert.equal(joined.response.log_id, 1);
@@ -37,7 +43,9 @@ Deno.test("disk full: writes answer 503 and keep nothing, reads and live deliver
     assert.equal(refused.status, 503);
     const body = await refused.json() as { error: string };
     assert.match(body.error, /^storage unavailable: /);
-    const headBefore = ((await (await fetch(obj, { headers: server.headers() })).json()) as { log_id: number }).log_id;
+    const headBefore =
+      ((await (await fetch(obj, { headers: server.headers() })).json()) as { log_id: number })
+        .log_id;
 
     // Reads, joins, chat REST 503 in JSON:API shape, and live relay (Spaces) go on.
     const state = await fetch(obj, { headers: server.headers() });
@@ -55,7 +63,10 @@ Deno.test("disk full: writes answer 503 and keep nothing, reads and live deliver
     } else await chat.body?.cancel();
     const other = await RawSocket.connect(server.wsUrl("key1"));
     try {
-      assert.equal((await other.join("durable:key1:doc:full", { app_secret: "secret1" })).status, "ok");
+      assert.equal(
+        (await other.join("durable:key1:doc:full", { app_secret: "secret1" })).status,
+        "ok",
+      );
       const space = "spaces:key1:full";
       const j = await sub.join(space, {});
       await other.join(space, {});

@@ -18,10 +18,16 @@ Deno.test("inputs: a 3,000-character messageId is refused by name and commits no
     const head = j.response.log_id as number;
     for (const field of ["messageId", "runId", "parentId"]) {
       const r = await sock.push(topic, j.joinRef, "send", { content: "hi", [field]: LONG });
-      assert.deepEqual(r, { status: "error", response: { reason: `invalid_request: ${field} is longer than 256 bytes` } });
+      assert.deepEqual(r, {
+        status: "error",
+        response: { reason: `invalid_request: ${field} is longer than 256 bytes` },
+      });
     }
     // Multi-byte: 100 four-byte characters are 400 bytes.
-    const emoji = await sock.push(topic, j.joinRef, "send", { content: "hi", messageId: "😀".repeat(100) });
+    const emoji = await sock.push(topic, j.joinRef, "send", {
+      content: "hi",
+      messageId: "😀".repeat(100),
+    });
     assert.equal(emoji.response.reason, "invalid_request: messageId is longer than 256 bytes");
     // Nothing was appended: a fresh join sees the same head, and no entry was delivered.
     const other = await RawSocket.connect(server.wsUrl("key1"));
@@ -31,13 +37,25 @@ Deno.test("inputs: a 3,000-character messageId is refused by name and commits no
     } finally {
       await other.close();
     }
-    assert.equal(sock.frames.filter((f) => f[2] === topic && typeof f[4]?.log_id === "number").length, 0);
+    assert.equal(
+      sock.frames.filter((f) => f[2] === topic && typeof f[4]?.log_id === "number").length,
+      0,
+    );
     // Over-long thread ids and client ids on join.
-    assert.deepEqual((await sock.join(`chat:key1:${LONG}`, {})).response, { reason: "invalid topic format" });
-    assert.deepEqual((await sock.join("chat:key1:t2", { client_id: LONG })).response, { reason: "invalid client_id is longer than 256 bytes" });
+    assert.deepEqual((await sock.join(`chat:key1:${LONG}`, {})).response, {
+      reason: "invalid topic format",
+    });
+    assert.deepEqual((await sock.join("chat:key1:t2", { client_id: LONG })).response, {
+      reason: "invalid client_id is longer than 256 bytes",
+    });
     // REST: body ids and path ids answer 422 naming the member, never 500.
     await makeThread(server, "rest-ids");
-    const m = await api(server, "POST", "/api/chat/threads/rest-ids/messages", doc("messages", { role: "user", content: "a" }, { id: LONG }));
+    const m = await api(
+      server,
+      "POST",
+      "/api/chat/threads/rest-ids/messages",
+      doc("messages", { role: "user", content: "a" }, { id: LONG }),
+    );
     assert.equal(m.status, 422);
     assert.equal((m.body as any).errors[0].source.pointer, "/data/id");
     const p = await api(server, "GET", `/api/chat/threads/${LONG}/messages`);
@@ -57,9 +75,16 @@ Deno.test("inputs: content, presence user_info, space data and pending runs are 
     const topic = "chat:key1:caps";
     const j = await sock.join(topic, { client_id: "alice" });
     const big = await sock.push(topic, j.joinRef, "send", { content: "x".repeat(300_000) });
-    assert.deepEqual(big.response, { reason: "invalid_request: content is larger than 262144 bytes" });
+    assert.deepEqual(big.response, {
+      reason: "invalid_request: content is larger than 262144 bytes",
+    });
     await makeThread(server, "caps-rest");
-    const r = await api(server, "POST", "/api/chat/threads/caps-rest/messages", doc("messages", { role: "user", content: "x".repeat(300_000) }, { id: "big" }));
+    const r = await api(
+      server,
+      "POST",
+      "/api/chat/threads/caps-rest/messages",
+      doc("messages", { role: "user", content: "x".repeat(300_000) }, { id: "big" }),
+    );
     assert.equal(r.status, 422);
     // Pending runs: no agent starts them, so they queue up to the cap.
     let refused = "";
@@ -71,8 +96,13 @@ Deno.test("inputs: content, presence user_info, space data and pending runs are 
 
     const caps = ["channel:subscribe:presence-big", "channel:presence:presence-big"];
     const tk = await token(server, server.apps[0], sock.socketId, caps, "u1");
-    const pj = await sock.join("pubsub:key1:presence-big", { auth: tk, channel_data: { user_id: "u1", user_info: { s: "x".repeat(3000) } } });
-    assert.deepEqual(pj.response, { reason: "invalid channel_data: user_info larger than 2048 bytes" });
+    const pj = await sock.join("pubsub:key1:presence-big", {
+      auth: tk,
+      channel_data: { user_id: "u1", user_info: { s: "x".repeat(3000) } },
+    });
+    assert.deepEqual(pj.response, {
+      reason: "invalid channel_data: user_info larger than 2048 bytes",
+    });
     const sj = await sock.join("spaces:key1:big", { data: { s: "x".repeat(3000) } });
     assert.deepEqual(sj.response, { reason: "Validation failed: data larger than 2048 bytes" });
   } finally {
@@ -101,10 +131,19 @@ Deno.test("inputs: request bodies are capped while read (413 in each surface's s
     // Each request on a fresh connection: the server stops reading the refused body.
     const fresh = () => Deno.createHttpClient({ poolMaxIdlePerHost: 0 });
     const c1 = fresh();
-    const init = { client: c1, method: "POST", headers: server.headers(), body: stream(), duplex: "half" };
+    const init = {
+      client: c1,
+      method: "POST",
+      headers: server.headers(),
+      body: stream(),
+      duplex: "half",
+    };
     const trigger = await fetch(`${server.baseUrl}/api/apps/app-1/trigger`, init as RequestInit);
     assert.equal(trigger.status, 413);
-    assert.equal(((await trigger.json()) as { errors: { status: string }[] }).errors[0].status, "413");
+    assert.equal(
+      ((await trigger.json()) as { errors: { status: string }[] }).errors[0].status,
+      "413",
+    );
     assert.ok(sent < TOTAL, `the server read all ${sent} MiB before refusing`);
     c1.close();
     const obj = await fetch(`${server.baseUrl}/api/v1/objects/app-1/t/k`, {
@@ -121,11 +160,22 @@ Deno.test("inputs: request bodies are capped while read (413 in each surface's s
 
 Deno.test("inputs: a rate limit of 0 in the apps file means unlimited", async () => {
   const server = await startServer({
-    apps: [{ id: "app-0", key: "key0", secret: "secret0", max_backend_events_per_sec: 0, max_client_events_per_sec: 0 }],
+    apps: [{
+      id: "app-0",
+      key: "key0",
+      secret: "secret0",
+      max_backend_events_per_sec: 0,
+      max_client_events_per_sec: 0,
+    }],
   });
   try {
-    const results = await Promise.all(Array.from({ length: 300 }, (_, i) =>
-      call(server, "POST", "/api/apps/app-0/trigger", { channel: "c", event: "e", data: i })));
+    const results = await Promise.all(
+      Array.from(
+        { length: 300 },
+        (_, i) =>
+          call(server, "POST", "/api/apps/app-0/trigger", { channel: "c", event: "e", data: i }),
+      ),
+    );
     assert.ok(results.every((r) => r.status === 200));
   } finally {
     await server.stop();
@@ -135,7 +185,9 @@ Deno.test("inputs: a rate limit of 0 in the apps file means unlimited", async ()
 Deno.test("inputs: the playground's presence channels join with the token its auth route mints", async () => {
   const server = await startServer({ apps: null });
   // The development app's lines follow the "listening" line the helper waits for.
-  for (let i = 0; i < 250 && !/app key:\s+\S+/.test(server.output()); i++) await new Promise((r) => setTimeout(r, 20));
+  for (let i = 0; i < 250 && !/app key:\s+\S+/.test(server.output()); i++) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
   const key = server.output().match(/app key:\s+(\S+)/)![1];
   const sock = await RawSocket.connect(server.wsUrl(key));
   try {

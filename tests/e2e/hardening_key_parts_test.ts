@@ -40,7 +40,10 @@ Deno.test("key parts: an over-long slot name is 422 on reads as on writes", asyn
     const ok = `/api/v1/objects/app-1/café/k/${encodeURIComponent(OK_JP)}`;
     assert.deepEqual(await call(server, "GET", ok), { status: 200, body: { value: null } });
     // Nothing was written by the refused PUT.
-    assert.deepEqual((await call(server, "GET", "/api/v1/objects/app-1/café/k")).body, { state: {}, log_id: 0 });
+    assert.deepEqual((await call(server, "GET", "/api/v1/objects/app-1/café/k")).body, {
+      state: {},
+      log_id: 0,
+    });
   } finally {
     await server.stop();
   }
@@ -50,10 +53,23 @@ Deno.test("key parts: an apps file with an app id over 256 bytes is refused at s
   const dir = await Deno.makeTempDir();
   try {
     const apps = `${dir}/apps.json`;
-    await Deno.writeTextFile(apps, JSON.stringify({ apps: [{ id: LONG_JP, key: "k", secret: "s" }] }));
+    await Deno.writeTextFile(
+      apps,
+      JSON.stringify({ apps: [{ id: LONG_JP, key: "k", secret: "s" }] }),
+    );
     const { cmd, args } = serverCommand();
     const out = await new Deno.Command(cmd, {
-      args: [...args, "--port", "0", "--host", "127.0.0.1", "--data-dir", `${dir}/data`, "--apps", apps],
+      args: [
+        ...args,
+        "--port",
+        "0",
+        "--host",
+        "127.0.0.1",
+        "--data-dir",
+        `${dir}/data`,
+        "--apps",
+        apps,
+      ],
       stdout: "piped",
       stderr: "piped",
       // A server that accepted the file would keep running: end it rather than hang the suite.
@@ -72,8 +88,14 @@ Deno.test("key parts: object grants never name a type holding / or :", async () 
   try {
     const sdk = sdkFor(server);
     // Cross-type grants built by the SDK: (a/b, c) would read as (a, b/c).
-    await assert.rejects(() => sdk.authorize("1.1", { objects: [{ type: "a/b", key: "c" }] }), TypeError);
-    await assert.rejects(() => sdk.issueToken("1.1", "u", { objects: [{ type: "order/secret", key: "1" }] }), TypeError);
+    await assert.rejects(
+      () => sdk.authorize("1.1", { objects: [{ type: "a/b", key: "c" }] }),
+      TypeError,
+    );
+    await assert.rejects(
+      () => sdk.issueToken("1.1", "u", { objects: [{ type: "order/secret", key: "1" }] }),
+      TypeError,
+    );
     await assert.rejects(() => sdk.authenticateObject("1.1", "a:b", "c"), TypeError);
     assert.throws(() => sdk.objects("commande/secrète", "1"), TypeError);
     // The issuer: a grant whose type part holds `:` can match no object, so it is malformed.
@@ -82,7 +104,9 @@ Deno.test("key parts: object grants never name a type holding / or :", async () 
     for (const cap of ["object:read:a:b/c", "object:read:a:*", "object:read:a:b/*"]) {
       assert.equal((await issue([cap])).status, 422, cap);
     }
-    for (const cap of ["object:read:a/b:c", "object:read:a/b/c", "object:read:ord*", "object:read:*"]) {
+    for (
+      const cap of ["object:read:a/b:c", "object:read:a/b/c", "object:read:ord*", "object:read:*"]
+    ) {
       assert.equal((await issue([cap])).status, 200, cap);
     }
     // The SDK's own grant for (a, b/c) still works: keys may hold `/` and `:`.

@@ -73,7 +73,11 @@ function storm(server: Proc, writers: number): { acked: number[]; done: Promise<
       try {
         if (w % 4 === 3) {
           const [to, body] = side[i % 2];
-          const r = await fetch(to, { method: "POST", headers: server.headers, body: JSON.stringify(body()) });
+          const r = await fetch(to, {
+            method: "POST",
+            headers: server.headers,
+            body: JSON.stringify(body()),
+          });
           await r.body?.cancel();
           continue;
         }
@@ -106,7 +110,9 @@ function storm(server: Proc, writers: number): { acked: number[]; done: Promise<
         sock.send(joined.joinRef, topic, "send", { content: "hi", parentId: null });
         await new Promise((r) => setTimeout(r, 2));
       }
-    } catch { /* the server went away mid-join */ } finally {
+    } catch {
+      /* the server went away mid-join */
+    } finally {
       await sock?.close().catch(() => {});
     }
   });
@@ -126,7 +132,10 @@ Deno.test("process: SIGTERM under a write storm exits 0 and keeps every acknowle
       await done;
       assert.equal(code, 0, `round ${round}: exit code ${code}`);
       // Nothing may touch storage after it closed, and no handler may crash on the way out.
-      assert.doesNotMatch(server.stderr(), /closed database|read transaction|crashed|unhandled|error/i);
+      assert.doesNotMatch(
+        server.stderr(),
+        /closed database|read transaction|crashed|unhandled|error/i,
+      );
     }
     total += acked.length;
     const again = await spawnServer(dataDir);
@@ -134,10 +143,15 @@ Deno.test("process: SIGTERM under a write storm exits 0 and keeps every acknowle
       const res = await fetch(`${again.baseUrl}/api/v1/objects/app-1/counter/drain/log`, {
         headers: again.headers,
       });
-      const ids = ((await res.json()) as { items: { log_id: number }[] }).items.map((i) => i.log_id);
+      const ids = ((await res.json()) as { items: { log_id: number }[] }).items.map((i) =>
+        i.log_id
+      );
       assert.deepEqual(ids, Array.from({ length: ids.length }, (_, i) => i + 1), "gap-free log");
       const have = new Set(ids);
-      assert.ok(acked.every((id) => have.has(id)), `round ${round}: an acknowledged write is missing`);
+      assert.ok(
+        acked.every((id) => have.has(id)),
+        `round ${round}: an acknowledged write is missing`,
+      );
     } finally {
       await again.stop();
     }
@@ -152,7 +166,15 @@ Deno.test("process: a port already in use is refused with one line and exit code
   try {
     const { cmd, args } = serverCommand();
     const out = await new Deno.Command(cmd, {
-      args: [...args, "--port", String(port), "--host", "127.0.0.1", "--data-dir", tempDir("sb-proc-")],
+      args: [
+        ...args,
+        "--port",
+        String(port),
+        "--host",
+        "127.0.0.1",
+        "--data-dir",
+        tempDir("sb-proc-"),
+      ],
       stdout: "piped",
       stderr: "piped",
     }).output();

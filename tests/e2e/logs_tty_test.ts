@@ -12,7 +12,17 @@ const quote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`;
 /** The server command line with a fresh data dir and no apps file (so a development app). */
 function serverArgs(extra: string[]): string[] {
   const { cmd, args } = serverCommand();
-  return [cmd, ...args, "--port", "0", "--host", "127.0.0.1", "--data-dir", tempDir("sb-tty-"), ...extra];
+  return [
+    cmd,
+    ...args,
+    "--port",
+    "0",
+    "--host",
+    "127.0.0.1",
+    "--data-dir",
+    tempDir("sb-tty-"),
+    ...extra,
+  ];
 }
 
 /** Collects a child's stdout and stderr; resolves once `done` matches the output (20 s cap). */
@@ -70,7 +80,10 @@ Deno.test("logs on a terminal: human text, the development app readable at first
   assert.match(text, /^ {4}app id: {5}dev-\S+$/m);
   assert.match(text, /^ {4}app key: {4}\S+$/m);
   assert.match(text, /^ {4}app secret: \S{16,}$/m);
-  assert.ok(!text.split("\n").some((l) => l.trimStart().startsWith("{")), `a JSON line on a terminal:\n${text}`);
+  assert.ok(
+    !text.split("\n").some((l) => l.trimStart().startsWith("{")),
+    `a JSON line on a terminal:\n${text}`,
+  );
   assert.match(text, /INFO +SIGINT: shutting down/);
 });
 

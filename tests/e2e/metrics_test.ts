@@ -24,20 +24,43 @@ Deno.test("metrics: the contract's metrics move with traffic; labels never carry
     assert.equal(res.status, 200);
     assert.match(res.headers.get("content-type") ?? "", /text\/plain/);
     const text = await res.text();
-    for (const name of [
-      "switchboard_connections", "switchboard_messages_published_total", "switchboard_messages_delivered_total",
-      "switchboard_log_appends_total", "switchboard_http_requests_total", "switchboard_http_request_duration_seconds",
-      "switchboard_joins_total", "switchboard_lmdb_commit_seconds", "switchboard_lmdb_size_bytes", "switchboard_lmdb_transactions_total",
-      "switchboard_process_cpu_seconds_total", "switchboard_nodejs_heap_size_used_bytes",
-    ]) assert.match(text, new RegExp(`^# TYPE ${name} `, "m"), name);
+    for (
+      const name of [
+        "switchboard_connections",
+        "switchboard_messages_published_total",
+        "switchboard_messages_delivered_total",
+        "switchboard_log_appends_total",
+        "switchboard_http_requests_total",
+        "switchboard_http_request_duration_seconds",
+        "switchboard_joins_total",
+        "switchboard_lmdb_commit_seconds",
+        "switchboard_lmdb_size_bytes",
+        "switchboard_lmdb_transactions_total",
+        "switchboard_process_cpu_seconds_total",
+        "switchboard_nodejs_heap_size_used_bytes",
+      ]
+    ) assert.match(text, new RegExp(`^# TYPE ${name} `, "m"), name);
     // Reading the per-space heap gauges walks Bun's whole heap on every scrape.
     assert.doesNotMatch(text, /switchboard_nodejs_heap_space/);
     assert.equal(sample(text, "switchboard_connections", 'protocol="phoenix"'), 1);
     assert.ok(sample(text, "switchboard_log_appends_total", 'product="pubsub"') >= 3);
     assert.ok(sample(text, "switchboard_messages_delivered_total", 'product="pubsub"') >= 3);
     assert.equal(sample(text, "switchboard_joins_total", 'product="pubsub",outcome="ok"'), 1);
-    assert.equal(sample(text, "switchboard_joins_total", 'product="pubsub",outcome="auth required for private/presence channels"'), 1);
-    assert.ok(sample(text, "switchboard_http_requests_total", 'method="POST",route="/api/apps/:app_id/trigger",status="2xx"') >= 3);
+    assert.equal(
+      sample(
+        text,
+        "switchboard_joins_total",
+        'product="pubsub",outcome="auth required for private/presence channels"',
+      ),
+      1,
+    );
+    assert.ok(
+      sample(
+        text,
+        "switchboard_http_requests_total",
+        'method="POST",route="/api/apps/:app_id/trigger",status="2xx"',
+      ) >= 3,
+    );
     assert.ok(sample(text, "switchboard_lmdb_size_bytes") > 0);
     // Three triggers were committed: at least one LMDB write transaction ended.
     assert.ok(sample(text, "switchboard_lmdb_transactions_total") >= 1);
@@ -75,7 +98,9 @@ Deno.test("metrics: --metrics-port serves /metrics on its own listener only", as
   const server = await startServer({ args: ["--metrics-port", "0"] });
   try {
     const line = /metrics:\s+http:\/\/[^:]+:(\d+)\/metrics/;
-    for (let i = 0; i < 100 && !line.test(server.output()); i++) await new Promise((r) => setTimeout(r, 20));
+    for (let i = 0; i < 100 && !line.test(server.output()); i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
     const port = Number(server.output().match(line)![1]);
     assert.notEqual(port, server.port);
     const own = await fetch(`http://127.0.0.1:${port}/metrics`);
@@ -100,7 +125,12 @@ Deno.test("metrics: chat runs by state and tokens streamed", async () => {
     const sent = await human.push(topic, h.joinRef, "send", { content: "hi", runId: "r1" });
     assert.equal(sent.status, "ok");
     assert.equal((await agent.push(topic, a.joinRef, "run:start", { runId: "r1" })).status, "ok");
-    for (const t of ["a", "b", "c"]) assert.equal((await agent.push(topic, a.joinRef, "token", { runId: "r1", text: t })).status, "ok");
+    for (const t of ["a", "b", "c"]) {
+      assert.equal(
+        (await agent.push(topic, a.joinRef, "token", { runId: "r1", text: t })).status,
+        "ok",
+      );
+    }
     assert.equal((await agent.push(topic, a.joinRef, "run:end", { runId: "r1" })).status, "ok");
     const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
     for (const state of ["pending", "active", "complete"]) {

@@ -33,13 +33,28 @@ Deno.test("objects: the direct write route and the router answer every write ali
       }
       assert.deepEqual(answers[0], answers[1], `${method} ${tail} ${body}`);
     }
-    const state = async (key: string) => (await (await fetch(`${base}/${key}`, { headers })).json());
+    const state = async (
+      key: string,
+    ) => (await (await fetch(`${base}/${key}`, { headers })).json());
     const direct = await state("k1");
     assert.deepEqual(direct, await state("k2"));
-    assert.deepEqual(direct, { state: { v: { n: 1, s: "café" }, n: 2, l: [[1]], b: null, t: 1 }, log_id: 5 });
+    assert.deepEqual(direct, {
+      state: { v: { n: 1, s: "café" }, n: 2, l: [[1]], b: null, t: 1 },
+      log_id: 5,
+    });
     // Bad credentials and app mismatches fall through to the router's 401.
-    for (const h of [{ ...headers, "x-app-secret": "wrong" }, { ...headers, "x-app-key": "key2", "x-app-secret": "secret2" }]) {
-      const res = await fetch(`${base}/k1/increment`, { method: "POST", headers: h, body: '{"slot":"n"}' });
+    for (
+      const h of [{ ...headers, "x-app-secret": "wrong" }, {
+        ...headers,
+        "x-app-key": "key2",
+        "x-app-secret": "secret2",
+      }]
+    ) {
+      const res = await fetch(`${base}/k1/increment`, {
+        method: "POST",
+        headers: h,
+        body: '{"slot":"n"}',
+      });
       assert.equal(res.status, 401);
       assert.deepEqual(await res.json(), { errors: [{ status: "401", title: "Unauthorized" }] });
     }

@@ -45,18 +45,42 @@ Deno.test({
 
       await t.step("PUT, GET slot, PATCH, increment, append, DELETE slot", async () => {
         const p = objectPath();
-        assert.deepEqual(await req("PUT", `${p}/title`, { value: "hi" }), { status: 200, body: { log_id: 1 } });
+        assert.deepEqual(await req("PUT", `${p}/title`, { value: "hi" }), {
+          status: 200,
+          body: { log_id: 1 },
+        });
         assert.deepEqual(await req("GET", `${p}/title`), { status: 200, body: { value: "hi" } });
-        assert.deepEqual(await req("PATCH", p, { a: 1, b: { x: [1] } }), { status: 200, body: { log_id: 2 } });
-        assert.deepEqual(await req("POST", `${p}/increment`, { slot: "n" }), { status: 200, body: { log_id: 3, value: 1 } });
-        assert.deepEqual(await req("POST", `${p}/increment`, { slot: "n", by: 2.5 }), { status: 200, body: { log_id: 4, value: 3.5 } });
-        assert.deepEqual(await req("POST", `${p}/increment`, { slot: "n", by: -4 }), { status: 200, body: { log_id: 5, value: -0.5 } });
-        assert.deepEqual(await req("POST", `${p}/append`, { slot: "list", value: "x" }), { status: 200, body: { log_id: 6 } });
-        assert.deepEqual(await req("POST", `${p}/append`, { slot: "list", value: { y: 1 } }), { status: 200, body: { log_id: 7 } });
+        assert.deepEqual(await req("PATCH", p, { a: 1, b: { x: [1] } }), {
+          status: 200,
+          body: { log_id: 2 },
+        });
+        assert.deepEqual(await req("POST", `${p}/increment`, { slot: "n" }), {
+          status: 200,
+          body: { log_id: 3, value: 1 },
+        });
+        assert.deepEqual(await req("POST", `${p}/increment`, { slot: "n", by: 2.5 }), {
+          status: 200,
+          body: { log_id: 4, value: 3.5 },
+        });
+        assert.deepEqual(await req("POST", `${p}/increment`, { slot: "n", by: -4 }), {
+          status: 200,
+          body: { log_id: 5, value: -0.5 },
+        });
+        assert.deepEqual(await req("POST", `${p}/append`, { slot: "list", value: "x" }), {
+          status: 200,
+          body: { log_id: 6 },
+        });
+        assert.deepEqual(await req("POST", `${p}/append`, { slot: "list", value: { y: 1 } }), {
+          status: 200,
+          body: { log_id: 7 },
+        });
         assert.deepEqual(await req("DELETE", `${p}/a`), { status: 200, body: { log_id: 8 } });
         assert.deepEqual(await req("GET", p), {
           status: 200,
-          body: { state: { title: "hi", b: { x: [1] }, n: -0.5, list: ["x", { y: 1 }] }, log_id: 8 },
+          body: {
+            state: { title: "hi", b: { x: [1] }, n: -0.5, list: ["x", { y: 1 }] },
+            log_id: 8,
+          },
         });
         assert.deepEqual(await req("GET", `${p}/log?after=5`), {
           status: 200,
@@ -82,7 +106,10 @@ Deno.test({
           { op: "delete", key: "a" },
         ]);
         assert.deepEqual(r, { status: 200, body: { log_id: 2 } });
-        assert.deepEqual((await req("GET", p)).body, { state: { n: 15, m: 1, l: [1, 2] }, log_id: 2 });
+        assert.deepEqual((await req("GET", p)).body, {
+          state: { n: 15, m: 1, l: [1, 2] },
+          log_id: 2,
+        });
         assert.deepEqual((await req("GET", `${p}/log?after=1`)).body.items, [
           { op: "set", key: "a", value: "A", log_id: 2 },
           { op: "set", key: "n", value: 15, log_id: 2 },
@@ -110,11 +137,25 @@ Deno.test({
           ["PATCH", "", {}],
           ["POST", "/transaction", { op: "set", key: "a", value: 1 }],
           ["POST", "/transaction", []],
-          ["POST", "/transaction", [{ op: "set", key: "a", value: 1 }, { op: "frobnicate", key: "a" }]],
+          ["POST", "/transaction", [{ op: "set", key: "a", value: 1 }, {
+            op: "frobnicate",
+            key: "a",
+          }]],
           ["POST", "/transaction", [{ op: "set", key: "a", value: 1 }, { op: "set", value: 1 }]],
-          ["POST", "/transaction", [{ op: "set", key: "a", value: 1 }, { op: "increment", key: "n", by: "x" }]],
-          ["POST", "/transaction", [{ op: "set", key: "a", value: 1 }, { op: "increment", key: "s" }]],
-          ["POST", "/transaction", [{ op: "set", key: "a", value: 1 }, { op: "append", key: "n", value: 1 }]],
+          ["POST", "/transaction", [{ op: "set", key: "a", value: 1 }, {
+            op: "increment",
+            key: "n",
+            by: "x",
+          }]],
+          ["POST", "/transaction", [{ op: "set", key: "a", value: 1 }, {
+            op: "increment",
+            key: "s",
+          }]],
+          ["POST", "/transaction", [{ op: "set", key: "a", value: 1 }, {
+            op: "append",
+            key: "n",
+            value: 1,
+          }]],
           ["POST", "/transaction", [{ op: "set", key: "a" }]],
           ["POST", "/transaction", ["set"]],
         ];
@@ -124,63 +165,88 @@ Deno.test({
           assert.equal(typeof r.body.error, "string");
           assert.deepEqual(Object.keys(r.body), ["error"]);
         }
-        assert.deepEqual((await req("GET", p)).body, { state: { s: "text", n: 1, l: [] }, log_id: 1 });
+        assert.deepEqual((await req("GET", p)).body, {
+          state: { s: "text", n: 1, l: [] },
+          log_id: 1,
+        });
         assert.equal((await req("GET", `${p}/log`)).body.items.length, 3);
       });
 
-      await t.step("400 for malformed JSON, 404 for unmatched routes, 401 for credentials", async () => {
-        const p = objectPath();
-        const r = await req("PUT", `${p}/x`, "{not json");
-        assert.equal(r.status, 400);
-        assert.equal(typeof r.body.error, "string");
-        assert.equal((await req("POST", `${p}/transaction`, "")).status, 400);
-        for (const [method, path] of [
-          ["POST", `${p}/other`],
-          ["GET", `${p}/a/b`],
-          ["GET", "/api/v1/objects/app-1/doc"],
-          ["GET", "/api/v1/objects/app-1"],
-          ["POST", p],
-        ]) {
-          const nf = await req(method, path);
-          assert.equal(nf.status, 404, `${method} ${path}`);
-          assert.deepEqual(nf.body, { error: "not found" });
-        }
-        assert.deepEqual((await req("GET", "/api/v1/objects")).status, 404);
-        const unauthorized = { errors: [{ status: "401", title: "Unauthorized" }] };
-        const wrong = { ...H, "x-app-secret": "nope" };
-        assert.deepEqual(await call(server, "GET", p, undefined, wrong), { status: 401, body: unauthorized });
-        assert.deepEqual(await call(server, "PUT", `${p}/x`, { value: 1 }, { "content-type": "application/json" }), {
-          status: 401,
-          body: unauthorized,
-        });
-        // app_id of another app, with app-1's credentials
-        assert.equal((await req("GET", "/api/v1/objects/app-2/doc/k")).status, 401);
-        // the App Key works as app_id too and addresses the same object
-        await req("PUT", `${p}/x`, { value: 7 });
-        const viaKey = p.replace("/app-1/", "/key1/");
-        assert.deepEqual((await req("GET", `${viaKey}/x`)).body, { value: 7 });
-      });
+      await t.step(
+        "400 for malformed JSON, 404 for unmatched routes, 401 for credentials",
+        async () => {
+          const p = objectPath();
+          const r = await req("PUT", `${p}/x`, "{not json");
+          assert.equal(r.status, 400);
+          assert.equal(typeof r.body.error, "string");
+          assert.equal((await req("POST", `${p}/transaction`, "")).status, 400);
+          for (
+            const [method, path] of [
+              ["POST", `${p}/other`],
+              ["GET", `${p}/a/b`],
+              ["GET", "/api/v1/objects/app-1/doc"],
+              ["GET", "/api/v1/objects/app-1"],
+              ["POST", p],
+            ]
+          ) {
+            const nf = await req(method, path);
+            assert.equal(nf.status, 404, `${method} ${path}`);
+            assert.deepEqual(nf.body, { error: "not found" });
+          }
+          assert.deepEqual((await req("GET", "/api/v1/objects")).status, 404);
+          const unauthorized = { errors: [{ status: "401", title: "Unauthorized" }] };
+          const wrong = { ...H, "x-app-secret": "nope" };
+          assert.deepEqual(await call(server, "GET", p, undefined, wrong), {
+            status: 401,
+            body: unauthorized,
+          });
+          assert.deepEqual(
+            await call(server, "PUT", `${p}/x`, { value: 1 }, {
+              "content-type": "application/json",
+            }),
+            {
+              status: 401,
+              body: unauthorized,
+            },
+          );
+          // app_id of another app, with app-1's credentials
+          assert.equal((await req("GET", "/api/v1/objects/app-2/doc/k")).status, 401);
+          // the App Key works as app_id too and addresses the same object
+          await req("PUT", `${p}/x`, { value: 7 });
+          const viaKey = p.replace("/app-1/", "/key1/");
+          assert.deepEqual((await req("GET", `${viaKey}/x`)).body, { value: 7 });
+        },
+      );
 
-      await t.step("limits: slot name 256 bytes, value 256 KiB, 128 ops, 4 MiB per object", async () => {
-        const p = objectPath();
-        assert.equal((await req("PUT", `${p}/${"s".repeat(256)}`, { value: 1 })).status, 200);
-        assert.equal((await req("PUT", `${p}/${"s".repeat(257)}`, { value: 1 })).status, 422);
-        assert.equal((await req("PUT", `${p}/big`, { value: "x".repeat(256 * 1024 - 2) })).status, 200);
-        const tooBig = await req("PUT", `${p}/big2`, { value: "x".repeat(256 * 1024) });
-        assert.equal(tooBig.status, 413);
-        assert.equal(typeof tooBig.body.error, "string");
-        const ops = Array.from({ length: 129 }, (_, i) => ({ op: "set", key: `k${i}`, value: i }));
-        assert.equal((await req("POST", `${p}/transaction`, ops)).status, 413);
-        assert.equal((await req("POST", `${p}/transaction`, ops.slice(1))).status, 200);
-        const chunk = "y".repeat(200 * 1024);
-        let status = 200;
-        for (let i = 0; i < 25 && status === 200; i++) {
-          status = (await req("PUT", `${p}/c${i}`, { value: chunk })).status;
-        }
-        assert.equal(status, 413);
-        const longType = `/api/v1/objects/app-1/${"t".repeat(257)}/k`;
-        assert.equal((await req("GET", longType)).status, 422);
-      });
+      await t.step(
+        "limits: slot name 256 bytes, value 256 KiB, 128 ops, 4 MiB per object",
+        async () => {
+          const p = objectPath();
+          assert.equal((await req("PUT", `${p}/${"s".repeat(256)}`, { value: 1 })).status, 200);
+          assert.equal((await req("PUT", `${p}/${"s".repeat(257)}`, { value: 1 })).status, 422);
+          assert.equal(
+            (await req("PUT", `${p}/big`, { value: "x".repeat(256 * 1024 - 2) })).status,
+            200,
+          );
+          const tooBig = await req("PUT", `${p}/big2`, { value: "x".repeat(256 * 1024) });
+          assert.equal(tooBig.status, 413);
+          assert.equal(typeof tooBig.body.error, "string");
+          const ops = Array.from(
+            { length: 129 },
+            (_, i) => ({ op: "set", key: `k${i}`, value: i }),
+          );
+          assert.equal((await req("POST", `${p}/transaction`, ops)).status, 413);
+          assert.equal((await req("POST", `${p}/transaction`, ops.slice(1))).status, 200);
+          const chunk = "y".repeat(200 * 1024);
+          let status = 200;
+          for (let i = 0; i < 25 && status === 200; i++) {
+            status = (await req("PUT", `${p}/c${i}`, { value: chunk })).status;
+          }
+          assert.equal(status, 413);
+          const longType = `/api/v1/objects/app-1/${"t".repeat(257)}/k`;
+          assert.equal((await req("GET", longType)).status, 422);
+        },
+      );
 
       await t.step("purge: 204, back to never-written, log_id restarts at 1", async () => {
         const p = objectPath();
@@ -193,7 +259,10 @@ Deno.test({
         assert.deepEqual((await req("GET", `${p}/log`)).body, { items: [] });
         assert.deepEqual((await req("GET", `${p}/a`)).body, { value: null });
         assert.deepEqual((await req("PUT", `${p}/c`, { value: 3 })).body, { log_id: 1 });
-        assert.equal((await fetch(server.baseUrl + objectPath(), { method: "DELETE", headers: H })).status, 204);
+        assert.equal(
+          (await fetch(server.baseUrl + objectPath(), { method: "DELETE", headers: H })).status,
+          204,
+        );
       });
 
       await t.step("type and key are URL-decoded; a type holds no / (the key may)", async () => {
@@ -208,20 +277,23 @@ Deno.test({
         assert.deepEqual((await req("GET", u)).body.state, { "slot/é": 1 });
       });
 
-      await t.step("200 parallel increments end at the exact sum with contiguous log_ids", async () => {
-        const p = objectPath();
-        const results = await Promise.all(
-          Array.from({ length: 200 }, () => req("POST", `${p}/increment`, { slot: "n", by: 2 })),
-        );
-        assert.ok(results.every((r) => r.status === 200));
-        const ids = results.map((r) => r.body.log_id).sort((x, y) => x - y);
-        assert.deepEqual(ids, Array.from({ length: 200 }, (_, i) => i + 1));
-        // each write saw the previous: its value is 2 * its position
-        for (const r of results) assert.equal(r.body.value, 2 * r.body.log_id);
-        assert.deepEqual((await req("GET", p)).body, { state: { n: 400 }, log_id: 200 });
-        const items = (await req("GET", `${p}/log`)).body.items;
-        assert.deepEqual(items.map((i: { log_id: number }) => i.log_id), ids);
-      });
+      await t.step(
+        "200 parallel increments end at the exact sum with contiguous log_ids",
+        async () => {
+          const p = objectPath();
+          const results = await Promise.all(
+            Array.from({ length: 200 }, () => req("POST", `${p}/increment`, { slot: "n", by: 2 })),
+          );
+          assert.ok(results.every((r) => r.status === 200));
+          const ids = results.map((r) => r.body.log_id).sort((x, y) => x - y);
+          assert.deepEqual(ids, Array.from({ length: 200 }, (_, i) => i + 1));
+          // each write saw the previous: its value is 2 * its position
+          for (const r of results) assert.equal(r.body.value, 2 * r.body.log_id);
+          assert.deepEqual((await req("GET", p)).body, { state: { n: 400 }, log_id: 200 });
+          const items = (await req("GET", `${p}/log`)).body.items;
+          assert.deepEqual(items.map((i: { log_id: number }) => i.log_id), ids);
+        },
+      );
 
       await t.step("log?after validates its parameter and honours limit", async () => {
         const p = objectPath();

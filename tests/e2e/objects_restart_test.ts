@@ -37,7 +37,11 @@ function writeOf(i: number): [string, string, unknown] {
     case 4:
       return ["DELETE", `/${encodeURIComponent(slot)}`, undefined];
     default:
-      return ["POST", "/transaction", [{ op: "increment", key: "n", by: 1 }, { op: "set", key: "t", value: i }]];
+      return ["POST", "/transaction", [{ op: "increment", key: "n", by: 1 }, {
+        op: "set",
+        key: "t",
+        value: i,
+      }]];
   }
 }
 
@@ -65,18 +69,29 @@ async function send(s: TestServer, key: string, i: number): Promise<number> {
 }
 
 /** Checks every object: contiguous log, state equal to its fold, acknowledged writes present. */
-async function verify(s: TestServer, keys: string[], acked: Map<string, number[]>): Promise<Map<string, number>> {
+async function verify(
+  s: TestServer,
+  keys: string[],
+  acked: Map<string, number[]>,
+): Promise<Map<string, number>> {
   const heads = new Map<string, number>();
   for (const key of keys) {
     const snap = await (await fetch(base(s, key), { headers: s.headers() })).json();
-    const { items } = await (await fetch(`${base(s, key)}/log?after=0`, { headers: s.headers() })).json() as {
-      items: Item[];
-    };
+    const { items } = await (await fetch(`${base(s, key)}/log?after=0`, { headers: s.headers() }))
+      .json() as {
+        items: Item[];
+      };
     const ids = [...new Set(items.map((it) => it.log_id))];
-    assert.deepEqual(ids, Array.from({ length: ids.length }, (_, i) => i + 1), `${key}: contiguous log`);
+    assert.deepEqual(
+      ids,
+      Array.from({ length: ids.length }, (_, i) => i + 1),
+      `${key}: contiguous log`,
+    );
     assert.equal(snap.log_id, ids.length, `${key}: log_id is the log's head`);
     assert.deepEqual(snap.state, fold(items), `${key}: state is the fold of the log`);
-    for (const id of acked.get(key) ?? []) assert.ok(id <= snap.log_id, `${key}: acknowledged write ${id} kept`);
+    for (const id of acked.get(key) ?? []) {
+      assert.ok(id <= snap.log_id, `${key}: acknowledged write ${id} kept`);
+    }
     heads.set(key, snap.log_id);
   }
   return heads;
@@ -136,10 +151,15 @@ async function stormAndKill(keys: string[], count: number): Promise<Map<string, 
 
 Deno.test("Durable Objects: after a SIGKILL mid-storm every state is the fold of its log and every acknowledged write is kept", async () => {
   const heads = await stormAndKill(KEYS, 400);
-  assert.ok([...heads.values()].some((h) => h > 2 * CHECKPOINT_EVERY), `heads ${[...heads.values()]}: past two checkpoints`);
+  assert.ok(
+    [...heads.values()].some((h) => h > 2 * CHECKPOINT_EVERY),
+    `heads ${[...heads.values()]}: past two checkpoints`,
+  );
 });
 
 Deno.test("Durable Objects: objects below their first checkpoint come back from a SIGKILL folded from their log", async () => {
   const heads = await stormAndKill(SHORT_KEYS, 150);
-  for (const [key, head] of heads) assert.ok(head < CHECKPOINT_EVERY, `${key}: ${head} entries, no checkpoint yet`);
+  for (const [key, head] of heads) {
+    assert.ok(head < CHECKPOINT_EVERY, `${key}: ${head} entries, no checkpoint yet`);
+  }
 });

@@ -5,9 +5,9 @@ import { Socket } from "phoenix";
 import { startServer } from "../helpers/server.ts";
 import { Switchboard } from "../../sdk/server/mod.ts";
 import {
+  objectAuthBody,
   type ObjectChange,
   ObjectSubscription,
-  objectAuthBody,
 } from "../../sdk/client/object_subscription.ts";
 
 async function until(what: string, pred: () => boolean, timeoutMs = 15_000): Promise<void> {
@@ -19,7 +19,8 @@ async function until(what: string, pred: () => boolean, timeoutMs = 15_000): Pro
 }
 
 Deno.test({
-  name: "`ObjectSubscription` stays exact across socket.disconnect()/connect() and a killed transport",
+  name:
+    "`ObjectSubscription` stays exact across socket.disconnect()/connect() and a killed transport",
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
@@ -55,7 +56,10 @@ Deno.test({
           if (i % 4 === 0) await obj.patch({ last: i, [`s${i % 5}`]: i });
           else if (i % 4 === 1) await obj.increment("n");
           else if (i % 4 === 2) await obj.append("list", i);
-          else await obj.transaction([{ op: "increment", key: "n", by: 2 }, { op: "delete", key: `s${i % 5}` }]);
+          else {await obj.transaction([{ op: "increment", key: "n", by: 2 }, {
+              op: "delete",
+              key: `s${i % 5}`,
+            }]);}
         }
       })();
 
@@ -66,14 +70,21 @@ Deno.test({
 
       // Kill the transport under phoenix: it reconnects by itself.
       (socket as unknown as { conn: WebSocket }).conn.close(4000, "killed by test");
-      await until("writes after the second reconnect", () => sub.logId >= 200 && snapshots.length >= 3);
+      await until(
+        "writes after the second reconnect",
+        () => sub.logId >= 200 && snapshots.length >= 3,
+      );
       await writer;
       await until("the last write", () => sub.logId === N);
 
       const truth = await obj.get();
       assert.equal(truth.log_id, N);
       assert.deepEqual(sub.state, truth.state);
-      assert.deepEqual(seen, Array.from({ length: N }, (_, i) => i + 1), "every write exactly once");
+      assert.deepEqual(
+        seen,
+        Array.from({ length: N }, (_, i) => i + 1),
+        "every write exactly once",
+      );
       assert.ok(new Set(authSockets).size >= 3, "a fresh token per socket id");
 
       await obj.purge();

@@ -7,7 +7,12 @@ import { TcpWebSocket } from "../helpers/tcp_websocket.ts";
 Deno.test("allowed_origins: other origins get 403 on upgrade, listed ones and no Origin get a socket", async () => {
   const server = await startServer({
     apps: [
-      { id: "a", key: "ka", secret: "sa", allowed_origins: ["https://app.example", "https://*.example.org"] },
+      {
+        id: "a",
+        key: "ka",
+        secret: "sa",
+        allowed_origins: ["https://app.example", "https://*.example.org"],
+      },
       { id: "b", key: "kb", secret: "sb" },
     ],
   });
@@ -30,7 +35,10 @@ Deno.test("allowed_origins: other origins get 403 on upgrade, listed ones and no
     assert.equal(await open("ka"), 101, "no Origin: not a browser, allowed");
     assert.equal(await open("kb", "https://anything.example"), 101, "default: any origin");
     assert.equal(await open("nope", "https://app.example"), 401);
-    assert.match(server.output(), /websocket upgrade refused: origin not allowed origin=https:\/\/evil\.example app=a/);
+    assert.match(
+      server.output(),
+      /websocket upgrade refused: origin not allowed origin=https:\/\/evil\.example app=a/,
+    );
   } finally {
     await server.stop();
   }

@@ -4,7 +4,12 @@ import { startServer, type TestApp } from "../helpers/server.ts";
 import { call, token, trigger } from "../pubsub/helpers.ts";
 
 const APP: TestApp = { id: "app-1", key: "key1", secret: "secret1" };
-const SLOW: TestApp = { id: "app-3", key: "key3", secret: "secret3", max_backend_events_per_sec: 3 };
+const SLOW: TestApp = {
+  id: "app-3",
+  key: "key3",
+  secret: "secret3",
+  max_backend_events_per_sec: 3,
+};
 
 Deno.test("pubsub HTTP: trigger, push, history, info routes, limits and errors", async (t) => {
   const server = await startServer({ apps: [APP, SLOW], args: ["--history-max-count", "5"] });
@@ -18,7 +23,14 @@ Deno.test("pubsub HTTP: trigger, push, history, info routes, limits and errors",
       const f = await sock.waitFor((f) => f[2] === "pubsub:key1:news" && f[3] === "hello");
       assert.deepEqual(f[4], { serial: 1, data: { a: 1 } });
       // The app key is accepted in place of the app id.
-      assert.deepEqual((await call(server, "POST", "/api/apps/key1/trigger", { channel: "news", event: "e", data: null })).body, { serial: 2 });
+      assert.deepEqual(
+        (await call(server, "POST", "/api/apps/key1/trigger", {
+          channel: "news",
+          event: "e",
+          data: null,
+        })).body,
+        { serial: 2 },
+      );
     });
     await t.step("trigger on an ephemeral channel is relayed with serial null", async () => {
       await sock.join("pubsub:key1:ephemeral-t", {});
@@ -50,7 +62,11 @@ Deno.test("pubsub HTTP: trigger, push, history, info routes, limits and errors",
       const page = await call(server, "GET", "/api/apps/app-1/channels/h/history?after=4&limit=2");
       assert.deepEqual(page.body.items.map((i: any) => i.serial), [5, 6]);
       assert.equal(page.body.next, 6);
-      const rest = await call(server, "GET", `/api/apps/app-1/channels/h/history?after=${page.body.next}&limit=2`);
+      const rest = await call(
+        server,
+        "GET",
+        `/api/apps/app-1/channels/h/history?after=${page.body.next}&limit=2`,
+      );
       assert.deepEqual(rest.body.items.map((i: any) => i.serial), [7, 8]);
       assert.equal(rest.body.next, null);
       const none = await call(server, "GET", "/api/apps/app-1/channels/never/history");
@@ -71,14 +87,31 @@ Deno.test("pubsub HTTP: trigger, push, history, info routes, limits and errors",
     await t.step("presence user_count and users", async () => {
       const caps = ["channel:subscribe:presence-r", "channel:presence:presence-r"];
       const tk = await token(server, APP, sock.socketId, caps, "42");
-      const j = await sock.join("pubsub:key1:presence-r", { auth: tk, channel_data: { user_id: 42, user_info: { name: "x" } } });
+      const j = await sock.join("pubsub:key1:presence-r", {
+        auth: tk,
+        channel_data: { user_id: 42, user_info: { name: "x" } },
+      });
       assert.equal(j.status, "ok");
       const one = await call(server, "GET", "/api/apps/app-1/channels/presence-r");
-      assert.deepEqual(one.body, { occupied: true, subscription_count: 1, serial: 0, user_count: 1 });
+      assert.deepEqual(one.body, {
+        occupied: true,
+        subscription_count: 1,
+        serial: 0,
+        user_count: 1,
+      });
       const users = await call(server, "GET", "/api/apps/app-1/channels/presence-r/users");
-      assert.deepEqual(users.body, { users: [{ user_id: "42", user_info: { name: "x" } }], count: 1 });
-      const list = await call(server, "GET", "/api/apps/app-1/channels?filter_by_prefix=presence-&info=subscription_count,user_count");
-      assert.deepEqual(list.body, { channels: { "presence-r": { subscription_count: 1, user_count: 1 } } });
+      assert.deepEqual(users.body, {
+        users: [{ user_id: "42", user_info: { name: "x" } }],
+        count: 1,
+      });
+      const list = await call(
+        server,
+        "GET",
+        "/api/apps/app-1/channels?filter_by_prefix=presence-&info=subscription_count,user_count",
+      );
+      assert.deepEqual(list.body, {
+        channels: { "presence-r": { subscription_count: 1, user_count: 1 } },
+      });
       const notPresence = await call(server, "GET", "/api/apps/app-1/channels/news/users");
       assert.equal(notPresence.status, 422);
     });
@@ -95,12 +128,22 @@ Deno.test("pubsub HTTP: trigger, push, history, info routes, limits and errors",
       const big = await trigger(server, "ok", "e", "x".repeat(70_000));
       assert.equal(big.status, 413);
       assert.equal(big.body.errors[0].title, "Payload Too Large");
-      const tooMany = await call(server, "POST", "/api/apps/app-1/push", { events: Array.from({ length: 101 }, () => ({ channel: "a", event: "e" })) });
+      const tooMany = await call(server, "POST", "/api/apps/app-1/push", {
+        events: Array.from({ length: 101 }, () => ({ channel: "a", event: "e" })),
+      });
       assert.equal(tooMany.status, 422);
-      const badItem = await call(server, "POST", "/api/apps/app-1/push", { events: [{ channel: "a", event: "e" }, { channel: "a" }] });
+      const badItem = await call(server, "POST", "/api/apps/app-1/push", {
+        events: [{ channel: "a", event: "e" }, { channel: "a" }],
+      });
       assert.equal(badItem.status, 422);
-      assert.equal((await call(server, "GET", "/api/apps/app-1/channels/a/history?limit=0")).status, 422);
-      assert.equal((await call(server, "GET", "/api/apps/app-1/channels/a/history?after=x")).status, 422);
+      assert.equal(
+        (await call(server, "GET", "/api/apps/app-1/channels/a/history?limit=0")).status,
+        422,
+      );
+      assert.equal(
+        (await call(server, "GET", "/api/apps/app-1/channels/a/history?after=x")).status,
+        422,
+      );
       // Nothing of the refused batch was stored.
       assert.deepEqual((await call(server, "GET", "/api/apps/app-1/channels/a")).body.serial, 0);
       const wrong = await fetch(`${server.baseUrl}/api/apps/app-1/trigger`, {
@@ -110,7 +153,10 @@ Deno.test("pubsub HTTP: trigger, push, history, info routes, limits and errors",
       });
       assert.equal(wrong.status, 401);
       assert.deepEqual(await wrong.json(), { errors: [{ status: "401", title: "Unauthorized" }] });
-      const otherApp = await call(server, "POST", "/api/apps/app-3/trigger", { channel: "a", event: "e" });
+      const otherApp = await call(server, "POST", "/api/apps/app-3/trigger", {
+        channel: "a",
+        event: "e",
+      });
       assert.equal(otherApp.status, 401);
     });
     await t.step("over max_backend_events_per_sec answers 429", async () => {
@@ -118,7 +164,11 @@ Deno.test("pubsub HTTP: trigger, push, history, info routes, limits and errors",
       for (let i = 0; i < 8; i++) statuses.push((await trigger(server, "r", "e", i, SLOW)).status);
       assert.ok(statuses.includes(200));
       const limited = await trigger(server, "r", "e", 0, SLOW);
-      const r = limited.status === 429 ? limited : await call(server, "POST", "/api/apps/app-3/push", { events: [1, 2, 3, 4].map(() => ({ channel: "r", event: "e" })) }, SLOW);
+      const r = limited.status === 429
+        ? limited
+        : await call(server, "POST", "/api/apps/app-3/push", {
+          events: [1, 2, 3, 4].map(() => ({ channel: "r", event: "e" })),
+        }, SLOW);
       assert.equal(r.status, 429);
       assert.deepEqual(r.body.errors[0].status, "429");
       assert.deepEqual(r.body.errors[0].title, "Too Many Requests");

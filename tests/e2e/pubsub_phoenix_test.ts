@@ -6,16 +6,24 @@ import { trigger } from "../pubsub/helpers.ts";
 
 Deno.test("phoenix Socket subscribes to a public channel and receives a triggered event", async () => {
   const server = await startServer();
-  const socket = new Socket(server.baseUrl.replace("http", "ws") + "/socket", { params: { app_key: "key1" } });
+  const socket = new Socket(server.baseUrl.replace("http", "ws") + "/socket", {
+    params: { app_key: "key1" },
+  });
   try {
     socket.connect();
     const channel = socket.channel("pubsub:key1:news", {});
     const got = new Promise<unknown>((resolve) => channel.on("breaking", resolve));
     const joined = await new Promise<any>((resolve, reject) => {
-      channel.join().receive("ok", resolve).receive("error", reject).receive("timeout", () => reject(new Error("timeout")));
+      channel.join().receive("ok", resolve).receive("error", reject).receive(
+        "timeout",
+        () => reject(new Error("timeout")),
+      );
     });
     assert.deepEqual(joined, { serial: 0, epoch: "0" });
-    assert.deepEqual(await trigger(server, "news", "breaking", { title: "hi" }), { status: 200, body: { serial: 1 } });
+    assert.deepEqual(await trigger(server, "news", "breaking", { title: "hi" }), {
+      status: 200,
+      body: { serial: 1 },
+    });
     let timer: ReturnType<typeof setTimeout> | undefined;
     const payload = await Promise.race([
       got,

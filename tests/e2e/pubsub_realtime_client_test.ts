@@ -20,7 +20,10 @@ Deno.test("RealtimeClient: private channel over forced reconnects sees every ser
     reconnectAfterMs: 20,
     authCallback: (params, done) => {
       socketIds.add(params.socket_id);
-      sdk.authorize(params.socket_id, { channels: [params.channel_name], publish: [params.channel_name] }, "me")
+      sdk.authorize(params.socket_id, {
+        channels: [params.channel_name],
+        publish: [params.channel_name],
+      }, "me")
         .then((r) => done(null, r), (e) => done(e));
     },
   });
@@ -31,7 +34,9 @@ Deno.test("RealtimeClient: private channel over forced reconnects sees every ser
     assert.deepEqual(await sub.ready, { serial: 0, epoch: "0" });
     let n = 0;
     for (let round = 0; round < 4; round++) {
-      for (let i = 0; i < 5; i++) assert.equal((await trigger(server, "private-rc", "ev", { n: ++n })).status, 200);
+      for (let i = 0; i < 5; i++) {
+        assert.equal((await trigger(server, "private-rc", "ev", { n: ++n })).status, 200);
+      }
       await until(() => seen.length >= n, `serial ${n}`);
       (client.socket as any).conn.close(); // drop the transport: phoenix reconnects by itself
       assert.equal((await trigger(server, "private-rc", "ev", { n: ++n })).status, 200); // while down (or just back)
@@ -63,7 +68,12 @@ Deno.test("RealtimeClient: presence members via authEndpoint, msgpack frames", a
   const auth = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, async (req) => {
     const body = await req.json();
     assert.equal(req.headers.get("x-test"), "1");
-    return Response.json(await sdk.authenticate(body.socket_id, body.channel_name, { user_id: body.user, user_info: { n: body.user } }));
+    return Response.json(
+      await sdk.authenticate(body.socket_id, body.channel_name, {
+        user_id: body.user,
+        user_info: { n: body.user },
+      }),
+    );
   });
   const mk = (user: string) =>
     new RealtimeClient("key1", {
@@ -106,7 +116,12 @@ Deno.test("RealtimeClient.object() delegates to ObjectSubscription with a token 
   const sdk = sdkFor(server);
   const client = new RealtimeClient("key1", {
     endpoint: server.baseUrl.replace("http", "ws") + "/socket",
-    authCallback: async (params) => (await sdk.authenticateObject(params.socket_id, String(params.object_type), String(params.object_key))).auth,
+    authCallback: async (params) =>
+      (await sdk.authenticateObject(
+        params.socket_id,
+        String(params.object_type),
+        String(params.object_key),
+      )).auth,
   });
   try {
     const put = await fetch(`${server.baseUrl}/api/v1/objects/app-1/doc/1/title`, {
@@ -128,10 +143,15 @@ Deno.test("RealtimeClient.object() delegates to ObjectSubscription with a token 
 
 Deno.test("RealtimeClient: publish on a refused subscription rejects instead of hanging", async () => {
   const server = await startServer();
-  const client = new RealtimeClient("key1", { endpoint: server.baseUrl.replace("http", "ws") + "/socket" });
+  const client = new RealtimeClient("key1", {
+    endpoint: server.baseUrl.replace("http", "ws") + "/socket",
+  });
   try {
     const sub = client.subscribe("private-x", { auth: false });
-    await assert.rejects(sub.publish("client-a", {}), /auth required for private\/presence channels/);
+    await assert.rejects(
+      sub.publish("client-a", {}),
+      /auth required for private\/presence channels/,
+    );
   } finally {
     client.disconnect();
     await server.stop();

@@ -40,7 +40,13 @@ Deno.test("reconnect storm: every subscriber sees every serial exactly once and 
     const lane = async (n: number) => {
       for (let i = 0; i < n; i++) {
         if (i % 5 === 0) {
-          const r = await call(server, "POST", "/api/apps/app-1/push", { events: [{ channel: "storm", event: "ev", data: i }, { channel: "storm", event: "ev", data: i }] });
+          const r = await call(server, "POST", "/api/apps/app-1/push", {
+            events: [{ channel: "storm", event: "ev", data: i }, {
+              channel: "storm",
+              event: "ev",
+              data: i,
+            }],
+          });
           assert.equal(r.status, 200);
           i++;
         } else assert.equal((await trigger(server, "storm", "ev", i)).status, 200);

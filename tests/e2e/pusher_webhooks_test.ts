@@ -15,7 +15,16 @@ Deno.test("Pusher webhooks: occupied/vacated, member added/removed, client event
     id: "app-1",
     key: "key1",
     secret: "secret1",
-    webhooks: [{ url: hook.url, event_types: ["channel_occupied", "channel_vacated", "member_added", "member_removed", "client_event"] }],
+    webhooks: [{
+      url: hook.url,
+      event_types: [
+        "channel_occupied",
+        "channel_vacated",
+        "member_added",
+        "member_removed",
+        "client_event",
+      ],
+    }],
   };
   const server = await startServer({ apps: [APP] });
   const clients: Pusher[] = [];
@@ -24,8 +33,17 @@ Deno.test("Pusher webhooks: occupied/vacated, member added/removed, client event
     const a = client(server, { user_id: "alice" });
     clients.push(a);
     const ch = await subscribed(a, "presence-room");
-    const tok = await token(server, APP, phoenix.socketId, ["channel:subscribe:presence-room", "channel:presence:presence-room"], "bob");
-    assert.equal((await phoenix.join("pubsub:key1:presence-room", { auth: tok, channel_data: { user_id: "bob" } })).status, "ok");
+    const tok = await token(server, APP, phoenix.socketId, [
+      "channel:subscribe:presence-room",
+      "channel:presence:presence-room",
+    ], "bob");
+    assert.equal(
+      (await phoenix.join("pubsub:key1:presence-room", {
+        auth: tok,
+        channel_data: { user_id: "bob" },
+      })).status,
+      "ok",
+    );
     ch.trigger("client-hi", { x: 1 });
     await new Promise((r) => setTimeout(r, 300));
     a.disconnect();
@@ -48,8 +66,13 @@ Deno.test("Pusher webhooks: occupied/vacated, member added/removed, client event
     }
     const names = events.map((e) => `${e.name}${e.user_id ? `:${e.user_id}` : ""}`);
     assert.deepEqual(names.sort(), [
-      "channel_occupied", "channel_vacated", "client_event:alice", "member_added:alice",
-      "member_added:bob", "member_removed:alice", "member_removed:bob",
+      "channel_occupied",
+      "channel_vacated",
+      "client_event:alice",
+      "member_added:alice",
+      "member_added:bob",
+      "member_removed:alice",
+      "member_removed:bob",
     ]);
     assert.ok(events.every((e) => e.channel === "presence-room"));
     const client_event = events.find((e) => e.name === "client_event")!;

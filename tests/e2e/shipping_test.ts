@@ -25,25 +25,35 @@ Deno.test("GET /sdk/client.js serves the bundled SDK with a content ETag and ans
     assert.equal(res.status, 200);
     assert.match(res.headers.get("content-type")!, /^text\/javascript/);
     assert.match(res.headers.get("cache-control")!, /no-cache/);
-    assert.equal(res.headers.get("access-control-allow-origin"), "*", "importable from another origin");
+    assert.equal(
+      res.headers.get("access-control-allow-origin"),
+      "*",
+      "importable from another origin",
+    );
     const body = await res.text();
     const etag = res.headers.get("etag")!;
     const digest = createHash("sha256").update(body).digest("base64url").slice(0, 27);
     assert.equal(etag, `"${digest}"`, "the ETag is the hash of the served content");
     // It is one self-contained ES module: it imports nothing else from the server.
     assert.doesNotMatch(body, /\bfrom\s*["'](?!data:)/);
-    const mod = await import(`data:text/javascript;base64,${btoa(unescape(encodeURIComponent(body)))}`);
+    const mod = await import(
+      `data:text/javascript;base64,${btoa(unescape(encodeURIComponent(body)))}`
+    );
     if (existsSync(`${root}sdk/client/mod.ts`)) {
       assert.equal(typeof mod.RealtimeClient, "function", "exports RealtimeClient");
       assert.equal(typeof mod.ChatClient, "function", "exports ChatClient");
     }
     for (const header of [etag, `W/${etag}`, `"other", ${etag}`, "*"]) {
-      const again = await fetch(`${server.baseUrl}/sdk/client.js`, { headers: { "if-none-match": header } });
+      const again = await fetch(`${server.baseUrl}/sdk/client.js`, {
+        headers: { "if-none-match": header },
+      });
       assert.equal(again.status, 304, header);
       assert.equal(await again.text(), "");
       assert.equal(again.headers.get("etag"), etag);
     }
-    const stale = await fetch(`${server.baseUrl}/sdk/client.js`, { headers: { "if-none-match": '"old"' } });
+    const stale = await fetch(`${server.baseUrl}/sdk/client.js`, {
+      headers: { "if-none-match": '"old"' },
+    });
     assert.equal(stale.status, 200);
     await stale.body?.cancel();
   } finally {
@@ -53,7 +63,10 @@ Deno.test("GET /sdk/client.js serves the bundled SDK with a content ETag and ans
 
 Deno.test("lib/generated/client_bundle.ts is up to date with sdk/client (deno task bundle)", async () => {
   const bun = `${root}node_modules/.bin/bun`;
-  const out = await new Deno.Command(bun, { args: ["scripts/bundle_client.ts", "--check"], cwd: root }).output();
+  const out = await new Deno.Command(bun, {
+    args: ["scripts/bundle_client.ts", "--check"],
+    cwd: root,
+  }).output();
   assert.equal(out.code, 0, new TextDecoder().decode(out.stderr));
 });
 
@@ -107,13 +120,19 @@ Deno.test("playground API routes act only for the development app", async () => 
     assert.equal(JSON.parse(infoText).app.key, key);
     assert.ok(!infoText.includes(secret), "the secret never reaches the browser");
     const auth = async (body: object) => {
-      const res = await fetch(`${dev.baseUrl}/playground/api/auth`, { method: "POST", body: JSON.stringify(body) });
+      const res = await fetch(`${dev.baseUrl}/playground/api/auth`, {
+        method: "POST",
+        body: JSON.stringify(body),
+      });
       assert.equal(res.status, 200);
       const json = await res.json();
       assert.ok(!JSON.stringify(json).includes(secret));
       const [appKey, payload] = json.auth.split(".");
       assert.equal(appKey, key);
-      return { ...JSON.parse(atob(payload.replace(/-/g, "+").replace(/_/g, "/"))), channel_data: json.channel_data };
+      return {
+        ...JSON.parse(atob(payload.replace(/-/g, "+").replace(/_/g, "/"))),
+        channel_data: json.channel_data,
+      };
     };
     const obj = await auth({ socket_id: "s1", object_type: "counter", object_key: "demo" });
     assert.deepEqual(obj.capabilities, ["object:read:counter/demo"]);
@@ -121,10 +140,17 @@ Deno.test("playground API routes act only for the development app", async () => 
     const chat = await auth({ socket_id: "s2", thread_id: "t1", client_id: "me" });
     assert.ok(chat.capabilities.includes("chat:subscribe:t1"));
     assert.equal(chat.client_id, "me");
-    const presence = await auth({ socket_id: "s3", channel_name: "presence-room", client_id: "ann" });
+    const presence = await auth({
+      socket_id: "s3",
+      channel_name: "presence-room",
+      client_id: "ann",
+    });
     assert.ok(presence.capabilities.includes("channel:presence:presence-room"));
     assert.deepEqual(JSON.parse(presence.channel_data), { user_id: "ann" });
-    const bad = await fetch(`${dev.baseUrl}/playground/api/auth`, { method: "POST", body: JSON.stringify({ socket_id: "s" }) });
+    const bad = await fetch(`${dev.baseUrl}/playground/api/auth`, {
+      method: "POST",
+      body: JSON.stringify({ socket_id: "s" }),
+    });
     assert.equal(bad.status, 400);
     await bad.body?.cancel();
   } finally {
@@ -135,18 +161,27 @@ Deno.test("playground API routes act only for the development app", async () => 
 /** Joins a thread as a user with the phoenix client; collects events; `send` pushes. */
 async function userOnThread(baseUrl: string, appKey: string, threadId: string) {
   const { Socket } = await import("phoenix");
-  const socket = new Socket(baseUrl.replace("http", "ws") + "/socket", { params: { app_key: appKey } });
+  const socket = new Socket(baseUrl.replace("http", "ws") + "/socket", {
+    params: { app_key: appKey },
+  });
   socket.connect();
   const events: { event: string; payload: any }[] = [];
   const channel = socket.channel(`chat:${appKey}:${threadId}`, { client_id: "tester" });
   channel.onMessage = (event: string, payload: any) => {
-    if (!event.startsWith("phx_") && !event.startsWith("chan_reply")) events.push({ event, payload });
+    if (!event.startsWith("phx_") && !event.startsWith("chan_reply")) {
+      events.push({ event, payload });
+    }
     return payload;
   };
-  await new Promise((resolve, reject) => channel.join().receive("ok", resolve).receive("error", reject));
+  await new Promise((resolve, reject) =>
+    channel.join().receive("ok", resolve).receive("error", reject)
+  );
   const push = (event: string, payload: object) =>
     new Promise<any>((resolve, reject) =>
-      channel.push(event, payload).receive("ok", resolve).receive("error", (e: any) => reject(new Error(e.reason)))
+      channel.push(event, payload).receive("ok", resolve).receive(
+        "error",
+        (e: any) => reject(new Error(e.reason)),
+      )
     );
   const waitFor = async (pred: (e: { event: string; payload: any }) => boolean, what: string) => {
     const deadline = Date.now() + 15_000;
@@ -165,32 +200,59 @@ Deno.test("the demo agent streams an answer, stops on cancel and asks for tool a
   const threadId = `pg-${crypto.randomUUID()}`;
   const user = await userOnThread(server.baseUrl, key, threadId);
   try {
-    const started = await fetch(`${server.baseUrl}/playground/api/chat`, { method: "POST", body: JSON.stringify({ thread_id: threadId }) });
+    const started = await fetch(`${server.baseUrl}/playground/api/chat`, {
+      method: "POST",
+      body: JSON.stringify({ thread_id: threadId }),
+    });
     assert.equal(started.status, 200, await started.clone().text());
     assert.equal((await started.json()).agent_id, "demo-agent");
 
     const first = await user.push("send", { text: "hello agent" });
-    const end = await user.waitFor((e) => e.event === "run:end" && e.payload.runId === first.runId, "run:end");
+    const end = await user.waitFor(
+      (e) => e.event === "run:end" && e.payload.runId === first.runId,
+      "run:end",
+    );
     assert.equal(end.payload.reason, "complete");
-    const streamed = user.events.filter((e) => e.event === "stream" && e.payload.runId === first.runId);
+    const streamed = user.events.filter((e) =>
+      e.event === "stream" && e.payload.runId === first.runId
+    );
     assert.ok(streamed.length >= 2, "the answer arrives in several roll-ups");
     assert.match(streamed.map((e) => e.payload.text).join(""), /hello agent/);
 
     const second = await user.push("send", { text: "tell me more" });
-    await user.waitFor((e) => e.event === "stream" && e.payload.runId === second.runId, "a streamed token");
+    await user.waitFor(
+      (e) => e.event === "stream" && e.payload.runId === second.runId,
+      "a streamed token",
+    );
     await user.push("cancel", { runId: second.runId });
-    const cancelled = await user.waitFor((e) => e.event === "run:end" && e.payload.runId === second.runId, "run:end");
+    const cancelled = await user.waitFor(
+      (e) => e.event === "run:end" && e.payload.runId === second.runId,
+      "run:end",
+    );
     assert.equal(cancelled.payload.reason, "cancelled");
 
     const third = await user.push("send", { text: "what is the weather in Porto?" });
-    const suspended = await user.waitFor((e) => e.event === "run:suspend" && e.payload.runId === third.runId, "run:suspend");
+    const suspended = await user.waitFor(
+      (e) => e.event === "run:suspend" && e.payload.runId === third.runId,
+      "run:suspend",
+    );
     assert.equal(suspended.payload.toolName, "get_weather");
     assert.deepEqual(suspended.payload.args, { city: "Porto" });
-    await user.push("tool:approve", { runId: third.runId, toolCallId: suspended.payload.toolCallId });
-    await user.waitFor((e) => e.event === "run:resume" && e.payload.runId === third.runId, "run:resume");
-    const done = await user.waitFor((e) => e.event === "run:end" && e.payload.runId === third.runId, "run:end");
+    await user.push("tool:approve", {
+      runId: third.runId,
+      toolCallId: suspended.payload.toolCallId,
+    });
+    await user.waitFor(
+      (e) => e.event === "run:resume" && e.payload.runId === third.runId,
+      "run:resume",
+    );
+    const done = await user.waitFor(
+      (e) => e.event === "run:end" && e.payload.runId === third.runId,
+      "run:end",
+    );
     assert.equal(done.payload.reason, "complete");
-    const text = user.events.filter((e) => e.event === "stream" && e.payload.runId === third.runId).map((e) => e.payload.text).join("");
+    const text = user.events.filter((e) => e.event === "stream" && e.payload.runId === third.runId)
+      .map((e) => e.payload.text).join("");
     assert.match(text, /Porto is sunny/);
   } finally {
     user.close();

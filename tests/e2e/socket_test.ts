@@ -8,22 +8,32 @@ Deno.test("socket: first frame, heartbeat, topic errors and malformed frames ove
   try {
     const sock = await RawSocket.connect(server.wsUrl("key1"));
     assert.match(sock.socketId, /^\d+\.\d+$/);
-    assert.deepEqual(sock.frames[0], [null, null, "phoenix", "connected", { socket_id: sock.socketId }]);
+    assert.deepEqual(sock.frames[0], [null, null, "phoenix", "connected", {
+      socket_id: sock.socketId,
+    }]);
 
     const ref = sock.send(null, "phoenix", "heartbeat", {});
     const hb = await sock.waitFor((f) => f[1] === ref);
     assert.deepEqual(hb, [null, ref, "phoenix", "phx_reply", { status: "ok", response: {} }]);
 
-    assert.deepEqual((await sock.join("pubsub:key2:news")).response, { reason: "app_key mismatch" });
+    assert.deepEqual((await sock.join("pubsub:key2:news")).response, {
+      reason: "app_key mismatch",
+    });
     assert.deepEqual((await sock.join("pubsub:key1")).response, { reason: "invalid topic format" });
-    assert.deepEqual((await sock.join("other:key1:x")).response, { reason: "invalid topic format" });
-    assert.deepEqual((await sock.join("durable:key1:typeonly")).response, { reason: "invalid topic format" });
+    assert.deepEqual((await sock.join("other:key1:x")).response, {
+      reason: "invalid topic format",
+    });
+    assert.deepEqual((await sock.join("durable:key1:typeonly")).response, {
+      reason: "invalid topic format",
+    });
 
     sock.sendRaw("{not json");
     const err = await sock.waitFor((f) => f[3] === "phx_error");
     assert.deepEqual(err[4], { reason: "malformed frame: not JSON" });
     sock.sendRaw(JSON.stringify(["1", "2", "t"]));
-    await sock.waitFor((f) => f[3] === "phx_error" && String(f[4].reason).includes("expected [join_ref"));
+    await sock.waitFor((f) =>
+      f[3] === "phx_error" && String(f[4].reason).includes("expected [join_ref")
+    );
 
     // Another socket is unaffected and the server still answers.
     const other = await RawSocket.connect(server.wsUrl("key2"));
@@ -42,7 +52,12 @@ Deno.test("socket: unknown or missing app_key is refused with 401 at upgrade", a
   try {
     for (const url of [server.wsUrl("nope"), server.wsUrl("").replace("app_key=&", "")]) {
       const res = await fetch(url.replace("ws://", "http://"), {
-        headers: { upgrade: "websocket", connection: "Upgrade", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==", "sec-websocket-version": "13" },
+        headers: {
+          upgrade: "websocket",
+          connection: "Upgrade",
+          "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==",
+          "sec-websocket-version": "13",
+        },
       });
       assert.equal(res.status, 401);
       await res.body?.cancel();
@@ -59,7 +74,10 @@ Deno.test("socket: MessagePack format round-trips binary frames", async () => {
     const sock = await RawSocket.connect(server.wsUrl("key1", "&format=msgpack"));
     assert.ok(sock.socketId);
     const ref = sock.send(null, "phoenix", "heartbeat", {});
-    assert.deepEqual(await sock.waitFor((f) => f[1] === ref), [null, ref, "phoenix", "phx_reply", { status: "ok", response: {} }]);
+    assert.deepEqual(await sock.waitFor((f) => f[1] === ref), [null, ref, "phoenix", "phx_reply", {
+      status: "ok",
+      response: {},
+    }]);
     assert.deepEqual((await sock.join("pubsub:other:x")).response, { reason: "app_key mismatch" });
     await sock.close();
   } finally {

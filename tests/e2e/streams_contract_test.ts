@@ -22,7 +22,11 @@ interface ProductCase {
 }
 
 const post = async (server: TestServer, path: string, body: unknown) => {
-  const res = await fetch(server.baseUrl + path, { method: "POST", headers: server.headers(), body: JSON.stringify(body) });
+  const res = await fetch(server.baseUrl + path, {
+    method: "POST",
+    headers: server.headers(),
+    body: JSON.stringify(body),
+  });
   assert.equal(res.status, 200, `${path}: ${res.status}`);
   await res.body?.cancel();
 };
@@ -31,7 +35,10 @@ const CASES: ProductCase[] = [
   {
     name: "Durable Object",
     topic: "durable:key1:counter:contract",
-    params: (after) => ({ app_secret: "secret1", ...(after !== undefined ? { after_log_id: after } : {}) }),
+    params: (after) => ({
+      app_secret: "secret1",
+      ...(after !== undefined ? { after_log_id: after } : {}),
+    }),
     head: (r) => r.log_id as number,
     position: (e, p) => (e === "change" || e === "batch" ? p.log_id as number : undefined),
     write: (s) => post(s, "/api/v1/objects/app-1/counter/contract/increment", { slot: "n" }),
@@ -42,17 +49,26 @@ const CASES: ProductCase[] = [
     params: (after) => (after !== undefined ? { after_serial: after } : {}),
     head: (r) => r.serial as number,
     position: (e, p) => (e === "tick" ? p.serial as number : undefined),
-    write: (s, i) => post(s, "/api/apps/app-1/trigger", { channel: "contract", event: "tick", data: i }),
+    write: (s, i) =>
+      post(s, "/api/apps/app-1/trigger", { channel: "contract", event: "tick", data: i }),
   },
   {
     name: "chat thread",
     topic: "chat:key1:contract",
-    params: (after) => ({ client_id: "viewer", ...(after !== undefined ? { after_log_id: after } : {}) }),
+    params: (after) => ({
+      client_id: "viewer",
+      ...(after !== undefined ? { after_log_id: after } : {}),
+    }),
     head: (r) => r.log_id as number,
     position: (_e, p) => (typeof p.log_id === "number" ? p.log_id : undefined),
     setup: async (s) => void await makeThread(s, "contract"),
     write: async (s, i) => {
-      const r = await api(s, "POST", "/api/chat/threads/contract/messages", doc("messages", { role: "user", content: `${i}` }, { id: `c${i}` }));
+      const r = await api(
+        s,
+        "POST",
+        "/api/chat/threads/contract/messages",
+        doc("messages", { role: "user", content: `${i}` }, { id: `c${i}` }),
+      );
       assert.equal(r.status, 201);
     },
   },
@@ -84,7 +100,9 @@ for (const product of CASES) {
       const total = base + writes;
       for (const { sock, from } of joined) {
         const seen = () =>
-          sock.frames.map((f) => product.position(f[3], f[4])).filter((p): p is number => p !== undefined);
+          sock.frames.map((f) => product.position(f[3], f[4])).filter((p): p is number =>
+            p !== undefined
+          );
         await sock.waitFor(() => seen().length >= total - from, 10_000);
         assert.deepEqual(seen(), Array.from({ length: total - from }, (_, i) => from + i + 1));
       }

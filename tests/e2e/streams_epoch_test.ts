@@ -19,7 +19,12 @@ Deno.test("streams: chat joins during a 20-writer storm always reply with log_id
     let written = 1; // thread:created
     const writers = Array.from({ length: 20 }, async (_, w) => {
       for (let i = 0; writing && i < 40; i++) {
-        const r = await api(server, "POST", "/api/chat/threads/storm/messages", doc("messages", { role: "user", content: `${w}.${i}` }, { id: `m-${w}-${i}` }));
+        const r = await api(
+          server,
+          "POST",
+          "/api/chat/threads/storm/messages",
+          doc("messages", { role: "user", content: `${w}.${i}` }, { id: `m-${w}-${i}` }),
+        );
         assert.equal(r.status, 201);
         written++;
       }
@@ -45,9 +50,12 @@ Deno.test("streams: chat joins during a 20-writer storm always reply with log_id
     try {
       for (const { sock } of joined) {
         await sock.waitFor(() =>
-          sock.frames.filter((f) => typeof f[4]?.log_id === "number" && f[3] !== "phx_reply").length >= written
+          sock.frames.filter((f) => typeof f[4]?.log_id === "number" && f[3] !== "phx_reply")
+            .length >= written
         );
-        const ids = sock.frames.filter((f) => f[3] !== "phx_reply" && typeof f[4]?.log_id === "number")
+        const ids = sock.frames.filter((f) =>
+          f[3] !== "phx_reply" && typeof f[4]?.log_id === "number"
+        )
           .map((f) => f[4].log_id as number);
         assert.deepEqual(ids, Array.from({ length: written }, (_, i) => i + 1));
       }
@@ -72,7 +80,11 @@ Deno.test({
   try {
     const obj = `${server.baseUrl}/api/v1/objects/app-1/sdk/epoch`;
     const put = (slot: string, value: unknown) =>
-      fetch(`${obj}/${slot}`, { method: "PUT", headers: server.headers(), body: JSON.stringify({ value }) })
+      fetch(`${obj}/${slot}`, {
+        method: "PUT",
+        headers: server.headers(),
+        body: JSON.stringify({ value }),
+      })
         .then((r) => r.body?.cancel());
     await put("a", 1);
     const sub = new ObjectSubscription(
@@ -87,7 +99,10 @@ Deno.test({
     await fetch(obj, { method: "DELETE", headers: server.headers() }).then((r) => r.body?.cancel());
     await until(() => sub.logId === 0 && sub.epoch !== "0", "purge seen");
     await put("b", 2);
-    await until(() => sub.logId === 1 && (sub.state as Record<string, unknown>).b === 2, "new epoch write");
+    await until(
+      () => sub.logId === 1 && (sub.state as Record<string, unknown>).b === 2,
+      "new epoch write",
+    );
     assert.deepEqual(sub.state, { b: 2 });
 
     await makeThread(server, "sdk-t");
@@ -95,9 +110,17 @@ Deno.test({
     await session.view.send("first life");
     await until(() => session.view.getMessages().length >= 1, "message");
     assert.equal((await api(server, "DELETE", "/api/chat/threads/sdk-t")).status, 204);
-    await until(() => session.view.getMessages().length === 0 && session.view.logId === 0, "thread deleted");
+    await until(
+      () => session.view.getMessages().length === 0 && session.view.logId === 0,
+      "thread deleted",
+    );
     await makeThread(server, "sdk-t");
-    await api(server, "POST", "/api/chat/threads/sdk-t/messages", doc("messages", { role: "user", content: "second life" }, { id: "s2" }));
+    await api(
+      server,
+      "POST",
+      "/api/chat/threads/sdk-t/messages",
+      doc("messages", { role: "user", content: "second life" }, { id: "s2" }),
+    );
     await until(() => session.view.logId === 2, "new thread entries applied");
     assert.deepEqual(session.view.getMessages().map((m) => m.content), ["second life"]);
     session.close();

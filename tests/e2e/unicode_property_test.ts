@@ -29,11 +29,20 @@ const payload = fc.jsonValue({ maxDepth: 4 }).map((v) => JSON.parse(JSON.stringi
 let counter = 0;
 const unique = () => `${++counter}`;
 
-async function objectsRoundTrip(server: TestServer, sock: RawSocket, type: string, key: string, slot: string, value: unknown) {
+async function objectsRoundTrip(
+  server: TestServer,
+  sock: RawSocket,
+  type: string,
+  key: string,
+  slot: string,
+  value: unknown,
+) {
   const base = `/api/v1/objects/app-1/${encodeURIComponent(type)}/${encodeURIComponent(key)}`;
   const put = await call(server, "PUT", `${base}/${encodeURIComponent(slot)}`, { value });
   assert.equal(put.status, 200, JSON.stringify(put.body));
-  assert.deepEqual((await call(server, "GET", `${base}/${encodeURIComponent(slot)}`)).body, { value });
+  assert.deepEqual((await call(server, "GET", `${base}/${encodeURIComponent(slot)}`)).body, {
+    value,
+  });
   const log = await call(server, "GET", `${base}/log`);
   assert.equal(log.status, 200);
   assert.deepEqual(log.body.items.at(-1), { op: "set", key: slot, value, log_id: put.body.log_id });
@@ -54,18 +63,40 @@ async function channelRoundTrip(server: TestServer, sock: RawSocket, who: string
   assert.deepEqual(history.body.items[0].data, data);
   const caps = [`channel:subscribe:${channel}`, `channel:presence:${channel}`];
   const auth = await token(server, server.apps[0], sock.socketId, caps, who);
-  const j = await sock.join(`pubsub:key1:${channel}`, { auth, after_serial: 0, channel_data: { user_id: who, user_info: { name: who } } });
+  const j = await sock.join(`pubsub:key1:${channel}`, {
+    auth,
+    after_serial: 0,
+    channel_data: { user_id: who, user_info: { name: who } },
+  });
   assert.equal(j.status, "ok", JSON.stringify(j.response));
   assert.deepEqual(sock.events(`pubsub:key1:${channel}`, "ev")[0][4], { serial: 1, data });
-  assert.deepEqual((j.response.presence as { members: unknown[] }).members, [{ user_id: who, user_info: { name: who } }]);
+  assert.deepEqual((j.response.presence as { members: unknown[] }).members, [{
+    user_id: who,
+    user_info: { name: who },
+  }]);
 }
 
-async function chatRoundTrip(server: TestServer, sock: RawSocket, threadId: string, content: unknown) {
+async function chatRoundTrip(
+  server: TestServer,
+  sock: RawSocket,
+  threadId: string,
+  content: unknown,
+) {
   const path = `/api/chat/threads`;
-  const created = await api(server, "POST", path, doc("threads", { title: threadId }, { id: threadId }));
+  const created = await api(
+    server,
+    "POST",
+    path,
+    doc("threads", { title: threadId }, { id: threadId }),
+  );
   assert.equal(created.status, 201, JSON.stringify(created.body));
   const tid = encodeURIComponent(threadId);
-  const m = await api(server, "POST", `${path}/${tid}/messages`, doc("messages", { role: "user", content }, { id: `m-${threadId}` }));
+  const m = await api(
+    server,
+    "POST",
+    `${path}/${tid}/messages`,
+    doc("messages", { role: "user", content }, { id: `m-${threadId}` }),
+  );
   assert.equal(m.status, 201, JSON.stringify(m.body));
   const list = await api(server, "GET", `${path}/${tid}/messages`);
   assert.equal(list.status, 200, JSON.stringify(list.body));
@@ -74,9 +105,17 @@ async function chatRoundTrip(server: TestServer, sock: RawSocket, threadId: stri
   assert.equal(j.status, "ok", JSON.stringify(j.response));
   const msgs = j.response.messages as { messageId: string; content: unknown }[];
   assert.deepEqual(msgs.map((x) => [x.messageId, x.content]), [[`m-${threadId}`, content]]);
-  const sent = await sock.push(topic, j.joinRef, "send", { content, messageId: `s-${threadId}`, parentId: `m-${threadId}` });
+  const sent = await sock.push(topic, j.joinRef, "send", {
+    content,
+    messageId: `s-${threadId}`,
+    parentId: `m-${threadId}`,
+  });
   assert.equal(sent.status, "ok", JSON.stringify(sent.response));
-  assert.equal((await api(server, "DELETE", `${path}/${tid}/messages/${encodeURIComponent(`m-${threadId}`)}`)).status, 204);
+  assert.equal(
+    (await api(server, "DELETE", `${path}/${tid}/messages/${encodeURIComponent(`m-${threadId}`)}`))
+      .status,
+    204,
+  );
   assert.equal((await api(server, "DELETE", `${path}/${tid}`)).status, 204);
 }
 
@@ -101,13 +140,20 @@ Deno.test(`property: Unicode names and JSON payloads round-trip through every pr
       const b = await RawSocket.connect(server.wsUrl("key1", format));
       try {
         await fc.assert(
-          fc.asyncProperty(objectType, unicodeName, unicodeName, unicodeName, payload, async (type, key, slot, name, value) => {
-            const n = unique();
-            await objectsRoundTrip(server, a, `${type}${n}`, key, slot, value);
-            await channelRoundTrip(server, a, `${name}${n}`, value);
-            await chatRoundTrip(server, a, `${name}·${n}`, value);
-            await spaceRoundTrip(a, b, `${name}${n}`, value);
-          }),
+          fc.asyncProperty(
+            objectType,
+            unicodeName,
+            unicodeName,
+            unicodeName,
+            payload,
+            async (type, key, slot, name, value) => {
+              const n = unique();
+              await objectsRoundTrip(server, a, `${type}${n}`, key, slot, value);
+              await channelRoundTrip(server, a, `${name}${n}`, value);
+              await chatRoundTrip(server, a, `${name}·${n}`, value);
+              await spaceRoundTrip(a, b, `${name}${n}`, value);
+            },
+          ),
           { seed: SEED, numRuns: RUNS },
         );
       } finally {

@@ -10,9 +10,19 @@ Deno.test("webhook outbox: a retry pending at shutdown is sent after the restart
   try {
     const first = await startServer();
     try {
-      await api(first, "POST", "/api/chat/bots", doc("bots", { name: "Hooky", webhook_url: hook.url }, { id: "hooky" }));
+      await api(
+        first,
+        "POST",
+        "/api/chat/bots",
+        doc("bots", { name: "Hooky", webhook_url: hook.url }, { id: "hooky" }),
+      );
       await makeThread(first, "t");
-      await api(first, "PATCH", "/api/chat/threads/t/assign-bot", doc("threads", { bot_id: "hooky" }));
+      await api(
+        first,
+        "PATCH",
+        "/api/chat/threads/t/assign-bot",
+        doc("threads", { bot_id: "hooky" }),
+      );
       await hook.waitFor(1); // answered 500; the retry is due 0.5 s later
       // Stop once the failure is recorded in the outbox (the retry is scheduled, not sent).
       for (let i = 0; i < 100; i++) {
@@ -27,7 +37,10 @@ Deno.test("webhook outbox: a retry pending at shutdown is sent after the restart
     const again = await startServer({ dataDir: first.dataDir });
     try {
       const [a, b] = await hook.waitFor(2);
-      assert.equal(b.headers.get("x-switchboard-delivery"), a.headers.get("x-switchboard-delivery"));
+      assert.equal(
+        b.headers.get("x-switchboard-delivery"),
+        a.headers.get("x-switchboard-delivery"),
+      );
       assert.equal(a.headers.get("x-switchboard-attempt"), "1");
       assert.equal(b.headers.get("x-switchboard-attempt"), "2");
       assert.equal(b.body, a.body);

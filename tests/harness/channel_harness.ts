@@ -6,7 +6,7 @@
 // tests/e2e/.
 import assert from "node:assert/strict";
 import { join as joinPath } from "node:path";
-import { AppRegistry, APP_DEFAULTS, type App } from "../../lib/config/apps.ts";
+import { type App, APP_DEFAULTS, AppRegistry } from "../../lib/config/apps.ts";
 import { parseConfig } from "../../lib/config/config.ts";
 import { Hub, type Subscriber } from "../../lib/hub/hub.ts";
 import { verifyToken } from "../../lib/auth/verify.ts";
@@ -84,7 +84,11 @@ export class Member implements Subscriber {
   }
 
   /** Waits until an event matching `match` arrives (default 2 s), like Phoenix's `assert_push`. */
-  async assertPush(event: string, match: (payload: any) => boolean = () => true, ms = 2000): Promise<any> {
+  async assertPush(
+    event: string,
+    match: (payload: any) => boolean = () => true,
+    ms = 2000,
+  ): Promise<any> {
     const found = () => this.events(event).find((e) => match(e.payload));
     const deadline = Date.now() + ms;
     while (!found()) {
@@ -246,10 +250,16 @@ export class Harness {
 
   /** An HTTP request to the products' routes, errors answered as the server answers them
    * (credentials of app-1 unless `headers`). */
-  async http(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any }> {
+  async http(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any }> {
     const init: RequestInit = {
       method,
-      headers: headers ?? { "x-app-key": "key1", "x-app-secret": "secret1", "content-type": "application/json" },
+      headers: headers ??
+        { "x-app-key": "key1", "x-app-secret": "secret1", "content-type": "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body),
     };
     if (body !== undefined && !(init.headers as Record<string, string>)["content-type"]) {
@@ -269,7 +279,10 @@ export class Harness {
 }
 
 /** Opens a harness, runs `fn`, closes it even when `fn` throws. */
-export async function withHarness(fn: (h: Harness) => Promise<void>, args: string[] = []): Promise<void> {
+export async function withHarness(
+  fn: (h: Harness) => Promise<void>,
+  args: string[] = [],
+): Promise<void> {
   const h = new Harness(args);
   try {
     await fn(h);

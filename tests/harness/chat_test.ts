@@ -7,9 +7,18 @@ import { type Harness, type JoinParams, withHarness } from "./channel_harness.ts
 import { Switchboard } from "../../sdk/server/mod.ts";
 import { chatGrant } from "../../sdk/server/auth.ts";
 
-const JSON_API = { "x-app-key": "key1", "x-app-secret": "secret1", "content-type": "application/vnd.api+json" };
-const api = (h: Harness, method: string, path: string, body?: unknown) => h.http(method, path, body, JSON_API);
-const doc = (type: string, attributes: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+const JSON_API = {
+  "x-app-key": "key1",
+  "x-app-secret": "secret1",
+  "content-type": "application/vnd.api+json",
+};
+const api = (h: Harness, method: string, path: string, body?: unknown) =>
+  h.http(method, path, body, JSON_API);
+const doc = (
+  type: string,
+  attributes: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+) => ({
   data: { type, attributes, ...extra },
 });
 
@@ -19,7 +28,12 @@ async function makeThread(h: Harness, id: string): Promise<void> {
 }
 
 async function post(h: Harness, thread: string, id: string, content: string): Promise<void> {
-  const r = await api(h, "POST", `/api/chat/threads/${thread}/messages`, doc("messages", { role: "user", content }, { id }));
+  const r = await api(
+    h,
+    "POST",
+    `/api/chat/threads/${thread}/messages`,
+    doc("messages", { role: "user", content }, { id }),
+  );
   assert.equal(r.status, 201, JSON.stringify(r.body));
 }
 
@@ -32,8 +46,15 @@ Deno.test("harness chat: entries after after_log_id are pushed oldest first befo
     assert.equal(m.reply.response.log_id, 4);
     assert.equal(m.reply.response.epoch, "0");
     assert.equal(m.reply.response.reset, undefined);
-    assert.deepEqual(m.replayed().map((e) => [e.event, e.payload.log_id]), [["message:created", 3], ["message:created", 4]]);
-    assert.deepEqual(m.reply.response.messages.map((x: { content: string }) => x.content), ["a", "b", "c"]);
+    assert.deepEqual(m.replayed().map((e) => [e.event, e.payload.log_id]), [
+      ["message:created", 3],
+      ["message:created", 4],
+    ]);
+    assert.deepEqual(m.reply.response.messages.map((x: { content: string }) => x.content), [
+      "a",
+      "b",
+      "c",
+    ]);
     await post(h, "t1", "d", "d");
     const live = await m.assertPush("message:created", (p) => p.log_id === 5);
     assert.equal(live.message.content, "d");
@@ -55,7 +76,11 @@ Deno.test("harness streams: after_log_id is validated the same on every product"
     assert.deepEqual(ok.replayed().map((e) => e.payload.log_id), [3]);
     for (const bad of [2.5, -1, "x", "2.5", { n: 1 }]) {
       const r = await h.join("chat:key1:valid", { client_id: "x", after_log_id: bad });
-      assert.deepEqual(r.received, [{ kind: "reply", status: "error", response: { reason: "invalid after_log_id" } }], JSON.stringify(bad));
+      assert.deepEqual(r.received, [{
+        kind: "reply",
+        status: "error",
+        response: { reason: "invalid after_log_id" },
+      }], JSON.stringify(bad));
       const o = await h.join("durable:key1:doc:k", { app_secret: "secret1", after_log_id: bad });
       assert.deepEqual(o.reply.response, { reason: "invalid after_log_id" });
     }
@@ -65,7 +90,11 @@ Deno.test("harness streams: after_log_id is validated the same on every product"
     }
     const e = await h.join("pubsub:key1:news", { after_serial: 0, epoch: 7 });
     assert.deepEqual(e.reply.response, { reason: "invalid epoch" });
-    const c = await h.join("chat:key1:valid", { client_id: "x", after_log_id: 0, epoch: "x".repeat(65) });
+    const c = await h.join("chat:key1:valid", {
+      client_id: "x",
+      after_log_id: 0,
+      epoch: "x".repeat(65),
+    });
     assert.deepEqual(c.reply.response, { reason: "invalid epoch" });
   });
 });
@@ -74,7 +103,12 @@ Deno.test("harness streams: a hard-deleted thread re-created with the same id st
   await withHarness(async (h) => {
     await makeThread(h, "again");
     const human = await h.join("chat:key1:again", { client_id: "alice" });
-    const sent = await human.push("send", { content: "hi", messageId: "u1", runId: "r1", parentId: null });
+    const sent = await human.push("send", {
+      content: "hi",
+      messageId: "u1",
+      runId: "r1",
+      parentId: null,
+    });
     assert.equal(sent?.status, "ok", JSON.stringify(sent));
     const viewer = await h.join("chat:key1:again", { client_id: "bob" });
     assert.equal(viewer.reply.response.epoch, "0");
@@ -97,7 +131,11 @@ Deno.test("harness streams: a hard-deleted thread re-created with the same id st
     // The online viewer got the new thread's first entry live at log_id 1.
     await viewer.assertPush("thread:created", (p) => p.log_id === 1);
     // Rejoining with the old epoch and position: a flagged fresh snapshot, no stale replay.
-    const re = await h.join("chat:key1:again", { client_id: "bob", after_log_id: oldHead, epoch: "0" });
+    const re = await h.join("chat:key1:again", {
+      client_id: "bob",
+      after_log_id: oldHead,
+      epoch: "0",
+    });
     assert.equal(re.reply.response.reset, true);
     assert.equal(re.reply.response.epoch, epoch);
     assert.equal(re.reply.response.log_id, 1);
@@ -111,18 +149,32 @@ Deno.test("harness chat: thread join errors: auth required, invalid token, forbi
     const sb2 = new Switchboard({ baseUrl: "http://unused", appKey: "key2", appSecret: "secret2" });
     const join = (t: string, params: JoinParams | ((socketId: string) => Promise<JoinParams>)) =>
       h.join(`chat:key2:${t}`, params, "key2");
-    assert.deepEqual((await join("a", { client_id: "x" })).reply.response, { reason: "auth required" });
-    assert.deepEqual((await join("a", { auth: "garbage" })).reply.response, { reason: "invalid token" });
+    assert.deepEqual((await join("a", { client_id: "x" })).reply.response, {
+      reason: "auth required",
+    });
+    assert.deepEqual((await join("a", { auth: "garbage" })).reply.response, {
+      reason: "invalid token",
+    });
     const other = await sb2.mintFastToken("999.1", ["chat:subscribe:a"], "x"); // other socket
-    assert.deepEqual((await join("a", { auth: other })).reply.response, { reason: "invalid token" });
+    assert.deepEqual((await join("a", { auth: other })).reply.response, {
+      reason: "invalid token",
+    });
     // The default client set for a thread (what authenticateChat issues through /api/auth).
     const grant = (thread: string) => chatGrant(thread);
-    const wrongThread = await join("a", async (s) => ({ auth: await sb2.mintFastToken(s, grant("b"), "x") }));
+    const wrongThread = await join(
+      "a",
+      async (s) => ({ auth: await sb2.mintFastToken(s, grant("b"), "x") }),
+    );
     assert.deepEqual(wrongThread.reply.response, { reason: "forbidden: missing chat:subscribe:a" });
-    const ok = await join("a", async (s) => ({ auth: await sb2.mintFastToken(s, grant("a"), "x") }));
+    const ok = await join(
+      "a",
+      async (s) => ({ auth: await sb2.mintFastToken(s, grant("a"), "x") }),
+    );
     assert.equal(ok.reply.status, "ok");
     assert.equal(ok.reply.response.client_id, "x");
-    assert.deepEqual((await join("c", { agent_secret: "nope", agent_id: "a" })).reply.response, { reason: "invalid secret" });
+    assert.deepEqual((await join("c", { agent_secret: "nope", agent_id: "a" })).reply.response, {
+      reason: "invalid secret",
+    });
     assert.equal((await join("c", { agent_secret: "secret2", agent_id: "a" })).reply.status, "ok");
     // App auth disabled: no token needed, the client id comes from the join params.
     const anon = await h.join("chat:key1:open", { client_id: "zed" });
@@ -153,7 +205,10 @@ Deno.test("harness chat: tokens beyond 256 KiB are refused with a reason; the ru
       assert.equal(t?.status, "ok", JSON.stringify(t));
     }
     const over = await agent.push("token", { runId: "r1", text: chunk });
-    assert.deepEqual(over, { status: "error", response: { reason: "invalid_request: stream is larger than 262144 bytes" } });
+    assert.deepEqual(over, {
+      status: "error",
+      response: { reason: "invalid_request: stream is larger than 262144 bytes" },
+    });
     // A small token still fits under the cap.
     assert.equal((await agent.push("token", { runId: "r1", text: "!" }))?.status, "ok");
     const end = await agent.push("run:end", { runId: "r1", reason: "complete" });

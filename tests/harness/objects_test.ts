@@ -21,7 +21,7 @@ async function http(h: Harness, method: string, p: string, body?: unknown): Prom
 /** Applies a change / batch / purge payload to a local copy of the state. */
 function applyEvent(state: Record<string, unknown>, event: string, payload: any): void {
   const ops = event === "batch" ? payload.ops : event === "change" ? [payload] : [];
-  if (event === "purge") for (const k of Object.keys(state)) delete state[k];
+  if (event === "purge") { for (const k of Object.keys(state)) delete state[k]; }
   for (const op of ops) {
     if (op.op === "delete") delete state[op.key];
     else state[op.key] = op.value;
@@ -34,7 +34,8 @@ Deno.test("harness objects: join auth reasons, token, wildcard token, app_secret
   await withHarness(async (h) => {
     const topic = "durable:key1:doc:a:b";
     await http(h, "PUT", `${path("doc", "a:b")}/x`, { value: 1 });
-    const reason = async (params: Record<string, unknown>) => (await h.join(topic, params)).reply.response.reason;
+    const reason = async (params: Record<string, unknown>) =>
+      (await h.join(topic, params)).reply.response.reason;
     assert.equal(await reason({}), "auth required for durable object channels");
     assert.equal(await reason({ auth: "" }), "auth required for durable object channels");
     assert.equal(await reason({ app_secret: "wrong" }), "invalid app_secret");
@@ -49,7 +50,11 @@ Deno.test("harness objects: join auth reasons, token, wildcard token, app_secret
     const wrong = await joinWith(async (s) => (await sb.authenticateObject(s, "doc", "a:c")).auth);
     assert.equal(wrong.reply.response.reason, "forbidden: missing object:read:doc/a:b");
     const good = await joinWith(async (s) => (await sb.authenticateObject(s, "doc", "a:b")).auth);
-    assert.deepEqual(good.reply, { kind: "reply", status: "ok", response: { state: { x: 1 }, log_id: 1, epoch: "0" } });
+    assert.deepEqual(good.reply, {
+      kind: "reply",
+      status: "ok",
+      response: { state: { x: 1 }, log_id: 1, epoch: "0" },
+    });
     const wild = await joinWith((s) => sb.mintFastToken(s, ["object:read:doc/*"]));
     assert.equal(wild.reply.status, "ok");
     const bySecret = await h.join(topic, { app_secret: "secret1" });
@@ -74,38 +79,75 @@ Deno.test("harness objects: replay before the reply, live change / batch / purge
     await http(h, "PATCH", p, { b: 2, c: 3 });
     await http(h, "POST", `${p}/increment`, { slot: "a", by: 4 });
     const m = await h.join(topic, { app_secret: "secret1", after_log_id: 1 });
-    assert.deepEqual(m.reply.response, { state: { a: 5, b: 2, c: 3 }, log_id: 3, epoch: "0", replay: "complete", first_log_id: 1 });
+    assert.deepEqual(m.reply.response, {
+      state: { a: 5, b: 2, c: 3 },
+      log_id: 3,
+      epoch: "0",
+      replay: "complete",
+      first_log_id: 1,
+    });
     assert.deepEqual(m.replayed().map((e) => [e.event, e.payload]), [
-      ["batch", { log_id: 2, ops: [{ op: "set", key: "b", value: 2 }, { op: "set", key: "c", value: 3 }] }],
+      ["batch", {
+        log_id: 2,
+        ops: [{ op: "set", key: "b", value: 2 }, { op: "set", key: "c", value: 3 }],
+      }],
       ["change", { log_id: 3, op: "set", key: "a", value: 5 }],
     ]);
 
     await http(h, "POST", `${p}/append`, { slot: "l", value: "x" });
     await http(h, "DELETE", `${p}/b`);
-    await http(h, "POST", `${p}/transaction`, [{ op: "increment", key: "a" }, { op: "delete", key: "c" }]);
+    await http(h, "POST", `${p}/transaction`, [{ op: "increment", key: "a" }, {
+      op: "delete",
+      key: "c",
+    }]);
     await h.http("DELETE", p);
     await http(h, "PUT", `${p}/z`, { value: true });
     await m.assertPush("change", (x) => x.log_id === 1);
-    const live = m.events().filter((e) => e.kind === "live" && isLive(e.event)).map((e) => [e.event, e.payload]);
+    const live = m.events().filter((e) => e.kind === "live" && isLive(e.event)).map((
+      e,
+    ) => [e.event, e.payload]);
     const epoch = (live[3][1] as { epoch: string }).epoch;
     assert.match(epoch, /^[0-9a-f]{8}$/, "a purge starts a new epoch");
     assert.deepEqual(live, [
       ["change", { log_id: 4, op: "set", key: "l", value: ["x"] }],
       ["change", { log_id: 5, op: "delete", key: "b", value: null }],
-      ["batch", { log_id: 6, ops: [{ op: "set", key: "a", value: 6 }, { op: "delete", key: "c", value: null }] }],
+      ["batch", {
+        log_id: 6,
+        ops: [{ op: "set", key: "a", value: 6 }, { op: "delete", key: "c", value: null }],
+      }],
       ["purge", { log_id: 0, epoch }],
       ["change", { log_id: 1, op: "set", key: "z", value: true }],
     ]);
     // after_log_id beyond the head (the object was purged meanwhile): a flagged fresh snapshot,
     // no replay; the same from another epoch even when the position exists.
     const beyond = await h.join(topic, { app_secret: "secret1", after_log_id: 6 });
-    assert.deepEqual(beyond.reply.response, { state: { z: true }, log_id: 1, epoch, replay: "reset", first_log_id: 1, reset: true });
+    assert.deepEqual(beyond.reply.response, {
+      state: { z: true },
+      log_id: 1,
+      epoch,
+      replay: "reset",
+      first_log_id: 1,
+      reset: true,
+    });
     assert.deepEqual(beyond.replayed(), []);
     const old = await h.join(topic, { app_secret: "secret1", after_log_id: 0, epoch: "0" });
-    assert.deepEqual(old.reply.response, { state: { z: true }, log_id: 1, epoch, replay: "reset", first_log_id: 1, reset: true });
+    assert.deepEqual(old.reply.response, {
+      state: { z: true },
+      log_id: 1,
+      epoch,
+      replay: "reset",
+      first_log_id: 1,
+      reset: true,
+    });
     assert.deepEqual(old.replayed(), []);
     const same = await h.join(topic, { app_secret: "secret1", after_log_id: 0, epoch });
-    assert.deepEqual(same.reply.response, { state: { z: true }, log_id: 1, epoch, replay: "complete", first_log_id: 1 });
+    assert.deepEqual(same.reply.response, {
+      state: { z: true },
+      log_id: 1,
+      epoch,
+      replay: "complete",
+      first_log_id: 1,
+    });
     assert.deepEqual(same.replayed().map((e) => e.payload.log_id), [1], "one replayed change");
   });
 });
@@ -144,17 +186,26 @@ Deno.test("harness objects: write storm: every member sees exactly 1..N across l
           if (r.kind === "reply") {
             assert.equal(r.response.log_id, ids.at(-1) ?? 0, `member ${index} snapshot position`);
             assert.deepEqual(r.response.state, state, `member ${index} snapshot state`);
-          } else if ((r.kind === "push" || r.kind === "live") && (r.event === "change" || r.event === "batch")) {
+          } else if (
+            (r.kind === "push" || r.kind === "live") &&
+            (r.event === "change" || r.event === "batch")
+          ) {
             ids.push(r.payload.log_id);
             applyEvent(state, r.event, r.payload);
           }
         }
       };
       const join = async () => {
-        m = await h.join(topic, async (socketId) =>
-          index % 2 === 0
-            ? { after_log_id: ids.at(-1) ?? 0, auth: (await sb.authenticateObject(socketId, type, key)).auth }
-            : { after_log_id: ids.at(-1) ?? 0, app_secret: "secret1" });
+        m = await h.join(
+          topic,
+          async (socketId) =>
+            index % 2 === 0
+              ? {
+                after_log_id: ids.at(-1) ?? 0,
+                auth: (await sb.authenticateObject(socketId, type, key)).auth,
+              }
+              : { after_log_id: ids.at(-1) ?? 0, app_secret: "secret1" },
+        );
         assert.equal(m.reply.status, "ok", JSON.stringify(m.reply));
         joins++;
         cursor = 0;

@@ -4,8 +4,11 @@
 import assert from "node:assert/strict";
 import { withHarness } from "./channel_harness.ts";
 
-const trigger = (h: { http: (...a: any[]) => Promise<{ status: number }> }, channel: string, data: unknown) =>
-  h.http("POST", "/api/apps/app-1/trigger", { channel, event: "ev", data });
+const trigger = (
+  h: { http: (...a: any[]) => Promise<{ status: number }> },
+  channel: string,
+  data: unknown,
+) => h.http("POST", "/api/apps/app-1/trigger", { channel, event: "ev", data });
 
 Deno.test("harness pubsub: a join without a position replies with the head, then gets live events", async () => {
   await withHarness(async (h) => {
@@ -23,18 +26,36 @@ Deno.test("harness pubsub: replay oldest first before the reply; partial when tr
   await withHarness(async (h) => {
     for (let i = 1; i <= 8; i++) assert.equal((await trigger(h, "r", { i })).status, 200);
     const m = await h.join("pubsub:key1:r", { after_serial: 5 });
-    assert.deepEqual(m.reply.response, { serial: 8, epoch: "0", replay: "complete", first_serial: 4 });
+    assert.deepEqual(m.reply.response, {
+      serial: 8,
+      epoch: "0",
+      replay: "complete",
+      first_serial: 4,
+    });
     assert.deepEqual(m.received.map((r) => r.kind), ["push", "push", "push", "reply"]);
-    assert.deepEqual(m.replayed().map((e) => e.payload), [6, 7, 8].map((i) => ({ serial: i, data: { i } })));
+    assert.deepEqual(
+      m.replayed().map((e) => e.payload),
+      [6, 7, 8].map((i) => ({ serial: i, data: { i } })),
+    );
     // Live events continue right after the replay.
     await trigger(h, "r", { i: 9 });
     await m.assertPush("ev", (p) => p.serial === 9);
 
     const p = await h.join("pubsub:key1:r", { after_serial: 1 });
-    assert.deepEqual(p.reply.response, { serial: 9, epoch: "0", replay: "partial", first_serial: 5 });
+    assert.deepEqual(p.reply.response, {
+      serial: 9,
+      epoch: "0",
+      replay: "partial",
+      first_serial: 5,
+    });
     assert.deepEqual(p.replayed().map((e) => e.payload.serial), [5, 6, 7, 8, 9]);
     const none = await h.join("pubsub:key1:r", { after_serial: 9 });
-    assert.deepEqual(none.reply.response, { serial: 9, epoch: "0", replay: "complete", first_serial: 5 });
+    assert.deepEqual(none.reply.response, {
+      serial: 9,
+      epoch: "0",
+      replay: "complete",
+      first_serial: 5,
+    });
     assert.deepEqual(none.replayed(), []);
     // A digit string is a position too.
     const str = await h.join("pubsub:key1:r", { after_serial: "8" });
@@ -44,13 +65,19 @@ Deno.test("harness pubsub: replay oldest first before the reply; partial when tr
 
 Deno.test("harness pubsub: a long replay arrives whole and in order, then live", async () => {
   await withHarness(async (h) => {
-    const events = Array.from({ length: 10 }, (_, i) => ({ channel: "long", event: "ev", data: i }));
+    const events = Array.from(
+      { length: 10 },
+      (_, i) => ({ channel: "long", event: "ev", data: i }),
+    );
     for (let i = 0; i < 60; i++) {
       assert.equal((await h.http("POST", "/api/apps/app-1/push", { events })).status, 200);
     }
     const m = await h.join("pubsub:key1:long", { after_serial: 0 });
     assert.equal(m.reply.response.replay, "complete");
-    assert.deepEqual(m.replayed().map((e) => e.payload.serial), Array.from({ length: 600 }, (_, i) => i + 1));
+    assert.deepEqual(
+      m.replayed().map((e) => e.payload.serial),
+      Array.from({ length: 600 }, (_, i) => i + 1),
+    );
     await trigger(h, "long", "x");
     await m.assertPush("ev", (p) => p.serial === 601);
   });
@@ -62,7 +89,12 @@ Deno.test("harness pubsub: a position from another epoch or beyond the head gets
   await withHarness(async (h) => {
     for (let i = 1; i <= 3; i++) await trigger(h, "p", i);
     const other = await h.join("pubsub:key1:p", { after_serial: 1, epoch: "1a2b3c4d" });
-    assert.deepEqual(other.reply.response, { serial: 3, epoch: "0", replay: "reset", first_serial: 1 });
+    assert.deepEqual(other.reply.response, {
+      serial: 3,
+      epoch: "0",
+      replay: "reset",
+      first_serial: 1,
+    });
     assert.deepEqual(other.replayed(), []);
     const beyond = await h.join("pubsub:key1:p", { after_serial: 7, epoch: "0" });
     assert.equal(beyond.reply.response.replay, "reset");
@@ -79,13 +111,19 @@ Deno.test("harness pubsub: join params are validated before anything is sent", a
   await withHarness(async (h) => {
     for (const bad of [2.5, -1, "x", "2.5", { n: 1 }]) {
       const r = await h.join("pubsub:key1:news", { after_serial: bad });
-      assert.deepEqual(r.received, [{ kind: "reply", status: "error", response: { reason: "invalid after_serial" } }], JSON.stringify(bad));
+      assert.deepEqual(r.received, [{
+        kind: "reply",
+        status: "error",
+        response: { reason: "invalid after_serial" },
+      }], JSON.stringify(bad));
     }
     const e = await h.join("pubsub:key1:news", { after_serial: 0, epoch: 7 });
     assert.deepEqual(e.reply.response, { reason: "invalid epoch" });
     const t = await h.join("pubsub:key2:news");
     assert.deepEqual(t.reply.response, { reason: "app_key mismatch" });
     const priv = await h.join("pubsub:key1:private-x");
-    assert.deepEqual(priv.reply.response, { reason: "auth required for private/presence channels" });
+    assert.deepEqual(priv.reply.response, {
+      reason: "auth required for private/presence channels",
+    });
   });
 });

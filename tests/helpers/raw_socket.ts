@@ -21,9 +21,10 @@ export class RawSocket {
     this.#msgpack = msgpack;
     ws.binaryType = "arraybuffer";
     ws.onmessage = (e) => {
-      const frame = (typeof e.data === "string"
-        ? JSON.parse(e.data)
-        : packr.unpack(new Uint8Array(e.data))) as Frame;
+      const frame =
+        (typeof e.data === "string"
+          ? JSON.parse(e.data)
+          : packr.unpack(new Uint8Array(e.data))) as Frame;
       this.frames.push(frame);
       for (const w of this.#waiters.splice(0)) w();
     };
@@ -53,14 +54,23 @@ export class RawSocket {
   }
 
   /** Sends a frame in this socket's format; returns the ref used. */
-  send(joinRef: string | null, topic: string, event: string, payload: unknown, ref = String(++this.#ref)): string {
+  send(
+    joinRef: string | null,
+    topic: string,
+    event: string,
+    payload: unknown,
+    ref = String(++this.#ref),
+  ): string {
     const frame = [joinRef, ref, topic, event, payload];
     this.#ws.send(this.#msgpack ? packr.pack(frame) : JSON.stringify(frame));
     return ref;
   }
 
   /** Joins and resolves with the reply payload `{ status, response }`. */
-  async join(topic: string, params: Record<string, unknown> = {}): Promise<{ status: string; response: Record<string, unknown>; joinRef: string }> {
+  async join(
+    topic: string,
+    params: Record<string, unknown> = {},
+  ): Promise<{ status: string; response: Record<string, unknown>; joinRef: string }> {
     const ref = String(++this.#ref);
     this.send(ref, topic, "phx_join", params, ref);
     const reply = await this.waitFor((f) => f[3] === "phx_reply" && f[1] === ref && f[2] === topic);
@@ -68,7 +78,12 @@ export class RawSocket {
   }
 
   /** Pushes an event on a joined topic and resolves with the reply payload. */
-  async push(topic: string, joinRef: string, event: string, payload: unknown): Promise<{ status: string; response: Record<string, unknown> }> {
+  async push(
+    topic: string,
+    joinRef: string,
+    event: string,
+    payload: unknown,
+  ): Promise<{ status: string; response: Record<string, unknown> }> {
     const ref = this.send(joinRef, topic, event, payload);
     const reply = await this.waitFor((f) => f[3] === "phx_reply" && f[1] === ref);
     return reply[4] as { status: string; response: Record<string, unknown> };
@@ -80,9 +95,15 @@ export class RawSocket {
     while (true) {
       const found = this.frames.find(pred);
       if (found) return found;
-      if (this.closeEvent) throw new Error(`socket closed (${this.closeEvent.code} ${this.closeEvent.reason}) while waiting`);
+      if (this.closeEvent) {
+        throw new Error(
+          `socket closed (${this.closeEvent.code} ${this.closeEvent.reason}) while waiting`,
+        );
+      }
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out; frames: ${JSON.stringify(this.frames.slice(-10))}`);
+      if (left <= 0) {
+        throw new Error(`timed out; frames: ${JSON.stringify(this.frames.slice(-10))}`);
+      }
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, left);
         this.#waiters.push(() => {

@@ -33,7 +33,11 @@ export class TcpWebSocket {
 
   /** Connects and completes the upgrade handshake for `path` (e.g. `/socket/websocket?...`);
    * `headers` are added to the upgrade request (e.g. an Origin). */
-  static async open(port: number, path: string, headers: Record<string, string> = {}): Promise<TcpWebSocket> {
+  static async open(
+    port: number,
+    path: string,
+    headers: Record<string, string> = {},
+  ): Promise<TcpWebSocket> {
     const sock = connect(port, "127.0.0.1");
     await new Promise<void>((resolve, reject) => {
       sock.once("connect", () => resolve());
@@ -56,8 +60,7 @@ export class TcpWebSocket {
         if (!status.includes(" 101 ")) {
           sock.destroy();
           reject(new Error(`upgrade refused: ${status}`));
-        }
-        else resolve(head.subarray(end + 4));
+        } else resolve(head.subarray(end + 4));
       };
       sock.on("data", onData);
     });

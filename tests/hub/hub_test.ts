@@ -18,7 +18,9 @@ class Recorder implements Subscriber {
   constructor(readonly format: string = "json") {}
   sendEncoded(data: string | Uint8Array) {
     this.raw.push(data);
-    this.frames.push(typeof data === "string" ? JSON.parse(data) : packr.unpack(data as Uint8Array));
+    this.frames.push(
+      typeof data === "string" ? JSON.parse(data) : packr.unpack(data as Uint8Array),
+    );
   }
 }
 
@@ -58,27 +60,42 @@ Deno.test("Hub + OrderedLog: concurrent publishers and joins with replay see eac
     seen.set(sub, record);
     const n = log.head(stream);
     log.whenPublished(stream, n, () => {
-      for (const r of log.after(stream, after)) if (r.position <= n) record.positions.push(r.position);
+      for (const r of log.after(stream, after)) {
+        if (r.position <= n) record.positions.push(r.position);
+      }
       hub.subscribe(topicOf(stream), {
         socketId: `j.${++socketCounter}`,
         format: "json",
-        sendEncoded: (d) => record.positions.push((JSON.parse(d as string)[4] as { pos: number }).pos),
+        sendEncoded: (d) =>
+          record.positions.push((JSON.parse(d as string)[4] as { pos: number }).pos),
       });
     });
   };
 
   const writers = streams.flatMap((stream) =>
-    Array.from({ length: 150 }, () =>
-      log.append(stream, () => ({ entries: [0], result: 0 }), (pos) => hub.publish(topicOf(stream), "e", { pos })))
+    Array.from(
+      { length: 150 },
+      () =>
+        log.append(stream, () => ({ entries: [0], result: 0 }), (pos) =>
+          hub.publish(topicOf(stream), "e", { pos })),
+    )
   );
   const joiners: Promise<void>[] = [];
   for (let i = 0; i < 30; i++) {
-    joiners.push(new Promise((r) => setTimeout(r, i)).then(() => join(streams[i % 3], i % 2 ? 0 : Math.max(0, log.head(streams[i % 3]) - 3))));
+    joiners.push(
+      new Promise((r) => setTimeout(r, i)).then(() =>
+        join(streams[i % 3], i % 2 ? 0 : Math.max(0, log.head(streams[i % 3]) - 3))
+      ),
+    );
   }
   await Promise.all([...writers, ...joiners]);
   for (const { stream, positions } of seen.values()) {
     const start = positions[0] ?? 1;
-    assert.deepEqual(positions, Array.from({ length: 150 - start + 1 }, (_, i) => start + i), `subscriber of ${stream}`);
+    assert.deepEqual(
+      positions,
+      Array.from({ length: 150 - start + 1 }, (_, i) => start + i),
+      `subscriber of ${stream}`,
+    );
   }
   await env.close();
 });
@@ -88,7 +105,11 @@ Deno.test("Hub: an added format gets its own encoding (null skips), and every su
   const seen: [string, number, number][] = [];
   hub.onSubscriptions((topic, count, delta) => seen.push([topic.key, count, delta]));
   // The encoder gets the topic parsed with the frame.
-  hub.addFormat("upper", (frame, topic) => frame[3] === "skip" ? null : `${topic.name}:${String(frame[3]).toUpperCase()}`);
+  hub.addFormat(
+    "upper",
+    (frame, topic) =>
+      frame[3] === "skip" ? null : `${topic.name}:${String(frame[3]).toUpperCase()}`,
+  );
   const [a, u1, u2] = [new Recorder(), new Recorder("upper"), new Recorder("upper")];
   u1.sendEncoded = (d) => u1.raw.push(d);
   u2.sendEncoded = (d) => u2.raw.push(d);
@@ -103,7 +124,7 @@ Deno.test("Hub: an added format gets its own encoding (null skips), and every su
   assert.deepEqual(seen, [[k, 1, 1], [k, 2, 1], [k, 3, 1], [k, 2, -1], [k, 1, -1], [k, 0, -1]]);
 });
 
-Deno.test("Hub.publish(): reach \"cluster\" is also relayed to the other nodes, reach \"node\" is not; observers see local and relayed publishes alike", () => {
+Deno.test('Hub.publish(): reach "cluster" is also relayed to the other nodes, reach "node" is not; observers see local and relayed publishes alike', () => {
   const hub = new Hub();
   const sub = new Recorder();
   hub.subscribe(T, sub);

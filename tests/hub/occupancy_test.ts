@@ -28,10 +28,16 @@ Deno.test("Occupancy: counts, listings and occupied/vacated across this node and
   occ.setRemote("n3", Topic.of("pubsub", "other", "three"), 1);
   assert.equal(occ.count(one()), 5);
   assert.equal(occ.count(two()), 3);
-  assert.deepEqual(occ.topics("k").sort(Topic.order).map((t) => t.key), ["pubsub:k:one", "pubsub:k:two"]);
+  assert.deepEqual(occ.topics("k").sort(Topic.order).map((t) => t.key), [
+    "pubsub:k:one",
+    "pubsub:k:two",
+  ]);
   assert.deepEqual(occ.topics("k", "tw").map((t) => t.key), ["pubsub:k:two"]);
   assert.equal(occ.topics().length, 3);
-  assert.deepEqual(seen, [["pubsub:k:one", true], ["pubsub:k:two", true], ["pubsub:other:three", true]]);
+  assert.deepEqual(seen, [["pubsub:k:one", true], ["pubsub:k:two", true], [
+    "pubsub:other:three",
+    true,
+  ]]);
 
   // Local leaves while another node still holds the channel: no vacated.
   hub.unsubscribe(one(), a);
@@ -61,6 +67,8 @@ Deno.test("ownerOf: one owner per topic, the same whatever the order of nodes, s
     const other = nodes.find((n) => n !== owner)!;
     assert.equal(ownerOf(topic, nodes.filter((n) => n !== other)), owner);
   }
-  for (const n of nodes) assert.ok((owners.get(n) ?? 0) > 800, `${n} owns ${owners.get(n)} of 3000`);
+  for (const n of nodes) {
+    assert.ok((owners.get(n) ?? 0) > 800, `${n} owns ${owners.get(n)} of 3000`);
+  }
   assert.equal(ownerOf("t", []), undefined);
 });

@@ -17,8 +17,13 @@ function objects(env: StoreEnv): ObjectStore {
 const ref = (key: string): ObjectRef => ({ appId: "app", appKey: "key", type: "t", key });
 
 /** The checkpoint row as stored for `key` (its state and the position it reflects). */
-function storedCheckpoint(env: StoreEnv, key: string): { at?: number; state: Record<string, unknown> } | undefined {
-  return env.db<{ at?: number; state: Record<string, unknown> }>("objects:state").get(`app/t/${key}`);
+function storedCheckpoint(
+  env: StoreEnv,
+  key: string,
+): { at?: number; state: Record<string, unknown> } | undefined {
+  return env.db<{ at?: number; state: Record<string, unknown> }>("objects:state").get(
+    `app/t/${key}`,
+  );
 }
 
 Deno.test("ObjectStore: state and log_id equal a model of every write, live, from checkpoints after a restart, and stored rows lag the head by less than CHECKPOINT_EVERY", async () => {
@@ -43,14 +48,18 @@ Deno.test("ObjectStore: state and log_id equal a model of every write, live, fro
         for (const op of ops) {
           if (op.op === "delete") delete m.state[op.key];
           else if (op.op === "set") m.state[op.key] = op.value;
-          else if (op.op === "increment") m.state[op.key] = ((m.state[op.key] as number) ?? 0) + op.by;
+          else if (op.op === "increment") {
+            m.state[op.key] = ((m.state[op.key] as number) ?? 0) + op.by;
+          }
         }
         m.log_id++;
         writes.push(store.write(ref(k), ops, ops.length > 1));
       }
     }
     await Promise.all(writes);
-    for (const k of keys) assert.deepEqual(store.snapshot(ref(k)), model.get(k), `${k} after wave ${wave}`);
+    for (const k of keys) {
+      assert.deepEqual(store.snapshot(ref(k)), model.get(k), `${k} after wave ${wave}`);
+    }
   }
   // One more write at a time until the stored checkpoint is behind the head, so the restart
   // below has entries to fold (a write right after a checkpoint stores none).
@@ -60,11 +69,17 @@ Deno.test("ObjectStore: state and log_id equal a model of every write, live, fro
     plain.state.n = (plain.state.n as number) + 1;
     plain.log_id++;
   }
-  assert.ok(storedCheckpoint(env, "plain")!.at! < plain.log_id, "plain: the checkpoint is behind the head");
+  assert.ok(
+    storedCheckpoint(env, "plain")!.at! < plain.log_id,
+    "plain: the checkpoint is behind the head",
+  );
   for (const k of keys) {
     const head = model.get(k)!.log_id;
     const row = storedCheckpoint(env, k)!;
-    assert.ok(row.at! <= head && head - row.at! < CHECKPOINT_EVERY, `${k}: checkpoint at ${row.at}, head ${head}`);
+    assert.ok(
+      row.at! <= head && head - row.at! < CHECKPOINT_EVERY,
+      `${k}: checkpoint at ${row.at}, head ${head}`,
+    );
   }
   await env.close();
 
@@ -84,7 +99,9 @@ Deno.test("ObjectStore: state and log_id equal a model of every write, live, fro
 Deno.test("ObjectStore: a commit that fails in flight leaves the next write on the stored state, not on the failed one's", async () => {
   const { env } = tempStore();
   const store = objects(env);
-  for (let i = 1; i <= 40; i++) await store.write(ref("o"), [{ op: "set", key: "v", value: i }], false);
+  for (let i = 1; i <= 40; i++) {
+    await store.write(ref("o"), [{ op: "set", key: "v", value: i }], false);
+  }
   // The next commit fails with nothing written: it is chained on a batch that never committed.
   const chained = env.chained.bind(env);
   let fail = true;
@@ -116,8 +133,17 @@ Deno.test("ObjectStore reads what releases before 2026-11-25 stored: a record wi
   const meta = old.openDB({ name: "objects:meta", ...opt });
   const records = old.openDB({ name: "objects:state", ...opt });
   await old.transaction(() => {
-    entries.put(["app/t/old", 1], { t: 1, e: { batch: false, ops: [{ op: "set", key: "a", value: 1 }] } });
-    entries.put(["app/t/old", 2], { t: 2, e: { batch: true, ops: [{ op: "set", key: "b", value: "é" }, { op: "delete", key: "a", value: null }] } });
+    entries.put(["app/t/old", 1], {
+      t: 1,
+      e: { batch: false, ops: [{ op: "set", key: "a", value: 1 }] },
+    });
+    entries.put(["app/t/old", 2], {
+      t: 2,
+      e: {
+        batch: true,
+        ops: [{ op: "set", key: "b", value: "é" }, { op: "delete", key: "a", value: null }],
+      },
+    });
     meta.put("app/t/old", { head: 2, first: 1 });
     records.put("app/t/old", { state: { b: "é" }, sizes: { b: 5 }, total: 5 });
   });
@@ -130,8 +156,14 @@ Deno.test("ObjectStore reads what releases before 2026-11-25 stored: a record wi
     { op: "set", key: "b", value: "é", log_id: 2 },
     { op: "delete", key: "a", value: null, log_id: 2 },
   ]);
-  for (let i = 0; i < 3; i++) await store.write(ref("old"), [{ op: "increment", key: "n", by: 1 }], false);
-  assert.equal(storedCheckpoint(env, "old")!.at, 3, "the first write after an upgrade stores a checkpoint");
+  for (let i = 0; i < 3; i++) {
+    await store.write(ref("old"), [{ op: "increment", key: "n", by: 1 }], false);
+  }
+  assert.equal(
+    storedCheckpoint(env, "old")!.at,
+    3,
+    "the first write after an upgrade stores a checkpoint",
+  );
   await env.close();
   const reopened = new StoreEnv(path);
   assert.deepEqual(objects(reopened).snapshot(ref("old")), { state: { b: "é", n: 3 }, log_id: 5 });
@@ -141,28 +173,46 @@ Deno.test("ObjectStore reads what releases before 2026-11-25 stored: a record wi
 Deno.test("ObjectStore: slot names that are Object.prototype members keep sizes and totals exact", async () => {
   const { env } = tempStore();
   const store = objects(env);
-  await store.write(ref("p"), [{ op: "set", key: "constructor", value: 1 }, { op: "set", key: "toString", value: "x" }], true);
+  await store.write(ref("p"), [{ op: "set", key: "constructor", value: 1 }, {
+    op: "set",
+    key: "toString",
+    value: "x",
+  }], true);
   await store.write(ref("p"), [{ op: "delete", key: "constructor" }], false);
   // Up to the first stored checkpoint.
-  for (let i = 3; i <= CHECKPOINT_EVERY; i++) await store.write(ref("p"), [{ op: "increment", key: "n", by: 1 }], false);
+  for (let i = 3; i <= CHECKPOINT_EVERY; i++) {
+    await store.write(ref("p"), [{ op: "increment", key: "n", by: 1 }], false);
+  }
   const row = env.db<{ at: number; total: number }>("objects:state").get("app/t/p")!;
   assert.equal(row.at, CHECKPOINT_EVERY);
   assert.ok(Number.isFinite(row.total), `total is ${row.total}`);
-  assert.deepEqual(store.snapshot(ref("p")), { state: { toString: "x", n: CHECKPOINT_EVERY - 2 }, log_id: CHECKPOINT_EVERY });
+  assert.deepEqual(store.snapshot(ref("p")), {
+    state: { toString: "x", n: CHECKPOINT_EVERY - 2 },
+    log_id: CHECKPOINT_EVERY,
+  });
   await env.close();
 });
 
 Deno.test("ObjectStore: an object with fewer than CHECKPOINT_EVERY entries stores no checkpoint; after a restart its state folds from the empty state", async () => {
   const { env, path } = tempStore();
   const store = objects(env);
-  for (let i = 1; i < CHECKPOINT_EVERY; i++) await store.write(ref("short é"), [{ op: "increment", key: "n", by: i }], false);
+  for (let i = 1; i < CHECKPOINT_EVERY; i++) {
+    await store.write(ref("short é"), [{ op: "increment", key: "n", by: i }], false);
+  }
   assert.equal(storedCheckpoint(env, "short é"), undefined);
   await env.close();
   const reopened = new StoreEnv(path);
   const fresh = objects(reopened);
   const sum = (CHECKPOINT_EVERY - 1) * CHECKPOINT_EVERY / 2;
-  assert.deepEqual(fresh.snapshot(ref("short é")), { state: { n: sum }, log_id: CHECKPOINT_EVERY - 1 });
+  assert.deepEqual(fresh.snapshot(ref("short é")), {
+    state: { n: sum },
+    log_id: CHECKPOINT_EVERY - 1,
+  });
   await fresh.write(ref("short é"), [{ op: "increment", key: "n", by: 1 }], false);
-  assert.deepEqual(storedCheckpoint(reopened, "short é"), { ...storedCheckpoint(reopened, "short é"), at: CHECKPOINT_EVERY, state: { n: sum + 1 } });
+  assert.deepEqual(storedCheckpoint(reopened, "short é"), {
+    ...storedCheckpoint(reopened, "short é"),
+    at: CHECKPOINT_EVERY,
+    state: { n: sum + 1 },
+  });
   await reopened.close();
 });

@@ -7,7 +7,11 @@ Deno.test("packEntry()/unpackEntry(): a flat array round-trips every op kind thr
   const cases: [boolean, MaterialOp[]][] = [
     [false, [{ op: "set", key: "v", value: { n: 1, "café": [true, null, 2 ** 53 - 1] } }]],
     [false, [{ op: "delete", key: "k:with:colons", value: null }]],
-    [true, [{ op: "set", key: "a", value: "😀" }, { op: "delete", key: "b", value: null }, { op: "set", key: "c", value: [] }]],
+    [true, [{ op: "set", key: "a", value: "😀" }, { op: "delete", key: "b", value: null }, {
+      op: "set",
+      key: "c",
+      value: [],
+    }]],
   ];
   for (const [batch, ops] of cases) {
     const stored = packEntry(batch, ops);

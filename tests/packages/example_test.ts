@@ -12,10 +12,17 @@ import { consumer, DENO, freePort, root, start, until } from "./helpers.ts";
 
 /** `../../sdk/<name>/mod.ts` (any depth) becomes `@switchboard/<name>`. */
 export function toPackageImports(source: string): string {
-  return source.replace(/(["'])(?:\.\.\/)+sdk\/(client|server|react|ai)\/mod\.ts\1/g, '$1@switchboard/$2$1');
+  return source.replace(
+    /(["'])(?:\.\.\/)+sdk\/(client|server|react|ai)\/mod\.ts\1/g,
+    "$1@switchboard/$2$1",
+  );
 }
 
-Deno.test({ name: "packages: examples/ai-chat copied out and installed from the tarballs runs and answers", sanitizeOps: false, sanitizeResources: false }, async () => {
+Deno.test({
+  name: "packages: examples/ai-chat copied out and installed from the tarballs runs and answers",
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async () => {
   const { dir } = await consumer();
   const from = join(root, "examples/ai-chat");
   const to = join(dir, "examples/ai-chat");
@@ -30,7 +37,19 @@ Deno.test({ name: "packages: examples/ai-chat copied out and installed from the 
   const server = await startServer({ apps: [{ id: "app-1", key: "key1", secret: "secret1" }] });
   const endpoint = `ws://127.0.0.1:${server.port}/socket`;
   const port = freePort();
-  const example = start(DENO, ["run", "-A", "examples/ai-chat/serve.ts", "--key", "key1", "--secret", "secret1", "--url", endpoint, "--port", String(port)], { cwd: dir });
+  const example = start(DENO, [
+    "run",
+    "-A",
+    "examples/ai-chat/serve.ts",
+    "--key",
+    "key1",
+    "--secret",
+    "secret1",
+    "--url",
+    endpoint,
+    "--port",
+    String(port),
+  ], { cwd: dir });
   const chat = new ChatClient("key1", { endpoint });
   try {
     await example.waitFor(/AI chat example on/);
@@ -39,11 +58,18 @@ Deno.test({ name: "packages: examples/ai-chat copied out and installed from the 
     assert.equal(page.status, 200);
     assert.match(await page.text(), /page\.js/);
     const bundle = await (await fetch(`${base}/page.js`)).text();
-    assert.match(bundle, /resumeStreamIsReplay/, "the page bundle holds the transport from @switchboard/ai");
+    assert.match(
+      bundle,
+      /resumeStreamIsReplay/,
+      "the page bundle holds the transport from @switchboard/ai",
+    );
 
     // The page's first call puts the example's agent on the thread; then a person writes.
     const threadId = `t-${crypto.randomUUID()}`;
-    const agent = await fetch(`${base}/api/agent`, { method: "POST", body: JSON.stringify({ threadId }) });
+    const agent = await fetch(`${base}/api/agent`, {
+      method: "POST",
+      body: JSON.stringify({ threadId }),
+    });
     assert.equal(agent.status, 200);
     await agent.body?.cancel();
     const session = await chat.connect(threadId, { clientId: "you" });

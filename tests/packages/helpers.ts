@@ -19,7 +19,11 @@ export interface Ran {
 }
 
 /** Runs a command to completion (never throws on a non-zero exit); stdout and stderr merged. */
-export async function run(cmd: string, args: string[], opts: { cwd: string; env?: Record<string, string> }): Promise<Ran> {
+export async function run(
+  cmd: string,
+  args: string[],
+  opts: { cwd: string; env?: Record<string, string> },
+): Promise<Ran> {
   const result = await new Deno.Command(cmd, {
     args,
     cwd: opts.cwd,
@@ -32,7 +36,11 @@ export async function run(cmd: string, args: string[], opts: { cwd: string; env?
 }
 
 /** Like `run`, but throws with the output when the exit code is not 0. */
-export async function runOk(cmd: string, args: string[], opts: { cwd: string; env?: Record<string, string> }): Promise<string> {
+export async function runOk(
+  cmd: string,
+  args: string[],
+  opts: { cwd: string; env?: Record<string, string> },
+): Promise<string> {
   const r = await run(cmd, args, opts);
   if (r.code !== 0) throw new Error(`${cmd} ${args.join(" ")} exited ${r.code}:\n${r.out}`);
   return r.out;
@@ -48,8 +56,16 @@ export interface Started {
 }
 
 /** Starts `cmd` in `cwd`; stop() sends SIGTERM, then SIGKILL after 3 s. */
-export function start(cmd: string, args: string[], opts: { cwd: string; env?: Record<string, string> }): Started {
-  const child = spawn(cmd, args, { cwd: opts.cwd, env: { ...Deno.env.toObject(), ...opts.env }, stdio: ["ignore", "pipe", "pipe"] });
+export function start(
+  cmd: string,
+  args: string[],
+  opts: { cwd: string; env?: Record<string, string> },
+): Started {
+  const child = spawn(cmd, args, {
+    cwd: opts.cwd,
+    env: { ...Deno.env.toObject(), ...opts.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let out = "";
   child.stdout!.on("data", (c: Uint8Array) => (out += new TextDecoder().decode(c)));
   child.stderr!.on("data", (c: Uint8Array) => (out += new TextDecoder().decode(c)));
@@ -102,13 +118,28 @@ export function consumer(): Promise<Consumer> {
   installed ??= (async () => {
     await runOk(bin("bun"), ["scripts/pack_packages.ts"], { cwd: root });
     const dir = tempDir("sb-consumer-");
-    const tarballs = readdirSync(join(root, "dist/packages")).filter((f) => f.endsWith(".tgz")).sort();
+    const tarballs = readdirSync(join(root, "dist/packages")).filter((f) => f.endsWith(".tgz"))
+      .sort();
     if (tarballs.length !== 4) throw new Error(`dist/packages holds ${tarballs.join(", ")}`);
     for (const t of tarballs) copyFileSync(join(root, "dist/packages", t), join(dir, t));
-    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "consumer-app", private: true, type: "module" }));
+    writeFileSync(
+      join(dir, "package.json"),
+      JSON.stringify({ name: "consumer-app", private: true, type: "module" }),
+    );
     // npm 10 cannot install Vite 8 on this machine kind; Vite 7 is the one it can.
     const npmMajor = Number((await runOk("npm", ["--version"], { cwd: dir })).trim().split(".")[0]);
-    const app = ["react", "react-dom", "@types/react", "@types/react-dom", "typescript", "ai", "@ai-sdk/react", "ws", "zod", "bun"]
+    const app = [
+      "react",
+      "react-dom",
+      "@types/react",
+      "@types/react-dom",
+      "typescript",
+      "ai",
+      "@ai-sdk/react",
+      "ws",
+      "zod",
+      "bun",
+    ]
       .map((name) => `${name}@${rootRange(name)}`);
     const installLog = await runOk("npm", [
       "install",
@@ -130,7 +161,6 @@ export function freePort(): number {
   probe.close();
   return port;
 }
-
 
 /** The repository's deno and bun, for running consumer code under those runtimes. */
 export const DENO = Deno.execPath();

@@ -30,11 +30,23 @@ Deno.test("packages: @switchboard/react installs and renders with React 18", asy
   const dir = tempDir("sb-react18-");
   const mine = tarballs.filter((t) => /switchboard-(client|react)-/.test(t));
   for (const t of mine) copyFileSync(join(shared, t), join(dir, t));
-  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "react18-app", private: true, type: "module" }));
-  const log = await runOk("npm", ["install", "--no-audit", "--no-fund", ...mine.map((t) => `./${t}`), "react@^18", "react-dom@^18"], { cwd: dir });
+  writeFileSync(
+    join(dir, "package.json"),
+    JSON.stringify({ name: "react18-app", private: true, type: "module" }),
+  );
+  const log = await runOk("npm", [
+    "install",
+    "--no-audit",
+    "--no-fund",
+    ...mine.map((t) => `./${t}`),
+    "react@^18",
+    "react-dom@^18",
+  ], { cwd: dir });
   assert.doesNotMatch(log, /ERESOLVE|peer dep/i, log);
   writeFileSync(join(dir, "render.mjs"), SCRIPT);
-  const out = JSON.parse((await runOk(DENO, ["run", "-A", "render.mjs"], { cwd: dir })).trim().split("\n").at(-1)!);
+  const out = JSON.parse(
+    (await runOk(DENO, ["run", "-A", "render.mjs"], { cwd: dir })).trim().split("\n").at(-1)!,
+  );
   assert.match(out.version, /^18\./);
   // Nothing connects during a server render: every hook renders its idle state.
   assert.equal(out.html, "<p>idle idle idle idle 0</p>");

@@ -10,13 +10,27 @@ import { BUN, consumer, DENO, root, run, runOk } from "./helpers.ts";
 
 /** A Node 20 binary: the machine's when it is 20, else the `node@20` package from npm. */
 async function node20(dir: string): Promise<string> {
-  const version = await run("node", ["--version"], { cwd: dir }).catch(() => ({ code: 1, out: "" }));
+  const version = await run("node", ["--version"], { cwd: dir }).catch(() => ({
+    code: 1,
+    out: "",
+  }));
   if (version.code === 0 && version.out.trim().startsWith("v20.")) return "node";
-  await runOk("npm", ["install", "--no-audit", "--no-fund", "--prefix", join(dir, "node20"), "node@20"], { cwd: dir });
+  await runOk("npm", [
+    "install",
+    "--no-audit",
+    "--no-fund",
+    "--prefix",
+    join(dir, "node20"),
+    "node@20",
+  ], { cwd: dir });
   return join(dir, "node20/node_modules/.bin/node");
 }
 
-Deno.test({ name: "packages: client + server from tarballs in a .mjs under Node 20, Deno and Bun", sanitizeOps: false, sanitizeResources: false }, async () => {
+Deno.test({
+  name: "packages: client + server from tarballs in a .mjs under Node 20, Deno and Bun",
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async () => {
   const { dir } = await consumer();
   copyFileSync(join(root, "tests/packages/fixtures/consumer.mjs"), join(dir, "consumer.mjs"));
   const server = await startServer({ apps: [{ id: "app-1", key: "key1", secret: "secret1" }] });
@@ -33,13 +47,27 @@ Deno.test({ name: "packages: client + server from tarballs in a .mjs under Node 
       const tag = name.split(" ")[0];
       const r = await run(cmd, args, {
         cwd: dir,
-        env: { ...Deno.env.toObject(), SB_BASE_URL: server.baseUrl, SB_APP_KEY: "key1", SB_APP_SECRET: "secret1", SB_TAG: tag },
+        env: {
+          ...Deno.env.toObject(),
+          SB_BASE_URL: server.baseUrl,
+          SB_APP_KEY: "key1",
+          SB_APP_SECRET: "secret1",
+          SB_TAG: tag,
+        },
       });
       assert.equal(r.code, 0, `${name} failed:\n${r.out}`);
       const seen = JSON.parse(r.out.trim().split("\n").at(-1)!);
-      assert.deepEqual(seen.event, { data: { title: `hello ${tag}` }, serial: 1 }, `${name}: event`);
+      assert.deepEqual(
+        seen.event,
+        { data: { title: `hello ${tag}` }, serial: 1 },
+        `${name}: event`,
+      );
       assert.equal(seen.triggerSerial, 1, name);
-      assert.deepEqual(seen.object, { state: { n: 3 }, logId: 2, incremented: 3 }, `${name}: object`);
+      assert.deepEqual(
+        seen.object,
+        { state: { n: 3 }, logId: 2, incremented: 3 },
+        `${name}: object`,
+      );
       assert.ok(seen.chat.includes(`hi from ${tag}`), `${name}: chat ${JSON.stringify(seen.chat)}`);
       assert.equal(seen.token, 3, `${name}: a fast-path token has three parts`);
       assert.equal(seen.webhookForged, false, `${name}: a forged webhook signature is refused`);
@@ -51,7 +79,8 @@ Deno.test({ name: "packages: client + server from tarballs in a .mjs under Node 
 
 Deno.test("packages: the tarballs hold built JavaScript and .d.ts only, with the server's version", async () => {
   const { dir } = await consumer();
-  const version = readFileSync(join(root, "lib/version.ts"), "utf8").match(/VERSION = "([^"]+)"/)![1];
+  const version =
+    readFileSync(join(root, "lib/version.ts"), "utf8").match(/VERSION = "([^"]+)"/)![1];
   for (const name of ["client", "server", "react", "ai"]) {
     const pkgDir = join(dir, "node_modules/@switchboard", name);
     const pkg = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8"));
@@ -60,22 +89,44 @@ Deno.test("packages: the tarballs hold built JavaScript and .d.ts only, with the
     assert.equal(pkg.sideEffects, false);
     assert.deepEqual(Object.keys(pkg.exports["."]), ["types", "import"]);
     assert.ok(existsSync(join(pkgDir, "README.md")), `${name} ships its README`);
-    const files = (await runOk("find", [".", "-type", "f", "-not", "-name", "package.json", "-not", "-name", "README.md"], { cwd: pkgDir }))
+    const files = (await runOk("find", [
+      ".",
+      "-type",
+      "f",
+      "-not",
+      "-name",
+      "package.json",
+      "-not",
+      "-name",
+      "README.md",
+    ], { cwd: pkgDir }))
       .trim().split("\n").sort();
     for (const f of files) {
       assert.match(f, /\.(js|d\.ts)$/, `${name}: ${f}`);
       const text = readFileSync(join(pkgDir, f), "utf8");
       assert.doesNotMatch(text, /from\s*["'][^"']+\.ts["']/, `${name}/${f} imports a .ts path`);
-      assert.doesNotMatch(text, /["'](\.\.\/)+(lib|sdk)\//, `${name}/${f} reaches into the repository`);
+      assert.doesNotMatch(
+        text,
+        /["'](\.\.\/)+(lib|sdk)\//,
+        `${name}/${f} reaches into the repository`,
+      );
     }
   }
   // react and ai use the client package, not a copy of it; React itself is never bundled.
   for (const name of ["react", "ai"]) {
     const js = readFileSync(join(dir, "node_modules/@switchboard", name, "dist/index.js"), "utf8");
     assert.match(js, /from "@switchboard\/client"/, name);
-    assert.doesNotMatch(js, /class RealtimeClient|class ChatClient/, `${name} bundles no client copy`);
+    assert.doesNotMatch(
+      js,
+      /class RealtimeClient|class ChatClient/,
+      `${name} bundles no client copy`,
+    );
   }
   const react = readFileSync(join(dir, "node_modules/@switchboard/react/dist/index.js"), "utf8");
   assert.match(react, /from "react"/);
-  assert.doesNotMatch(react, /__CLIENT_INTERNALS|react\.transitional\.element/, "React is not bundled");
+  assert.doesNotMatch(
+    react,
+    /__CLIENT_INTERNALS|react\.transitional\.element/,
+    "React is not bundled",
+  );
 });

@@ -41,8 +41,8 @@ Deno.test("ChannelService.cached(): the last event within 30 minutes, else a mis
 
     const misses: string[] = [];
     svc.onCacheMiss((_app, channel) => {
-    misses.push(channel);
-  });
+      misses.push(channel);
+    });
     let now = t0;
     Date.now = () => now;
     svc.cacheMiss(app, "cache-b");

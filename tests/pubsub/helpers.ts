@@ -4,11 +4,22 @@ import type { TestApp, TestServer } from "../helpers/server.ts";
 
 /** A server SDK for one app of a test server. */
 export function sdkFor(server: TestServer, app: TestApp = server.apps[0]): Switchboard {
-  return new Switchboard({ baseUrl: server.baseUrl, appId: app.id, appKey: app.key, appSecret: app.secret });
+  return new Switchboard({
+    baseUrl: server.baseUrl,
+    appId: app.id,
+    appKey: app.key,
+    appSecret: app.secret,
+  });
 }
 
 /** Fast-path token for `socketId` with `caps`. */
-export function token(server: TestServer, app: TestApp, socketId: string, caps: string[], clientId?: string) {
+export function token(
+  server: TestServer,
+  app: TestApp,
+  socketId: string,
+  caps: string[],
+  clientId?: string,
+) {
   return sdkFor(server, app).mintFastToken(socketId, caps, clientId);
 }
 
@@ -32,6 +43,12 @@ export async function call(
 }
 
 /** Triggers one event; asserts nothing. */
-export function trigger(server: TestServer, channel: string, event: string, data: unknown, app = server.apps[0]) {
+export function trigger(
+  server: TestServer,
+  channel: string,
+  event: string,
+  data: unknown,
+  app = server.apps[0],
+) {
   return call(server, "POST", `/api/apps/${app.id}/trigger`, { channel, event, data }, app);
 }

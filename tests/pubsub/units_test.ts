@@ -14,7 +14,9 @@ Deno.test("channelKind() picks the kind by prefix", () => {
 Deno.test("validChannelName() accepts the documented charset up to 164 chars", () => {
   assert.ok(validChannelName("a-b_c=d@e,f.g;h:i"));
   assert.ok(validChannelName("x".repeat(164)));
-  for (const bad of ["", "x".repeat(165), "a b", "a/b", "a*", 7]) assert.ok(!validChannelName(bad), String(bad));
+  for (const bad of ["", "x".repeat(165), "a b", "a/b", "a*", 7]) {
+    assert.ok(!validChannelName(bad), String(bad));
+  }
 });
 
 Deno.test("eventNameProblem() refuses empty, long and reserved names", () => {
@@ -58,9 +60,20 @@ Deno.test("PresenceRegistry: a presence through another node is added and remove
   assert.equal(p.add(t, "u", { n: 1 }, "n2"), false, "a heartbeat repeats it");
   assert.equal(p.add(t, "u", { n: 1 }, "me", "s1"), false);
   assert.deepEqual(members, [["pubsub:k:presence-x u", true, { n: 1 }]]);
-  assert.deepEqual(local, [["pubsub:k:presence-x u", true]], "only this node's presence is told to the cluster");
-  assert.deepEqual(p.membersVia("n2").map(([tt, u, i]) => [tt.key, u, i]), [["pubsub:k:presence-x", "u", { n: 1 }]]);
-  assert.deepEqual(p.membersVia("me").map(([tt, u]) => [tt.key, u]), [["pubsub:k:presence-x", "u"]]);
+  assert.deepEqual(
+    local,
+    [["pubsub:k:presence-x u", true]],
+    "only this node's presence is told to the cluster",
+  );
+  assert.deepEqual(p.membersVia("n2").map(([tt, u, i]) => [tt.key, u, i]), [[
+    "pubsub:k:presence-x",
+    "u",
+    { n: 1 },
+  ]]);
+  assert.deepEqual(p.membersVia("me").map(([tt, u]) => [tt.key, u]), [[
+    "pubsub:k:presence-x",
+    "u",
+  ]]);
   // n2 lets go: still a member through here; then the last socket leaves: one leave, with its info.
   assert.equal(p.remove(t, "u", "n2"), false);
   assert.equal(p.remove(t, "u", "n2"), false, "already gone through n2");

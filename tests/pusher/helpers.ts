@@ -36,7 +36,11 @@ export interface Identity {
  * A pusher-js client connected to the test server with the options CONTRACT.md names; its
  * channel authorizer signs with the `pusher` library, as a customer's auth endpoint would.
  */
-export function client(server: TestServer, who: Identity = { user_id: "u1" }, app: TestApp = server.apps[0]): Pusher {
+export function client(
+  server: TestServer,
+  who: Identity = { user_id: "u1" },
+  app: TestApp = server.apps[0],
+): Pusher {
   const lib = serverLib(server, app);
   return new PusherClient(app.key, {
     wsHost: "127.0.0.1",
@@ -45,8 +49,18 @@ export function client(server: TestServer, who: Identity = { user_id: "u1" }, ap
     enabledTransports: ["ws"],
     cluster: "",
     channelAuthorization: {
-      customHandler: (p: { socketId: string; channelName: string }, cb: (e: Error | null, d: unknown) => void) =>
-        cb(null, lib.authorizeChannel(p.socketId, p.channelName, p.channelName.startsWith("presence-") ? who : undefined)),
+      customHandler: (
+        p: { socketId: string; channelName: string },
+        cb: (e: Error | null, d: unknown) => void,
+      ) =>
+        cb(
+          null,
+          lib.authorizeChannel(
+            p.socketId,
+            p.channelName,
+            p.channelName.startsWith("presence-") ? who : undefined,
+          ),
+        ),
     },
     userAuthentication: {
       customHandler: (p: { socketId: string }, cb: (e: Error | null, d: unknown) => void) =>
@@ -66,12 +80,18 @@ export function subscribed(p: Pusher, name: string): Promise<Pusher> {
   const ch = p.subscribe(name);
   return new Promise((resolve, reject) => {
     ch.bind("pusher:subscription_succeeded", () => resolve(ch));
-    ch.bind("pusher:subscription_error", (e: unknown) => reject(new Error(`subscription error: ${JSON.stringify(e)}`)));
+    ch.bind(
+      "pusher:subscription_error",
+      (e: unknown) => reject(new Error(`subscription error: ${JSON.stringify(e)}`)),
+    );
   });
 }
 
 /** Collects `event` on a channel: the data of each delivery, in order. */
-export function collect(ch: { bind(e: string, f: (d: unknown, m?: unknown) => void): unknown }, event: string) {
+export function collect(
+  ch: { bind(e: string, f: (d: unknown, m?: unknown) => void): unknown },
+  event: string,
+) {
   const got: unknown[] = [];
   ch.bind(event, (d: unknown) => got.push(d));
   return got;
@@ -103,7 +123,11 @@ export class RawPusher {
   }
 
   /** Opens `/app/{key}` (plus `query`) and waits for the first message. */
-  static async connect(server: TestServer, key: string, query = "?protocol=7&client=raw&version=1"): Promise<RawPusher> {
+  static async connect(
+    server: TestServer,
+    key: string,
+    query = "?protocol=7&client=raw&version=1",
+  ): Promise<RawPusher> {
     const ws = new WebSocket(`ws://127.0.0.1:${server.port}/app/${key}${query}`);
     const sock = new RawPusher(ws);
     await new Promise<void>((resolve, reject) => {
@@ -119,7 +143,9 @@ export class RawPusher {
 
   /** Sends one message. */
   send(event: string, data: unknown, channel?: string): void {
-    this.#ws.send(JSON.stringify(channel === undefined ? { event, data } : { event, data, channel }));
+    this.#ws.send(
+      JSON.stringify(channel === undefined ? { event, data } : { event, data, channel }),
+    );
   }
 
   /** Waits for a message matching `pred` (scanning from the first), default 5 s. */
@@ -128,7 +154,9 @@ export class RawPusher {
     while (true) {
       const found = this.messages.find(pred);
       if (found) return found;
-      if (Date.now() > deadline) throw new Error(`no matching message; got ${JSON.stringify(this.messages).slice(0, 800)}`);
+      if (Date.now() > deadline) {
+        throw new Error(`no matching message; got ${JSON.stringify(this.messages).slice(0, 800)}`);
+      }
       await new Promise((r) => setTimeout(r, 5));
     }
   }

@@ -148,7 +148,10 @@ Deno.test("Pusher webhooks: a cache channel's join replies (with its miss) only 
     historyMaxAgeSeconds: 3600,
     nodeId: "test",
   });
-  const app: App = { ...APP, webhooks: [{ url: "http://127.0.0.1:9/hook", event_types: ["cache_miss"] }] };
+  const app: App = {
+    ...APP,
+    webhooks: [{ url: "http://127.0.0.1:9/hook", event_types: ["cache_miss"] }],
+  };
   const webhooks = new PusherWebhooks(new AppRegistry([app]), env, hub, svc);
   svc.onCacheMiss((a, channel) => webhooks.enqueue(a, { name: "cache_miss", channel }));
   try {

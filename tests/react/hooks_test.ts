@@ -5,8 +5,22 @@ import { closeDom } from "./dom.ts";
 import assert from "node:assert/strict";
 import { createElement as h, type ReactNode } from "react";
 import { renderToString } from "react-dom/server";
-import { act, cleanup, configure, fireEvent, render, screen, waitFor } from "@testing-library/react";
-import { SwitchboardProvider, useChannel, useObject, usePresence, useThread } from "../../sdk/react/mod.ts";
+import {
+  act,
+  cleanup,
+  configure,
+  fireEvent,
+  render,
+  screen,
+  waitFor,
+} from "@testing-library/react";
+import {
+  SwitchboardProvider,
+  useChannel,
+  useObject,
+  usePresence,
+  useThread,
+} from "../../sdk/react/mod.ts";
 import { ChatClient } from "../../sdk/client/mod.ts";
 import type { AuthResult, ChannelAuthParams } from "../../sdk/client/realtime.ts";
 import { startServer, type TestServer } from "../helpers/server.ts";
@@ -14,7 +28,9 @@ import { call, sdkFor, trigger } from "../pubsub/helpers.ts";
 
 configure({ asyncUtilTimeout: 5000 });
 /** The DOM document (happy-dom's, installed by ./dom.ts). */
-const dom = (globalThis as unknown as { document: { body: { appendChild<T>(n: T): T }; createElement(t: string): HTMLElement } }).document;
+const dom = (globalThis as unknown as {
+  document: { body: { appendChild<T>(n: T): T }; createElement(t: string): HTMLElement };
+}).document;
 
 /** The customer's token endpoint, in-process: channels, presence (as `who`) and objects. */
 function authCallback(server: TestServer, who: string) {
@@ -22,14 +38,25 @@ function authCallback(server: TestServer, who: string) {
   return (p: ChannelAuthParams, done: (err: unknown, r?: AuthResult) => void) => {
     const out = typeof p.object_type === "string"
       ? sdk.authenticateObject(p.socket_id, p.object_type, String(p.object_key))
-      : sdk.authenticate(p.socket_id, p.channel_name, p.channel_name.startsWith("presence-") ? { user_id: who } : undefined);
+      : sdk.authenticate(
+        p.socket_id,
+        p.channel_name,
+        p.channel_name.startsWith("presence-") ? { user_id: who } : undefined,
+      );
     out.then((r) => done(null, r), done);
   };
 }
 
 function Channel() {
   const { status, events } = useChannel("news");
-  return h("div", null, h("p", null, `channel ${status}`), ...events.map((e) => h("p", { key: e.serial }, `${e.event}:${JSON.stringify(e.data)}:${e.serial}`)));
+  return h(
+    "div",
+    null,
+    h("p", null, `channel ${status}`),
+    ...events.map((e) =>
+      h("p", { key: e.serial }, `${e.event}:${JSON.stringify(e.data)}:${e.serial}`)
+    ),
+  );
 }
 
 function Presence() {
@@ -44,7 +71,8 @@ function Counter() {
 
 /** Refusals of the actions the page's buttons started (asserted empty at the end). */
 const actionErrors: string[] = [];
-const settle = (p: Promise<unknown>) => void p.catch((e: { reason?: string }) => actionErrors.push(String(e?.reason ?? e)));
+const settle = (p: Promise<unknown>) =>
+  void p.catch((e: { reason?: string }) => actionErrors.push(String(e?.reason ?? e)));
 
 function Thread() {
   const t = useThread("t1", { clientId: "alice" });
@@ -53,9 +81,20 @@ function Thread() {
     null,
     h("p", null, `thread ${t.status}`),
     ...t.messages.map((m) =>
-      h("p", { key: m.messageId }, `${m.role}: ${m.status === "streaming" ? t.streaming[m.runId!] ?? "" : String(m.content)} [${m.status}]`)
+      h(
+        "p",
+        { key: m.messageId },
+        `${m.role}: ${
+          m.status === "streaming" ? t.streaming[m.runId!] ?? "" : String(m.content)
+        } [${m.status}]`,
+      )
     ),
-    ...t.suspended.map((r) => h("button", { key: r.runId, onClick: () => settle(t.approveTool(r.runId, r.suspendedTool!.toolCallId)) }, `approve ${r.suspendedTool!.toolName}`)),
+    ...t.suspended.map((r) =>
+      h("button", {
+        key: r.runId,
+        onClick: () => settle(t.approveTool(r.runId, r.suspendedTool!.toolCallId)),
+      }, `approve ${r.suspendedTool!.toolName}`)
+    ),
     h("button", { onClick: () => settle(t.send("hello")) }, "send hello"),
     h("button", { onClick: () => settle(t.send("tool please")) }, "send tool"),
     h("button", { onClick: () => settle(t.send("slow")) }, "send slow"),
@@ -69,34 +108,51 @@ function Thread() {
 async function agent(server: TestServer) {
   const client = new ChatClient("key1", { endpoint: `ws://127.0.0.1:${server.port}/socket` });
   const a = await client.connectAgent("t1", { secret: "secret1", agentId: "bot" });
-  a.on("run:pending", (run: { runId: string; parentId: string }) => void answer(run).catch(() => {}));
+  a.on(
+    "run:pending",
+    (run: { runId: string; parentId: string }) => void answer(run).catch(() => {}),
+  );
   // The agent's own pushes may lose a race with a human's cancel (invalid_state): not a failure.
   const answer = async (run: { runId: string; parentId: string }) => {
-    const prompt = String(a.view.getChannelMessages().find((m) => m.messageId === run.parentId)?.content ?? "");
+    const prompt = String(
+      a.view.getChannelMessages().find((m) => m.messageId === run.parentId)?.content ?? "",
+    );
     await a.startRun(run.runId);
     if (prompt.includes("tool")) {
       await a.suspend(run.runId, { toolName: "lookup", args: { q: 1 } });
       await new Promise<void>((resolve) => a.on("tool:approved", () => resolve()));
       await a.resume(run.runId);
     }
-    const words = prompt.includes("slow") ? Array.from({ length: 100 }, (_, i) => `s${i} `) : ["Hi ", "there"];
+    const words = prompt.includes("slow")
+      ? Array.from({ length: 100 }, (_, i) => `s${i} `)
+      : ["Hi ", "there"];
     for (const w of words) {
       if (a.view.run(run.runId)?.status === "cancelled") return;
       await a.token(run.runId, w).catch(() => {});
       if (prompt.includes("slow")) await new Promise((r) => setTimeout(r, 30));
     }
-    if (a.view.run(run.runId)?.status !== "cancelled") await a.end(run.runId, "complete").catch(() => {});
+    if (a.view.run(run.runId)?.status !== "cancelled") {
+      await a.end(run.runId, "complete").catch(() => {});
+    }
   };
   // Agents answer runs that were pending before they joined too; none here.
   return client;
 }
 
-Deno.test({ name: "React hooks: channel, presence, object and thread against a real server", sanitizeOps: false, sanitizeResources: false }, async (t) => {
+Deno.test({
+  name: "React hooks: channel, presence, object and thread against a real server",
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async (t) => {
   const server = await startServer({ apps: [{ id: "app-1", key: "key1", secret: "secret1" }] });
   const endpoint = `ws://127.0.0.1:${server.port}/socket`;
   const bot = await agent(server);
   const app = (who: string, children: ReactNode) =>
-    h(SwitchboardProvider, { appKey: "key1", endpoint, authCallback: authCallback(server, who) }, children);
+    h(
+      SwitchboardProvider,
+      { appKey: "key1", endpoint, authCallback: authCallback(server, who) },
+      children,
+    );
   try {
     await t.step("a server render shows the initial state and opens no socket", () => {
       const Real = globalThis.WebSocket;
@@ -108,7 +164,9 @@ Deno.test({ name: "React hooks: channel, presence, object and thread against a r
         }
       };
       try {
-        const html = renderToString(app("ssr", [h(Channel, { key: 1 }), h(Counter, { key: 2 }), h(Thread, { key: 3 })]));
+        const html = renderToString(
+          app("ssr", [h(Channel, { key: 1 }), h(Counter, { key: 2 }), h(Thread, { key: 3 })]),
+        );
         assert.match(html, /channel idle/);
         assert.match(html, /object idle n=0 at 0/);
         assert.match(html, /thread idle/);
@@ -123,7 +181,7 @@ Deno.test({ name: "React hooks: channel, presence, object and thread against a r
       await waitFor(() => screen.getByText("channel joined"));
       await trigger(server, "news", "hello", { a: 1 });
       await trigger(server, "news", "bye", null);
-      await waitFor(() => screen.getByText('bye:null:2'));
+      await waitFor(() => screen.getByText("bye:null:2"));
       screen.getByText('hello:{"a":1}:1');
       view.unmount();
       await waitFor(async () => {
@@ -132,15 +190,20 @@ Deno.test({ name: "React hooks: channel, presence, object and thread against a r
       });
     });
 
-    await t.step("usePresence lists members of two trees; one leaving updates the other", async () => {
-      const first = render(app("ann", h(Presence)));
-      await waitFor(() => screen.getByText("present 1: ann"));
-      const second = render(app("ben", h(Presence)), { container: dom.body.appendChild(dom.createElement("div")) });
-      await waitFor(() => assert.equal(screen.getAllByText("present 2: ann,ben").length, 2));
-      second.unmount();
-      await waitFor(() => screen.getByText("present 1: ann"));
-      first.unmount();
-    });
+    await t.step(
+      "usePresence lists members of two trees; one leaving updates the other",
+      async () => {
+        const first = render(app("ann", h(Presence)));
+        await waitFor(() => screen.getByText("present 1: ann"));
+        const second = render(app("ben", h(Presence)), {
+          container: dom.body.appendChild(dom.createElement("div")),
+        });
+        await waitFor(() => assert.equal(screen.getAllByText("present 2: ann,ben").length, 2));
+        second.unmount();
+        await waitFor(() => screen.getByText("present 1: ann"));
+        first.unmount();
+      },
+    );
 
     await t.step("useObject follows a Durable Object's writes", async () => {
       const view = render(app("u1", h(Counter)));
@@ -152,32 +215,39 @@ Deno.test({ name: "React hooks: channel, presence, object and thread against a r
       view.unmount();
     });
 
-    await t.step("useThread: send streams the answer; tool approval; regenerate makes a branch; stop cancels", async () => {
-      const view = render(app("alice", h(Thread)));
-      await waitFor(() => screen.getByText("thread joined"));
-      await act(() => fireEvent.click(screen.getByText("send hello")));
-      await waitFor(() => screen.getByText("assistant: Hi there [complete]"));
-      screen.getByText("user: hello [complete]");
+    await t.step(
+      "useThread: send streams the answer; tool approval; regenerate makes a branch; stop cancels",
+      async () => {
+        const view = render(app("alice", h(Thread)));
+        await waitFor(() => screen.getByText("thread joined"));
+        await act(() => fireEvent.click(screen.getByText("send hello")));
+        await waitFor(() => screen.getByText("assistant: Hi there [complete]"));
+        screen.getByText("user: hello [complete]");
 
-      await act(() => fireEvent.click(screen.getByText("again")));
-      await waitFor(() => screen.getByText("branches 2"));
+        await act(() => fireEvent.click(screen.getByText("again")));
+        await waitFor(() => screen.getByText("branches 2"));
 
-      await act(() => fireEvent.click(screen.getByText("send tool")));
-      await waitFor(() => screen.getByText("approve lookup"));
-      await act(() => fireEvent.click(screen.getByText("approve lookup")));
-      await waitFor(() => {
-        if (screen.queryByText("approve lookup")) throw new Error("still waiting for the approval");
-      });
-      await waitFor(() => screen.getByText("user: tool please [complete]"));
-      await waitFor(() => assert.equal(screen.getAllByText("assistant: Hi there [complete]").length, 2));
+        await act(() => fireEvent.click(screen.getByText("send tool")));
+        await waitFor(() => screen.getByText("approve lookup"));
+        await act(() => fireEvent.click(screen.getByText("approve lookup")));
+        await waitFor(() => {
+          if (screen.queryByText("approve lookup")) {
+            throw new Error("still waiting for the approval");
+          }
+        });
+        await waitFor(() => screen.getByText("user: tool please [complete]"));
+        await waitFor(() =>
+          assert.equal(screen.getAllByText("assistant: Hi there [complete]").length, 2)
+        );
 
-      await act(() => fireEvent.click(screen.getByText("send slow")));
-      await waitFor(() => screen.getByText(/assistant: s0 .*\[streaming\]/));
-      await act(() => fireEvent.click(screen.getByText("stop")));
-      await waitFor(() => screen.getByText(/assistant: s0 .*\[cancelled\]/));
-      view.unmount();
-      assert.deepEqual(actionErrors, [], "every button's action was accepted");
-    });
+        await act(() => fireEvent.click(screen.getByText("send slow")));
+        await waitFor(() => screen.getByText(/assistant: s0 .*\[streaming\]/));
+        await act(() => fireEvent.click(screen.getByText("stop")));
+        await waitFor(() => screen.getByText(/assistant: s0 .*\[cancelled\]/));
+        view.unmount();
+        assert.deepEqual(actionErrors, [], "every button's action was accepted");
+      },
+    );
   } finally {
     cleanup();
     bot.disconnect();

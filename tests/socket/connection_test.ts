@@ -66,13 +66,22 @@ Deno.test("Connection joins, answers pushes with the join ref, and leaves", asyn
   const { t, conn, log, hub } = setup();
   conn.receive(JSON.stringify(["1", "1", "spaces:k:room", "phx_join", {}]));
   await tick();
-  assert.deepEqual(t.sent.at(-1), ["1", "1", "spaces:k:room", "phx_reply", { status: "ok", response: {} }]);
+  assert.deepEqual(t.sent.at(-1), ["1", "1", "spaces:k:room", "phx_reply", {
+    status: "ok",
+    response: {},
+  }]);
   assert.equal(hub.count(ROOM), 1);
   conn.receive(JSON.stringify(["1", "2", "spaces:k:room", "hello", { a: 1 }]));
   await tick();
-  assert.deepEqual(t.sent.at(-1), ["1", "2", "spaces:k:room", "phx_reply", { status: "ok", response: { event: "hello", payload: { a: 1 } } }]);
+  assert.deepEqual(t.sent.at(-1), ["1", "2", "spaces:k:room", "phx_reply", {
+    status: "ok",
+    response: { event: "hello", payload: { a: 1 } },
+  }]);
   conn.receive(JSON.stringify(["1", "3", "spaces:k:room", "phx_leave", {}]));
-  assert.deepEqual(t.sent.at(-1), ["1", "3", "spaces:k:room", "phx_reply", { status: "ok", response: {} }]);
+  assert.deepEqual(t.sent.at(-1), ["1", "3", "spaces:k:room", "phx_reply", {
+    status: "ok",
+    response: {},
+  }]);
   assert.equal(hub.count(ROOM), 0);
   assert.deepEqual(log, ["join room", "terminate leave"]);
 });
@@ -84,12 +93,19 @@ Deno.test("Connection replaces an earlier join of the same topic on rejoin", asy
   conn.receive(JSON.stringify(["5", "5", "spaces:k:room", "phx_join", {}]));
   await tick();
   assert.deepEqual(log, ["join room", "terminate rejoin", "join room"]);
-  assert.ok(t.sent.some((f) => JSON.stringify(f) === JSON.stringify(["1", null, "spaces:k:room", "phx_close", {}])));
+  assert.ok(
+    t.sent.some((f) =>
+      JSON.stringify(f) === JSON.stringify(["1", null, "spaces:k:room", "phx_close", {}])
+    ),
+  );
   assert.equal(hub.count(ROOM), 1);
   // A push with the old join ref no longer matches.
   conn.receive(JSON.stringify(["1", "6", "spaces:k:room", "x", {}]));
   await tick();
-  assert.deepEqual(t.sent.at(-1), ["1", "6", "spaces:k:room", "phx_reply", { status: "error", response: { reason: "unmatched topic" } }]);
+  assert.deepEqual(t.sent.at(-1), ["1", "6", "spaces:k:room", "phx_reply", {
+    status: "error",
+    response: { reason: "unmatched topic" },
+  }]);
 });
 
 Deno.test("Connection reports join errors from the topic parser and the handler", async () => {
@@ -105,13 +121,22 @@ Deno.test("Connection reports join errors from the topic parser and the handler"
   for (const [i, [topic, params, reason]] of cases.entries()) {
     conn.receive(JSON.stringify([`${i}`, `${i}`, topic, "phx_join", params]));
     await tick();
-    assert.deepEqual(t.sent.at(-1), [`${i}`, `${i}`, topic, "phx_reply", { status: "error", response: { reason } }], topic);
+    assert.deepEqual(t.sent.at(-1), [`${i}`, `${i}`, topic, "phx_reply", {
+      status: "error",
+      response: { reason },
+    }], topic);
   }
 });
 
 Deno.test("Connection answers malformed frames with phx_error and keeps working", async () => {
   const { t, conn } = setup();
-  const bad = ["not json", "[1,2,3]", JSON.stringify([null, null, 5, "x", {}]), JSON.stringify([null, null, "t", "e", [1]]), "x".repeat(1024 * 1024 + 1)];
+  const bad = [
+    "not json",
+    "[1,2,3]",
+    JSON.stringify([null, null, 5, "x", {}]),
+    JSON.stringify([null, null, "t", "e", [1]]),
+    "x".repeat(1024 * 1024 + 1),
+  ];
   for (const frame of bad) {
     conn.receive(frame);
     const last = t.sent.at(-1) as unknown[];
@@ -120,7 +145,10 @@ Deno.test("Connection answers malformed frames with phx_error and keeps working"
   }
   conn.receive(JSON.stringify([null, "9", "phoenix", "heartbeat", {}]));
   await tick();
-  assert.deepEqual(t.sent.at(-1), [null, "9", "phoenix", "phx_reply", { status: "ok", response: {} }]);
+  assert.deepEqual(t.sent.at(-1), [null, "9", "phoenix", "phx_reply", {
+    status: "ok",
+    response: {},
+  }]);
   assert.equal(conn.closed, false);
 });
 
@@ -154,9 +182,15 @@ Deno.test("Connection logs a crashed join with its topic cut short, and replies 
   } finally {
     configureLog("info", "json");
   }
-  assert.deepEqual((t.sent.at(-1) as unknown[])[4], { status: "error", response: { reason: "join crashed" } });
+  assert.deepEqual((t.sent.at(-1) as unknown[])[4], {
+    status: "error",
+    response: { reason: "join crashed" },
+  });
   const crashed = logged.map((l) => JSON.parse(l)).filter((e) => e.msg === "join crashed");
   assert.equal(crashed.length, 1);
-  assert.ok(logged.every((l) => l.length < 2000), `logged ${Math.max(...logged.map((l) => l.length))} characters`);
+  assert.ok(
+    logged.every((l) => l.length < 2000),
+    `logged ${Math.max(...logged.map((l) => l.length))} characters`,
+  );
   assert.match(crashed[0].topic, /\(500009 chars\)$/);
 });

@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { Connection, type Transport } from "../../lib/socket/connection.ts";
 import { Hub } from "../../lib/hub/hub.ts";
 import { type ChannelHandler, isPushRefusal } from "../../lib/socket/handler.ts";
-import { APP_DEFAULTS, type App } from "../../lib/config/apps.ts";
+import { type App, APP_DEFAULTS } from "../../lib/config/apps.ts";
 import { StorageUnavailableError } from "../../lib/store/errors.ts";
 
 const app: App = { id: "a", key: "k", secret: "s", ...APP_DEFAULTS };
@@ -25,7 +25,11 @@ const failing: ChannelHandler = {
   join: () =>
     Promise.resolve({
       handleIn: (event) =>
-        Promise.reject(event === "full" ? new StorageUnavailableError("No space left on device") : new Error("bug")),
+        Promise.reject(
+          event === "full"
+            ? new StorageUnavailableError("No space left on device")
+            : new Error("bug"),
+        ),
     }),
 };
 

@@ -59,8 +59,7 @@ Deno.test("CommitQueue: jobs queued in one turn share one commit; a throwing job
       q.write(rows, `staged${i}`, i * 10);
       if (i % 7 === 3) throw new Error(`job ${i} refused`);
       return i;
-    })
-  );
+    }));
   const settled = await Promise.allSettled(jobs);
   assert.equal(commits(), 1);
   settled.forEach((s, i) => {
@@ -120,9 +119,16 @@ Deno.test("StoreEnv reads values that earlier versions stored as msgpackr record
   const { path } = tempStore();
   // How releases before 2026-11-25 opened the store: msgpack values with inline records.
   const old = open({ path, maxDbs: 64, encoding: "msgpack", sharedStructuresKey: undefined });
-  const entries = old.openDB({ name: "log:entries", keyEncoding: "ordered-binary", encoding: "msgpack" });
+  const entries = old.openDB({
+    name: "log:entries",
+    keyEncoding: "ordered-binary",
+    encoding: "msgpack",
+  });
   const meta = old.openDB({ name: "log:meta", keyEncoding: "ordered-binary", encoding: "msgpack" });
-  const entry = { batch: false, ops: [{ op: "set", key: "v", value: { n: 1, "café": [true, null] } }] };
+  const entry = {
+    batch: false,
+    ops: [{ op: "set", key: "v", value: { n: 1, "café": [true, null] } }],
+  };
   await old.transaction(() => {
     entries.put(["s", 1], { t: 5, e: entry });
     entries.put(["s", 2], { t: 6, e: entry });
@@ -132,7 +138,11 @@ Deno.test("StoreEnv reads values that earlier versions stored as msgpackr record
   const env = new StoreEnv(path);
   const log = new OrderedLog(env);
   assert.equal(log.head("s"), 2);
-  assert.deepEqual(log.after("s", 0), [{ position: 1, time: 5, entry }, { position: 2, time: 6, entry }]);
+  assert.deepEqual(log.after("s", 0), [{ position: 1, time: 5, entry }, {
+    position: 2,
+    time: 6,
+    entry,
+  }]);
   await log.append("s", () => ({ entries: [entry], result: null }));
   assert.deepEqual(log.after("s", 2).map((r) => [r.position, r.entry]), [[3, entry]]);
   await env.close();
@@ -145,7 +155,10 @@ Deno.test("CommitQueue.keep(): the row is cached but never put, unless an earlie
   await q.run(() => q.keep(rows, "kept", 1));
   assert.equal(rows.get("kept"), undefined, "a kept row is not stored");
   assert.equal(q.read(rows, "kept", () => -1), 1, "the cache answers");
-  await Promise.all([q.run(() => q.write(rows, "mixed", 1)), q.run(() => q.keep(rows, "mixed", 2))]);
+  await Promise.all([
+    q.run(() => q.write(rows, "mixed", 1)),
+    q.run(() => q.keep(rows, "mixed", 2)),
+  ]);
   assert.equal(rows.get("mixed"), 2, "kept after a write in one batch: the last value is put");
   // While a batch syncs, its rows answer readers outside a job only when `fresh` accepts
   // them; else `load` does. The next batch's jobs see its rows.
@@ -185,8 +198,17 @@ Deno.test("CommitQueue: a staged job needs no child transaction; when it throws 
   const settled = await Promise.allSettled(jobs);
   assert.deepEqual(settled.map((s) => s.status), ["fulfilled", "rejected", "fulfilled"]);
   assert.equal(children, 2, "one for the batch (StoreEnv.transaction), one for the unstaged job");
-  assert.equal((settled[2] as PromiseFulfilledResult<unknown>).value, 1, "the unstaged job read the staged put");
-  assert.deepEqual([rows.get("a"), rows.get("ra"), rows.get("b"), rows.get("rb")], [1, 1, undefined, undefined]);
+  assert.equal(
+    (settled[2] as PromiseFulfilledResult<unknown>).value,
+    1,
+    "the unstaged job read the staged put",
+  );
+  assert.deepEqual([rows.get("a"), rows.get("ra"), rows.get("b"), rows.get("rb")], [
+    1,
+    1,
+    undefined,
+    undefined,
+  ]);
   await env.close();
 });
 
@@ -205,13 +227,24 @@ Deno.test("CommitQueue: a job that throws after restaging rows an earlier job of
         q.write(rows, w, 3);
         throw new Error("refused");
       }, staged),
-      q.run(() => (seen.push(q.read(rows, w), q.read(rows, k)), q.write(rows, `after-${staged}`, 4)), staged),
+      q.run(
+        () => (seen.push(q.read(rows, w), q.read(rows, k)), q.write(rows, `after-${staged}`, 4)),
+        staged,
+      ),
     ];
     const settled = await Promise.allSettled(jobs);
     assert.deepEqual(settled.map((s) => s.status), ["fulfilled", "rejected", "fulfilled"]);
     assert.deepEqual(seen, [1, 1], "the next job of the batch saw the earlier job's rows");
-    assert.deepEqual([q.read(rows, w), q.read(rows, k), q.read(rows, `after-${staged}`)], [1, 1, 4]);
-    assert.deepEqual([rows.get(w), rows.get(k), rows.get(`after-${staged}`)], [1, undefined, 4], "a kept row is never put");
+    assert.deepEqual([q.read(rows, w), q.read(rows, k), q.read(rows, `after-${staged}`)], [
+      1,
+      1,
+      4,
+    ]);
+    assert.deepEqual(
+      [rows.get(w), rows.get(k), rows.get(`after-${staged}`)],
+      [1, undefined, 4],
+      "a kept row is never put",
+    );
   }
   await env.close();
 });
@@ -231,7 +264,10 @@ Deno.test("StoreEnv.batch(): the rows it puts commit together and are durable wh
   assert.deepEqual([rows.get("a"), rows.get("b")], [2, 3]);
   await env.close();
   const reopened = new StoreEnv(path);
-  assert.deepEqual([reopened.db<number>("rows").get("a"), reopened.db<number>("rows").get("b")], [2, 3]);
+  assert.deepEqual([reopened.db<number>("rows").get("a"), reopened.db<number>("rows").get("b")], [
+    2,
+    3,
+  ]);
   await reopened.close();
 });
 
@@ -268,17 +304,30 @@ Deno.test("CommitQueue: the next batch is prepared and handed to the store while
   const rows = env.db<number>("rows");
   const q = env.commits;
   const held = holdBatches(env);
-  const add = () => q.run(() => q.write(rows, "n", (q.read(rows, "n") ?? 0) + 1) ?? q.read(rows, "n"), true);
+  const add = () =>
+    q.run(() => q.write(rows, "n", (q.read(rows, "n") ?? 0) + 1) ?? q.read(rows, "n"), true);
   const first = [add(), add()];
   await new Promise((r) => setImmediate(r));
   assert.equal(held.handed(), 1);
   const second = [add(), add(), add()];
   await new Promise((r) => setImmediate(r));
-  assert.equal(held.handed(), 2, "the second batch was handed over while the first was not answered");
+  assert.equal(
+    held.handed(),
+    2,
+    "the second batch was handed over while the first was not answered",
+  );
   held.release(1);
-  assert.equal(await settledYet(Promise.race(second)), false, "a batch is not answered before the one before it");
+  assert.equal(
+    await settledYet(Promise.race(second)),
+    false,
+    "a batch is not answered before the one before it",
+  );
   held.release(0);
-  assert.deepEqual(await Promise.all([...first, ...second]), [1, 2, 3, 4, 5], "the second batch counted on from the first's rows");
+  assert.deepEqual(
+    await Promise.all([...first, ...second]),
+    [1, 2, 3, 4, 5],
+    "the second batch counted on from the first's rows",
+  );
   assert.equal(rows.get("n"), 5);
   assert.equal(q.read(rows, "n"), 5);
   await env.close();
@@ -290,7 +339,8 @@ Deno.test("CommitQueue: when a commit fails, the batch prepared on it while it w
   const rows = env.db<number>("rows");
   const q = env.commits;
   const held = holdBatches(env, 1);
-  const append = (i: number) => log.append("s", (head) => ({ entries: [{ i, head }], result: head }));
+  const append = (i: number) =>
+    log.append("s", (head) => ({ entries: [{ i, head }], result: head }));
   const runs: number[] = [];
   const add = (tag: number) =>
     q.run(() => {
@@ -311,18 +361,33 @@ Deno.test("CommitQueue: when a commit fails, the batch prepared on it while it w
   assert.equal(held.handed(), 3, "batch 2 was handed over before batch 1 settled");
   assert.deepEqual(runs, [0, 1, 2]);
   held.release(2);
-  assert.equal(await settledYet(Promise.race(chainedOn)), false, "batch 2 is not answered before batch 1");
+  assert.equal(
+    await settledYet(Promise.race(chainedOn)),
+    false,
+    "batch 2 is not answered before batch 1",
+  );
   held.release(1);
   for (const p of failing) {
-    await assert.rejects(p, (err: unknown) => err instanceof StorageUnavailableError && err.reason === "storage unavailable: injected");
+    await assert.rejects(
+      p,
+      (err: unknown) =>
+        err instanceof StorageUnavailableError && err.reason === "storage unavailable: injected",
+    );
   }
   // Batch 2 was skipped by the store (chained on batch 1) and its jobs run again as batch 3.
   await new Promise((r) => setImmediate(r));
   assert.equal(held.handed(), 4);
   assert.deepEqual(runs, [0, 1, 2, 2], "batch 2's job ran again");
   held.release(3);
-  assert.deepEqual(await Promise.all(chainedOn), [{ position: 2, count: 1, result: 1 }, 2], "on the stored state, not batch 1's");
-  assert.deepEqual(log.after<{ i: number }>("s", 0).map((r) => [r.position, r.entry.i]), [[1, 0], [2, 2]]);
+  assert.deepEqual(
+    await Promise.all(chainedOn),
+    [{ position: 2, count: 1, result: 1 }, 2],
+    "on the stored state, not batch 1's",
+  );
+  assert.deepEqual(log.after<{ i: number }>("s", 0).map((r) => [r.position, r.entry.i]), [[1, 0], [
+    2,
+    2,
+  ]]);
   assert.equal(rows.get("n"), 2);
   const next = [append(3), add(3)];
   await new Promise((r) => setImmediate(r));
@@ -331,7 +396,11 @@ Deno.test("CommitQueue: when a commit fails, the batch prepared on it while it w
   await env.close();
   const reopened = new StoreEnv(path);
   const fresh = new OrderedLog(reopened);
-  assert.deepEqual(fresh.after<{ i: number }>("s", 0).map((r) => [r.position, r.entry.i]), [[1, 0], [2, 2], [3, 3]]);
+  assert.deepEqual(fresh.after<{ i: number }>("s", 0).map((r) => [r.position, r.entry.i]), [
+    [1, 0],
+    [2, 2],
+    [3, 3],
+  ]);
   assert.equal(reopened.db<number>("rows").get("n"), 3);
   await reopened.close();
 });

@@ -8,7 +8,9 @@ const writer = new URL("./crash_writer.ts", import.meta.url).pathname;
 
 /** Runs the writer until it has acknowledged at least `minAcks` appends, then SIGKILLs it. */
 async function runAndKill(path: string, minAcks: number): Promise<Map<number, number>> {
-  const child = spawn(Deno.execPath(), ["run", "-A", writer, path], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(Deno.execPath(), ["run", "-A", writer, path], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   const acks = new Map<number, number>();
   let buf = "";
   const exited = new Promise((r) => child.on("exit", r));

@@ -34,7 +34,10 @@ async function join(log: OrderedLog, stream: string, from?: { offset: number; ep
       from,
       wire: { offset: "serial" },
       events: (r) => [["entry", { serial: r.position }]],
-      snapshot: () => ({ position: log.head(stream), value: log.after<string>(stream, 0).map((r) => r.entry) }),
+      snapshot: () => ({
+        position: log.head(stream),
+        value: log.after<string>(stream, 0).map((r) => r.entry),
+      }),
       reply: (value) => ({ entries: value }),
     }),
     true,
@@ -60,7 +63,12 @@ Deno.test("OrderedLog.renew() gives a new epoch and keeps the entries; an old cu
   assert.equal(log.epoch("other"), "0", "only the streams named");
   assert.equal(log.head("s"), 4);
   assert.equal(log.first("s"), 1);
-  assert.deepEqual(log.after<string>("s", 0).map((r) => [r.position, r.entry]), [[1, "a"], [2, "b"], [3, "c"], [4, "d"]]);
+  assert.deepEqual(log.after<string>("s", 0).map((r) => [r.position, r.entry]), [
+    [1, "a"],
+    [2, "b"],
+    [3, "c"],
+    [4, "d"],
+  ]);
 
   // A cursor of the old epoch: a reset (nothing replayed, the whole snapshot), at any position.
   for (const offset of [0, 2, 4]) {
@@ -88,19 +96,38 @@ Deno.test("OrderedLog.renew() gives a new epoch and keeps the entries; an old cu
 function replicated(env: StoreEnv) {
   const feed = new LogChangeFeed();
   const target = { transaction: <T>(fn: () => T) => Promise.resolve(env.root.transactionSync(fn)) };
-  const storage = { db: (name: string) => env.db(name), commits: new DirectCommits(target), remote: feed } as unknown as Storage;
+  const storage = {
+    db: (name: string) => env.db(name),
+    commits: new DirectCommits(target),
+    remote: feed,
+  } as unknown as Storage;
   return { storage, feed };
 }
 
 Deno.test("epoch renewal: another node's renewal is told as a renewal, not a purge; delivery goes on in order", async () => {
   const names = logDbNames("log");
-  const entry = (position: number, e: string): Write => [0, names.entries, ["s", position], [1000 + position, e]];
+  const entry = (
+    position: number,
+    e: string,
+  ): Write => [0, names.entries, ["s", position], [1000 + position, e]];
   // A purge removes the head row before it writes the epoch; a renewal writes the epoch alone.
-  const purge: Write[] = [[1, names.entries, ["s", 1]], [1, names.meta, "s"], [0, names.epochs, "s", "p1"]];
+  const purge: Write[] = [[1, names.entries, ["s", 1]], [1, names.meta, "s"], [
+    0,
+    names.epochs,
+    "s",
+    "p1",
+  ]];
   assert.deepEqual(streamChanges(names, purge), [{ stream: "s", purged: "p1", appended: [] }]);
-  assert.deepEqual(streamChanges(names, [[0, names.epochs, "s", "r1"]]), [{ stream: "s", renewed: "r1", appended: [] }]);
+  assert.deepEqual(streamChanges(names, [[0, names.epochs, "s", "r1"]]), [{
+    stream: "s",
+    renewed: "r1",
+    appended: [],
+  }]);
   // In one batch: a purge, an append, then a renewal of the same stream.
-  const mixed = streamChanges(names, [...purge, entry(1, "n"), [0, names.meta, "s", { head: 1, first: 1 }], [0, names.epochs, "s", "r2"]]);
+  const mixed = streamChanges(names, [...purge, entry(1, "n"), [0, names.meta, "s", {
+    head: 1,
+    first: 1,
+  }], [0, names.epochs, "s", "r2"]]);
   assert.equal(mixed.length, 1);
   assert.equal(mixed[0].purged, "p1");
   assert.equal(mixed[0].renewed, "r2");
@@ -135,7 +162,9 @@ Deno.test("epoch renewal: another node's renewal is told as a renewal, not a pur
   assert.deepEqual(current.pushed, [3]);
 
   // The store's own renewal (a rebuilt node's replicated write) runs inside its transaction.
-  await storage.commits.run(() => feed.renewEpochs(new Map([["log", ["s"]], ["elsewhere", ["s"]]])));
+  await storage.commits.run(() =>
+    feed.renewEpochs(new Map([["log", ["s"]], ["elsewhere", ["s"]]]))
+  );
   assert.notEqual(log.epoch("s"), "r1");
   assert.equal(log.head("s"), 3);
   await env.close();
@@ -151,7 +180,10 @@ Deno.test("epoch renewal with unsure positions: a resume without an epoch resets
   await storage.commits.run(() =>
     feed.renewEpochs(
       new Map([["log", ["s", "t", "u"]]]),
-      new Map([["log", new Map<string, [number, number | null]>([["s", [3, 4]], ["t", [1, null]], ["u", [1, 2]]])]]),
+      new Map([[
+        "log",
+        new Map<string, [number, number | null]>([["s", [3, 4]], ["t", [1, null]], ["u", [1, 2]]]),
+      ]]),
     )
   );
   const epoch = log.epoch("s");
@@ -161,9 +193,17 @@ Deno.test("epoch renewal with unsure positions: a resume without an epoch resets
     const r = await join(log, "s", { offset });
     assert.deepEqual([r.reply!.replay, r.pushed], ["reset", []], `at ${offset}`);
   }
-  assert.deepEqual((await join(log, "s", { offset: 2 })).pushed, [3, 4, 5, 6], "below the range: replayed");
+  assert.deepEqual(
+    (await join(log, "s", { offset: 2 })).pushed,
+    [3, 4, 5, 6],
+    "below the range: replayed",
+  );
   assert.deepEqual((await join(log, "s", { offset: 5 })).pushed, [6], "above the range: replayed");
-  assert.equal((await join(log, "s", { offset: 0 })).reply!.replay, "complete", "nothing held: replayed");
+  assert.equal(
+    (await join(log, "s", { offset: 0 })).reply!.replay,
+    "complete",
+    "nothing held: replayed",
+  );
   // With the new epoch a cursor inside replays; with the old one any cursor resets.
   assert.deepEqual((await join(log, "s", { offset: 3, epoch })).pushed, [4, 5, 6]);
   assert.equal((await join(log, "s", { offset: 2, epoch: "0" })).reply!.replay, "reset");
@@ -171,7 +211,12 @@ Deno.test("epoch renewal with unsure positions: a resume without an epoch resets
   assert.equal(log.otherHistoryAt("u", 2), true, "a stream the majority never wrote yet");
   assert.equal(log.otherHistoryAt("u", 3), false);
   // A second range from the same position widens it.
-  await storage.commits.run(() => feed.renewEpochs(new Map([["log", ["s"]]]), new Map([["log", new Map([["s", [3, 5] as [number, number]]])]])));
+  await storage.commits.run(() =>
+    feed.renewEpochs(
+      new Map([["log", ["s"]]]),
+      new Map([["log", new Map([["s", [3, 5] as [number, number]]])]]),
+    )
+  );
   assert.equal(log.otherHistoryAt("s", 5), true);
   assert.equal(log.otherHistoryAt("s", 6), false);
   // On one node (no other nodes' changes) nothing is recorded nor consulted.

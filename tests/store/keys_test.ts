@@ -32,14 +32,18 @@ function encode(k: Parameters<typeof writeKey>[0]): { bytes: Uint8Array; end: nu
 
 Deno.test("prefix-cached keys decode every key sequence exactly as ordered-binary does", () => {
   fc.assert(
-    fc.property(fc.array(key, { minLength: 1, maxLength: 30 }), fc.array(fc.nat(29), { maxLength: 60 }), (keys, order) => {
-      const cached = prefixCachedKeys();
-      // The keys in order, then revisited out of order: runs of equal prefixes and switches.
-      for (const i of [...keys.keys(), ...order.map((o) => o % keys.length)]) {
-        const { bytes, end } = encode(keys[i]);
-        assert.deepEqual(cached.readKey(bytes, 0, end), readKey(bytes, 0, end));
-      }
-    }),
+    fc.property(
+      fc.array(key, { minLength: 1, maxLength: 30 }),
+      fc.array(fc.nat(29), { maxLength: 60 }),
+      (keys, order) => {
+        const cached = prefixCachedKeys();
+        // The keys in order, then revisited out of order: runs of equal prefixes and switches.
+        for (const i of [...keys.keys(), ...order.map((o) => o % keys.length)]) {
+          const { bytes, end } = encode(keys[i]);
+          assert.deepEqual(cached.readKey(bytes, 0, end), readKey(bytes, 0, end));
+        }
+      },
+    ),
     { seed: SEED, numRuns: 300 },
   );
 });
@@ -68,13 +72,20 @@ Deno.test("a store's ranges and keys read back through the prefix-cached encoder
       for (const s of streams) for (let i = 1; i <= 50; i++) db.put([s, i], { i });
     });
     for (const s of streams) {
-      const got = [...db.getRange({ start: [s, 0], end: [s, Infinity] })].map(({ key, value }) => [key, value]);
+      const got = [...db.getRange({ start: [s, 0], end: [s, Infinity] })].map((
+        { key, value },
+      ) => [key, value]);
       assert.deepEqual(got, Array.from({ length: 50 }, (_, n) => [[s, n + 1], { i: n + 1 }]));
     }
     await env.close();
     // The same file opened with lmdb-js's default key encoding reads the same keys.
     const plain = open({ path: `${dir}/a` });
-    const log = plain.openDB({ name: "log", keyEncoding: "ordered-binary", encoding: "msgpack", ...CODEC_OPTIONS });
+    const log = plain.openDB({
+      name: "log",
+      keyEncoding: "ordered-binary",
+      encoding: "msgpack",
+      ...CODEC_OPTIONS,
+    });
     assert.equal([...log.getKeys({ start: ["t", 0], end: ["t", Infinity] })].length, 50);
     assert.deepEqual(log.get(["s-é2", 7]), { i: 7 });
     await plain.close();

@@ -34,7 +34,9 @@ Deno.test("OrderedLog.append() stores derived state atomically and writes nothin
   await assert.rejects(log.append("a", add(-10)), /negative/);
   assert.equal((await log.append("a", add(2))).result, 7);
   assert.equal(state.get("x"), 7);
-  assert.deepEqual(log.after("a", 0).map((r) => [r.position, r.entry]), [[1, { n: 5 }], [2, { n: 2 }]]);
+  assert.deepEqual(log.after("a", 0).map((r) => [r.position, r.entry]), [[1, { n: 5 }], [2, {
+    n: 2,
+  }]]);
   await env.close();
 });
 
@@ -42,9 +44,14 @@ Deno.test("OrderedLog.append() publishes in position order and several entries g
   const { env } = tempStore();
   const log = new OrderedLog(env);
   const seen: number[] = [];
-  const publish = (first: number, entries: unknown[]) => entries.forEach((_, i) => seen.push(first + i));
-  await Promise.all(Array.from({ length: 100 }, (_, i) =>
-    log.append("s", () => ({ entries: i % 2 ? [1, 2] : [1], result: 0 }), publish)));
+  const publish = (first: number, entries: unknown[]) =>
+    entries.forEach((_, i) => seen.push(first + i));
+  await Promise.all(
+    Array.from(
+      { length: 100 },
+      (_, i) => log.append("s", () => ({ entries: i % 2 ? [1, 2] : [1], result: 0 }), publish),
+    ),
+  );
   assert.deepEqual(seen, Array.from({ length: 150 }, (_, i) => i + 1));
   await env.close();
 });
@@ -178,11 +185,17 @@ Deno.test("OrderedLog.append(): settle makes what the append resolves with, afte
     },
   );
   assert.deepEqual(settled, { position: 2, count: 2, result: "r" });
-  assert.deepEqual(await log.append("s", () => ({ entries: [], result: 7 }), undefined, (p, n, r) => [p, n, r]), [3, 0, 7]);
+  assert.deepEqual(
+    await log.append("s", () => ({ entries: [], result: 7 }), undefined, (p, n, r) => [p, n, r]),
+    [3, 0, 7],
+  );
   // A settle that throws rejects the append (its entries are durable: it ran after the commit).
-  await assert.rejects(log.append("s", one("d"), undefined, () => {
-    throw new Error("reply failed");
-  }), /reply failed/);
+  await assert.rejects(
+    log.append("s", one("d"), undefined, () => {
+      throw new Error("reply failed");
+    }),
+    /reply failed/,
+  );
   assert.equal(log.head("s"), 4);
   await env.close();
 });

@@ -29,7 +29,12 @@ function withRemote(env: StoreEnv): { storage: Storage; feed: LogChangeFeed } {
 }
 
 /** Applies `writes` as another node's, around one local commit, as `ReplicatedEnv` does. */
-async function applyRemote(env: StoreEnv, feed: LogChangeFeed, writes: Write[], fail = false): Promise<void> {
+async function applyRemote(
+  env: StoreEnv,
+  feed: LogChangeFeed,
+  writes: Write[],
+  fail = false,
+): Promise<void> {
   feed.applying(writes);
   try {
     await env.transaction(() => {
@@ -47,7 +52,11 @@ async function applyRemote(env: StoreEnv, feed: LogChangeFeed, writes: Write[], 
 }
 
 const names = logDbNames("log");
-const entry = (stream: string, position: number, e: unknown): Write => [0, names.entries, [stream, position], [1000 + position, e]];
+const entry = (
+  stream: string,
+  position: number,
+  e: unknown,
+): Write => [0, names.entries, [stream, position], [1000 + position, e]];
 const head = (stream: string, h: number): Write => [0, names.meta, stream, { head: h, first: 1 }];
 
 Deno.test("StoreEnv.nodeLocal(): on one node a node-local database is an ordinary one", async () => {
@@ -70,10 +79,13 @@ Deno.test("DirectCommits: each job is its own transaction; reads go to the store
   });
   assert.deepEqual([db.get("a"), db.get("b"), db.get("c")], [1, 2, 3]);
   assert.equal(commits.read(db, "a", () => 42), 42, "read asks load, never a cache");
-  await assert.rejects(commits.run(() => {
-    commits.write(db, "a", undefined);
-    throw new Error("no");
-  }), /no/);
+  await assert.rejects(
+    commits.run(() => {
+      commits.write(db, "a", undefined);
+      throw new Error("no");
+    }),
+    /no/,
+  );
   assert.equal(db.get("a"), 1, "a job that throws leaves nothing");
   await commits.run(() => commits.write(db, "a", undefined));
   assert.equal(db.get("a"), undefined);
@@ -96,7 +108,10 @@ Deno.test("streamChanges(): one change per stream whose head or epoch is written
     head("u", 1),
   ]);
   assert.deepEqual(changes, [
-    { stream: "s", appended: [{ position: 2, time: 1002, entry: "b" }, { position: 3, time: 1003, entry: "c" }] },
+    {
+      stream: "s",
+      appended: [{ position: 2, time: 1002, entry: "b" }, { position: 3, time: 1003, entry: "c" }],
+    },
     { stream: "t", appended: [] },
     { stream: "u", purged: "e1", appended: [{ position: 1, time: 1001, entry: "fresh" }] },
   ]);
@@ -113,7 +128,11 @@ Deno.test("OrderedLog: another node's appends, told as typed changes, are publis
     purged: (stream, epoch) => seen.push(`${stream} purged ${epoch}`),
   });
   const local: string[] = [];
-  await log.append("s", () => ({ entries: ["a"], result: undefined }), (first, entries) => local.push(`s@${first}:${entries.join(",")}`));
+  await log.append(
+    "s",
+    () => ({ entries: ["a"], result: undefined }),
+    (first, entries) => local.push(`s@${first}:${entries.join(",")}`),
+  );
   assert.deepEqual(local, ["s@1:a"]);
 
   const writes = [entry("s", 3, "c"), entry("s", 2, "b"), head("s", 3)];
@@ -136,7 +155,10 @@ Deno.test("OrderedLog: another node's appends, told as typed changes, are publis
   assert.deepEqual(seen, ["s@2:b,c"]);
   assert.equal(log.head("s"), 3);
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const stuck = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("purge held")), 5000)));
+  const stuck = new Promise((
+    _,
+    reject,
+  ) => (timer = setTimeout(() => reject(new Error("purge held")), 5000)));
   const local1 = await Promise.race([log.purge("s"), stuck]).finally(() => clearTimeout(timer));
   assert.equal(log.epoch("s"), local1);
 
@@ -149,7 +171,11 @@ Deno.test("OrderedLog: another node's appends, told as typed changes, are publis
   assert.deepEqual(seen, ["s@2:b,c", "s purged e2"]);
   assert.equal(log.epoch("s"), "e2");
   assert.equal(log.head("s"), 0);
-  await log.append("s", () => ({ entries: ["again"], result: undefined }), (first) => local.push(`s@${first}`));
+  await log.append(
+    "s",
+    () => ({ entries: ["again"], result: undefined }),
+    (first) => local.push(`s@${first}`),
+  );
   assert.deepEqual(local, ["s@1:a", "s@1"]);
   await env.close();
 });

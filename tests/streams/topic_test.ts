@@ -56,13 +56,32 @@ Deno.test("Topic: format(parse(s)) is s for every string that parses", () => {
 });
 
 Deno.test("Topic: malformed topics parse to null; parseOf checks the product", () => {
-  for (const bad of ["", "pubsub", "pubsub:", "pubsub:key", "pubsub:key:", "pubsub::name", ":key:name", "::"]) {
+  for (
+    const bad of [
+      "",
+      "pubsub",
+      "pubsub:",
+      "pubsub:key",
+      "pubsub:key:",
+      "pubsub::name",
+      ":key:name",
+      "::",
+    ]
+  ) {
     assert.equal(Topic.parse(bad), null, JSON.stringify(bad));
   }
-  assert.deepEqual(Topic.parse("durable:k:cart:42"), { product: "durable", appKey: "k", name: "cart:42", key: "durable:k:cart:42" });
+  assert.deepEqual(Topic.parse("durable:k:cart:42"), {
+    product: "durable",
+    appKey: "k",
+    name: "cart:42",
+    key: "durable:k:cart:42",
+  });
   assert.equal(Topic.parseOf("pubsubx:k:n", "pubsub"), null);
   assert.equal(Topic.parseOf("chat:k:n", "pubsub"), null);
-  assert.deepEqual(Topic.parseOf("pusher-user:k:u:1", "pusher-user"), Topic.of("pusher-user", "k", "u:1"));
+  assert.deepEqual(
+    Topic.parseOf("pusher-user:k:u:1", "pusher-user"),
+    Topic.of("pusher-user", "k", "u:1"),
+  );
   assert.ok(!Topic.same(Topic.of("pubsub", "k", "a"), Topic.of("pubsub", "k", "b")));
   assert.equal(Topic.productOf("nocolon"), null);
 });

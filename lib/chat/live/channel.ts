@@ -3,12 +3,7 @@
  * anonymous default set, agent secret), the gap-free join (replay, snapshot, live), and the
  * dispatch of pushes to the live service with capability checks.
  */
-import {
-  CHAT_AGENT_VERBS,
-  CHAT_CLIENT_VERBS,
-  verifyJoin,
-  makePrincipal,
-} from "../../auth/mod.ts";
+import { CHAT_AGENT_VERBS, CHAT_CLIENT_VERBS, makePrincipal, verifyJoin } from "../../auth/mod.ts";
 import type {
   ChannelHandler,
   ChannelInstance,
@@ -136,8 +131,14 @@ export function threadChannel(
         handleIn(event: string, payload: Record<string, unknown>): PushReply | Promise<PushReply> {
           try {
             // Token pushes answer synchronously: no promise per token frame.
-            const response = handlePush({ svc, live, window, app, threadId, member }, event, payload ?? {});
-            return response instanceof Promise ? response.then(okReply, refusedReply) : okReply(response);
+            const response = handlePush(
+              { svc, live, window, app, threadId, member },
+              event,
+              payload ?? {},
+            );
+            return response instanceof Promise
+              ? response.then(okReply, refusedReply)
+              : okReply(response);
           } catch (err) {
             return refusedReply(err);
           }

@@ -54,7 +54,9 @@ function str(v: unknown, name: string, fallback?: () => string): string {
 /** Message content (any JSON), refused above MAX_MESSAGE_CONTENT_BYTES. */
 function content(v: unknown): unknown {
   if (jsonBytes(v) > MAX_MESSAGE_CONTENT_BYTES) {
-    throw new LiveError(`invalid_request: content is larger than ${MAX_MESSAGE_CONTENT_BYTES} bytes`);
+    throw new LiveError(
+      `invalid_request: content is larger than ${MAX_MESSAGE_CONTENT_BYTES} bytes`,
+    );
   }
   return v;
 }
@@ -63,7 +65,9 @@ function content(v: unknown): unknown {
 function roomForRun(c: PushContext): void {
   const pending = c.live.runs.all(c.app.id, c.threadId).filter((r) => r.status === "pending");
   if (pending.length >= MAX_PENDING_RUNS) {
-    throw new LiveError(`invalid_request: too many pending runs (at most ${MAX_PENDING_RUNS} per thread)`);
+    throw new LiveError(
+      `invalid_request: too many pending runs (at most ${MAX_PENDING_RUNS} per thread)`,
+    );
   }
 }
 

@@ -38,7 +38,10 @@ export class RollupBuffers {
   append(key: string, topic: Topic, runId: string, text: string): boolean {
     let s = this.#streams.get(key);
     if (!s) {
-      this.#streams.set(key, s = { flushed: "", pending: "", timer: null, closed: false, bytes: 0, topic });
+      this.#streams.set(
+        key,
+        s = { flushed: "", pending: "", timer: null, closed: false, bytes: 0, topic },
+      );
     }
     if (s.closed) return false;
     if (text === "") return true;

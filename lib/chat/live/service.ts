@@ -91,7 +91,9 @@ export class LiveService {
     const key = `${topic.key}\n${d.runId}`;
     const now = Date.now();
     const known = this.#streamed.get(key)?.text ?? "";
-    if (d.offset <= known.length) this.#streamed.set(key, { text: known.slice(0, d.offset) + d.text, at: now });
+    if (d.offset <= known.length) {
+      this.#streamed.set(key, { text: known.slice(0, d.offset) + d.text, at: now });
+    }
     if (now - this.#swept < 60_000) return;
     this.#swept = now;
     for (const [k, v] of this.#streamed) if (now - v.at > 600_000) this.#streamed.delete(k);
@@ -245,7 +247,9 @@ export class LiveService {
     const key = this.streamKey(app, threadId, runId);
     // The stream becomes the final message's content: bounded like any content.
     if (this.rollups.bytes(key) + byteLength(text) > MAX_MESSAGE_CONTENT_BYTES) {
-      throw new LiveError(`invalid_request: stream is larger than ${MAX_MESSAGE_CONTENT_BYTES} bytes`);
+      throw new LiveError(
+        `invalid_request: stream is larger than ${MAX_MESSAGE_CONTENT_BYTES} bytes`,
+      );
     }
     if (!this.rollups.append(key, topic, runId, text)) {
       throw new LiveError("already_ended");
@@ -328,8 +332,9 @@ export class LiveService {
         };
       });
     } catch (err) {
-      if (err instanceof LiveError && err.reason === "already_ended") this.#dropStream(app, threadId, runId);
-      else this.rollups.reopen(key);
+      if (err instanceof LiveError && err.reason === "already_ended") {
+        this.#dropStream(app, threadId, runId);
+      } else this.rollups.reopen(key);
       throw err;
     }
     this.#dropStream(app, threadId, runId);

@@ -84,7 +84,9 @@ export function botRoutes({ router, services }: RouteDeps): void {
     const id = valid(c, "param").id;
     const { data } = valid(c, "json");
     if (data.id !== undefined && data.id !== id) {
-      throw new ApiError(409, "data.id does not match the URL.", { source: { pointer: "/data/id" } });
+      throw new ApiError(409, "data.id does not match the URL.", {
+        source: { pointer: "/data/id" },
+      });
     }
     const a = data.attributes ?? {};
     const patch: Record<string, unknown> = {};

@@ -112,7 +112,9 @@ export function messageRoutes({ router, services }: RouteDeps): void {
     const { tid, id } = valid(c, "param");
     const { data } = valid(c, "json");
     if (data.id !== undefined && data.id !== id) {
-      throw new ApiError(409, "data.id does not match the URL.", { source: { pointer: "/data/id" } });
+      throw new ApiError(409, "data.id does not match the URL.", {
+        source: { pointer: "/data/id" },
+      });
     }
     const { message } = await store.editMessage(c.get("app"), tid, id, data.attributes.content);
     return send(c, 200, { data: messageResource(message) });

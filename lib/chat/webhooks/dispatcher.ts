@@ -28,8 +28,13 @@ export interface OutboxItem extends OutboxEntry {
 }
 
 /** The chat bot outbox. */
-export function chatOutbox(env: ConstructorParameters<typeof WebhookOutbox>[0]): WebhookOutbox<OutboxItem> {
-  return new WebhookOutbox<OutboxItem>(env, "chat:outbox", { kind: "bot", laneOf: (d) => `${d.appId}\n${d.botId}` });
+export function chatOutbox(
+  env: ConstructorParameters<typeof WebhookOutbox>[0],
+): WebhookOutbox<OutboxItem> {
+  return new WebhookOutbox<OutboxItem>(env, "chat:outbox", {
+    kind: "bot",
+    laneOf: (d) => `${d.appId}\n${d.botId}`,
+  });
 }
 
 /** Stages bot deliveries with the thread-log entries that cause them and sends them. */
@@ -49,7 +54,9 @@ export class WebhookDispatcher {
     opts: SenderOptions = {},
   ) {
     threadLog.onStage((app, threadId, first, entries) => {
-      const items = entries.flatMap((entry, i) => this.#deliveriesOf(app, threadId, first + i, entry));
+      const items = entries.flatMap((entry, i) =>
+        this.#deliveriesOf(app, threadId, first + i, entry)
+      );
       return items.length ? () => items.forEach((item) => outbox.stage(item)) : undefined;
     });
     this.#sender = new OutboxSender(outbox, (item, signal) => this.#send(item, signal), opts);
@@ -123,14 +130,19 @@ export class WebhookDispatcher {
     const bot = app ? this.store.bots.get(app, d.botId) : undefined;
     if (!bot?.webhookUrl) return "drop";
     const timestamp = String(Math.floor(Date.now() / 1000));
-    const ok = await postJson(bot.webhookUrl, {
-      "User-Agent": `Switchboard-Webhooks/${VERSION}`,
-      "X-Switchboard-Event": d.event,
-      "X-Switchboard-Delivery": d.id,
-      "X-Switchboard-Timestamp": timestamp,
-      "X-Switchboard-Attempt": String(d.attempt + 1),
-      "X-Switchboard-Signature": await signWebhook(bot.webhookSecret, timestamp, d.body),
-    }, d.body, signal);
+    const ok = await postJson(
+      bot.webhookUrl,
+      {
+        "User-Agent": `Switchboard-Webhooks/${VERSION}`,
+        "X-Switchboard-Event": d.event,
+        "X-Switchboard-Delivery": d.id,
+        "X-Switchboard-Timestamp": timestamp,
+        "X-Switchboard-Attempt": String(d.attempt + 1),
+        "X-Switchboard-Signature": await signWebhook(bot.webhookSecret, timestamp, d.body),
+      },
+      d.body,
+      signal,
+    );
     return ok ? "delivered" : "retry";
   }
 }
