@@ -110,8 +110,8 @@ async function main() {
   const metrics = `http://${shown}:${sb.metricsPort ?? sb.server.port}/metrics`;
   if (logFormat === "json") {
     if (sb.devApp) {
-      // The development app's credentials are printed by design (CONTRACT.md), before the
-      // listening line so a reader waiting for that line has them.
+      // The development app's credentials are printed by design (docs/operations.md "Start-up
+      // output"), before the listening line so a reader waiting for that line has them.
       log.announce(
         `development app (${sb.devAppCreated ? "created" : "reused"}, kept in ${config.dataDir})`,
         {

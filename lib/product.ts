@@ -66,7 +66,8 @@ export type DirectRoute = (req: Request, path: string) => {
   respond(): Promise<Response>;
 } | undefined;
 
-/** A product's two faces: HTTP routes and channel handlers (DESIGN.md "Layers"). */
+/** A product's two faces: HTTP routes and channel handlers (docs/design.md "Layers and
+ * folders"). */
 export interface ProductModule {
   /** Mounted at `/`; the module owns its paths (e.g. `/api/v1/objects/...`). */
   routes?: Hono;

@@ -1,9 +1,10 @@
 /**
- * Read-your-writes across nodes (CONTRACT.md "Cluster"), at the HTTP edge: every write reply in
- * clustered mode carries `Switchboard-Position` (the highest log position a write of the request
- * was applied at, else the position this node had applied when it answered), and a `GET` with
- * `Switchboard-Min-Position: N` is answered once this node has applied position N, or with 503
- * after the write deadline. On one node both headers are accepted and satisfied at once.
+ * Read-your-writes across nodes (docs/cluster.md "Reads on other nodes, and read-your-writes"), at
+ * the HTTP edge: every write reply in clustered mode carries `Switchboard-Position` (the highest
+ * log position a write of the request was applied at, else the position this node had applied when
+ * it answered), and a `GET` with `Switchboard-Min-Position: N` is answered once this node has
+ * applied position N, or with 503 after the write deadline. On one node both headers are accepted
+ * and satisfied at once.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { MiddlewareHandler } from "hono";

@@ -1,4 +1,4 @@
-// The apps file (CONTRACT.md "Apps"): reading and validating it into `App`s with errors that
+// The apps file (README.md "Apps file"): reading and validating it into `App`s with errors that
 // name the problem, and the development app made when there is none.
 import { readFileSync } from "node:fs";
 import { type App, APP_DEFAULTS, type AppWebhook, WEBHOOK_EVENT_TYPES } from "./apps.ts";
@@ -47,7 +47,8 @@ function unknownKey(at: string, k: string): ConfigError {
 /** `*`, or `scheme://host[:port]` with an optional leading `*.` on the host. */
 const ORIGIN_RE = /^(\*|[a-z][a-z0-9+.-]*:\/\/(\*\.)?[^/*\s]+)$/i;
 
-/** Reads and validates the apps file (CONTRACT.md "Apps"). Throws ConfigError naming the problem. */
+/** Reads and validates the apps file (README.md "Apps file"). Throws ConfigError naming the
+ * problem. */
 export function loadAppsFile(path: string): App[] {
   let text: string;
   try {

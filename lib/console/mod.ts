@@ -1,5 +1,5 @@
 /**
- * The operators' console (CONTRACT.md "Console", docs/console.md): its routes under
+ * The operators' console (docs/console.md): its routes under
  * `/console/`, built only when `--console-secret` is set. The page and its assets and the
  * login are public; every other `/console/` path needs a session (401 without) and each app's
  * data needs a session that may open that app (404 otherwise, as for an unknown app).

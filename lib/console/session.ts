@@ -1,6 +1,6 @@
 /**
- * Who may use the operators' console (CONTRACT.md "Console"): the admin secret opens every
- * app, an app's own secret opens that app alone. A session is an HMAC-signed cookie (no
+ * Who may use the operators' console (docs/console.md "Who sees what"): the admin secret opens
+ * every app, an app's own secret opens that app alone. A session is an HMAC-signed cookie (no
  * server-side table, so it survives a restart and works on every node of a cluster that has
  * the same console secret) carrying its scope, its expiry and a fingerprint of the secret
  * that opened it: changing that secret (or the console secret) ends the session.

@@ -41,7 +41,8 @@ export const NATIVE: Surface = jsonApi("native", "application/json");
 /** The chat REST API: JSON:API with its own media type. */
 export const CHAT: Surface = jsonApi("chat", JSON_API);
 
-/** The Durable Objects routes: `{ error: detail }` (SPEC.md); credentials answer as NATIVE. */
+/** The Durable Objects routes: `{ error: detail }` (docs/http-api.md "Error shapes");
+ * credentials answer as NATIVE. */
 export const OBJECTS: Surface = {
   name: "objects",
   answer: (e) => json(e.status, { error: e.detail ?? e.title }, "application/json"),

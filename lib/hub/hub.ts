@@ -71,11 +71,11 @@ export type Relay = (
 const nativeName = (topic: Topic, format: string) => `${format}|${topic.key}`;
 
 /**
- * Topic -> subscribers, with encode-once fan-out. A broadcast frame has a null join_ref, so
- * the same bytes fit every member of a topic and are encoded at most once per wire format.
- * Under Bun the bytes are handed to the runtime's native topics (DESIGN.md "Fan-out"); under
- * Deno a JS loop sends them. Delivery order per topic is call order; callers (the ordered
- * log's publish hooks) call in position order, so every subscriber sees a stream in order.
+ * Topic -> subscribers, with encode-once fan-out. A broadcast frame has a null join_ref, so the
+ * same bytes fit every member of a topic and are encoded at most once per wire format. Under Bun
+ * the bytes are handed to the runtime's native topics (docs/design.md "Fan-out via Bun's native
+ * topics"); under Deno a JS loop sends them. Delivery order per topic is call order; callers (the
+ * ordered log's publish hooks) call in position order, so every subscriber sees a stream in order.
  *
  * Wire formats are pluggable: Phoenix JSON and MessagePack are built in; a protocol adapter
  * (the Pusher protocol) adds its own encoder with `addFormat`.

@@ -1,5 +1,5 @@
 /**
- * The Pusher Channels protocol, a second face of the channels product (CONTRACT.md "Pusher
+ * The Pusher Channels protocol, a second face of the channels product (docs/pusher.md
  * protocol"): the WebSocket at `/app/{key}`, the REST API under `/apps/{id}/` and Pusher-style
  * webhooks, all over the same ChannelService as the Phoenix protocol, so one channel has one
  * serial-ordered stream whichever protocol publishes or subscribes.

@@ -1,5 +1,5 @@
 /**
- * Pusher-style channel webhooks (CONTRACT.md "Pusher protocol", docs/pusher.md "Webhooks"):
+ * Pusher-style channel webhooks (docs/pusher.md "Webhooks"):
  * `channel_occupied` / `channel_vacated` (first subscriber in / last out, either protocol),
  * `member_added` / `member_removed` (presence, one user counted once), and `client_event`
  * (client events of either protocol). POSTed as `{ time_ms, events }` to each of the app's

@@ -41,8 +41,9 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
       maxPayloadLength: 2 * 1024 * 1024,
       perMessageDeflate: false,
       // Native fan-out queues in uWS, not in JS. The socket server closes a subscriber past
-      // MAX_BUFFERED_BYTES with 4008 and a reason (DESIGN.md rule 6); this hard limit, four
-      // times higher, only catches a burst between two of its checks (uWS then closes 1006).
+      // MAX_BUFFERED_BYTES with 4008 and a reason (docs/design.md, "Backpressure"); this hard
+      // limit, four times higher, only catches a burst between two of its checks (uWS then closes
+      // 1006).
       backpressureLimit: 4 * MAX_BUFFERED_BYTES,
       closeOnBackpressureLimit: true,
       open(ws: BunSocket) {

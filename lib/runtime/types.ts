@@ -22,8 +22,8 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** Response for a refused upgrade: 401 unknown or missing app_key (CONTRACT.md), 403 an
- * origin outside the app's `allowed_origins`. */
+/** Response for a refused upgrade: 401 unknown or missing app_key (docs/protocol.md
+ * "Connecting"), 403 an origin outside the app's `allowed_origins`. */
 export function refusedUpgrade(status: 401 | 403 | 503): Response {
   const title = { 401: "Unauthorized", 403: "Forbidden", 503: "Service Unavailable" }[status];
   return new Response(JSON.stringify({ errors: [{ status: String(status), title }] }), {

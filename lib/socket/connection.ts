@@ -160,8 +160,9 @@ export class Connection extends SubscriberSocket implements LiveSocket {
     params: Record<string, unknown>,
   ) {
     const jr = joinRef ?? "0";
-    // Read-your-writes across nodes (CONTRACT.md "Cluster"): wait until this node has applied
-    // the position the client saw its write at.
+    // Read-your-writes across nodes (docs/cluster.md "Reads on other nodes, and
+    // read-your-writes"): wait until this node has applied the position the client saw its
+    // write at.
     const behind = this.#deps.caughtUp ? await this.#deps.caughtUp(params?.min_position) : null;
     if (behind) {
       return this.#reply(jr, ref, topic, { status: "error", response: { reason: behind } });

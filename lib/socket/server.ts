@@ -7,7 +7,8 @@ import type { WireFormat } from "../wire/codec.ts";
 import { log } from "../log/mod.ts";
 import { tap, tapActive } from "../debug/tap.ts";
 
-/** Path of the WebSocket endpoint (CONTRACT.md). `/socket` alone is accepted too. */
+/** Path of the WebSocket endpoint (docs/protocol.md "Connecting"). `/socket` alone is accepted
+ * too. */
 export const SOCKET_PATHS = new Set(["/socket/websocket", "/socket", "/socket/websocket/"]);
 
 /** Idle limit: a socket silent this long is closed (heartbeats count as traffic). */

@@ -32,7 +32,7 @@ export abstract class SubscriberSocket implements Subscriber {
   /** Closes a slow subscriber with the protocol's code and reason. */
   protected abstract closeSlowConsumer(): void;
 
-  /** Hub delivery; enforces the send buffer bound (DESIGN.md rule 6). */
+  /** Hub delivery; enforces the send buffer bound (docs/design.md, "Backpressure"). */
   sendEncoded(data: string | Uint8Array): void {
     if (this.isClosed || this.overBuffered()) return;
     this.transport.send(data);

@@ -6,7 +6,7 @@
 import { Topic } from "../wire/topic.ts";
 
 /**
- * Parses `{prefix}:{appKey}:{rest}` (CONTRACT.md "Topics"). The socket layer knows no product:
+ * Parses `{prefix}:{appKey}:{rest}` (docs/protocol.md "Topics"). The socket layer knows no product:
  * `known` is the set of prefixes channel handlers registered. Returns the spec's join error
  * reason when the shape is wrong, no handler owns the prefix, or the app key is not the
  * connected app's. Product-specific name rules (a Durable Object's `type:key`) belong to the

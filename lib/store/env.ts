@@ -26,9 +26,9 @@ export function storePath(dataDir: string): string {
  * The one LMDB environment in the data dir. Named databases are opened through `db(name)`.
  *
  * `overlappingSync: false` makes a commit visible to readers only after it is on disk
- * (DESIGN.md rule 5), and each write transaction's promise resolves after that sync, so an
- * awaited write is durable. Concurrent writes queued while a commit is running are batched
- * into the next commit (group commit), so throughput does not pay one fsync per write.
+ * (docs/design.md, "Visible means durable"), and each write transaction's promise resolves after
+ * that sync, so an awaited write is durable. Concurrent writes queued while a commit is running are
+ * batched into the next commit (group commit), so throughput does not pay one fsync per write.
  *
  * The store of one node (`Storage`); a replicated store (lib/cluster/) is built around one.
  */

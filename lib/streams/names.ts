@@ -1,7 +1,7 @@
 /**
  * Topic and stream naming for every ordered product, in one place. A stream id is the storage
  * key of a log (`{appId}/...`); a topic is the Phoenix topic its subscribers join
- * (`{product}:{appKey}:...`, CONTRACT.md "Topics").
+ * (`{product}:{appKey}:...`, docs/protocol.md "Topics").
  */
 import type { App } from "../config/apps.ts";
 import { Topic } from "../wire/topic.ts";

@@ -1,6 +1,6 @@
 /**
  * `SwitchboardChatTransport`: the AI SDK's `ChatTransport` over Switchboard chat threads
- * (CONTRACT.md "AI SDK and React"). The AI SDK's `chatId` is the thread id. A turn is a run
+ * (docs/ai-sdk.md). The AI SDK's `chatId` is the thread id. A turn is a run
  * of the thread, so it survives reloads, second tabs and dropped connections: `sendMessages`
  * posts the new user message (or regenerates, or answers a tool approval) and returns the
  * run's chunk stream; aborting cancels the run; `reconnectToStream` gives the thread's active

@@ -1,6 +1,6 @@
 /**
  * The one `Topic` value: the address a subscriber joins and the hub fans out on,
- * `{product}:{appKey}:{name}` (CONTRACT.md "Topics"). The product and the app key hold no `:`;
+ * `{product}:{appKey}:{name}` (docs/protocol.md "Topics"). The product and the app key hold no `:`;
  * the name is the rest and may hold anything (a channel name, `type:key` of a Durable Object, a
  * thread id). Every layer formats and parses topics here and nowhere else: a topic string is
  * parsed once where it enters (a frame, a cluster message) and travels as a `Topic` value. It

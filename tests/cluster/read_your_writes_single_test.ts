@@ -1,6 +1,7 @@
-// Read-your-writes headers on one node (CONTRACT.md "Cluster"): `Switchboard-Min-Position` on a
-// read and `min_position` on a join are accepted and satisfied at once, whatever the number
-// (one node has no log to wait for); readiness answers ready.
+// Read-your-writes headers on one node (docs/cluster.md "Reads on other nodes, and
+// read-your-writes"): `Switchboard-Min-Position` on a read and `min_position` on a join are
+// accepted and satisfied at once, whatever the number (one node has no log to wait for); readiness
+// answers ready.
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
 import { startServer } from "../helpers/server.ts";

@@ -1,4 +1,4 @@
-// The console's access rules against a real server (CONTRACT.md "Console"): off without
+// The console's access rules against a real server (docs/console.md "Who sees what"): off without
 // --console-secret; 401 without a session; one app's secret sees that app alone; forged,
 // tampered and expired cookies are refused; cross-site POSTs are refused; brute-force logins
 // are cut off; no app secret is ever sent in full.

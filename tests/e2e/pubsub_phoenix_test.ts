@@ -1,4 +1,5 @@
-// The official phoenix client, configured with nothing but CONTRACT.md, receives a trigger.
+// The official phoenix client, configured with nothing but docs/protocol.md ("Connecting"),
+// receives a trigger.
 import assert from "node:assert/strict";
 import { Socket } from "phoenix";
 import { startServer } from "../helpers/server.ts";

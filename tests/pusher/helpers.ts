@@ -33,7 +33,8 @@ export interface Identity {
 }
 
 /**
- * A pusher-js client connected to the test server with the options CONTRACT.md names; its
+ * A pusher-js client connected to the test server with the options docs/pusher.md
+ * ("pusher-js") gives; its
  * channel authorizer signs with the `pusher` library, as a customer's auth endpoint would.
  */
 export function client(
