@@ -25,6 +25,7 @@ import { ConsoleStats } from "./stats.ts";
 import { ClusterPoints } from "./cluster_stats.ts";
 import { liveStream } from "./live.ts";
 import { CONSOLE_CSS, CONSOLE_HTML, CONSOLE_JS } from "./page.ts";
+import { webhookGivenUpCounts } from "../metrics/mod.ts";
 
 /** What the console is built from. */
 export interface ConsoleOptions extends BrowseSources {
@@ -197,10 +198,12 @@ export function createConsole(opts: ConsoleOptions): ProductModule {
     const app = c.get("app");
     const results = new Map(stats.webhooks(app.key).map((w) => [w.url, w]));
     const backlog = new Map(opts.outbox.backlog(app).map((b) => [b.url, b]));
+    const givenUp = webhookGivenUpCounts("pusher", app.id);
     const urls = new Set([
       ...(app.webhooks ?? []).map((w) => w.url),
       ...backlog.keys(),
       ...results.keys(),
+      ...givenUp.keys(),
     ]);
     const webhooks = [...urls].map((url) => ({
       url,
@@ -209,6 +212,7 @@ export function createConsole(opts: ConsoleOptions): ProductModule {
       oldest_age_ms: backlog.get(url)?.oldestAgeMs ?? null,
       max_attempt: backlog.get(url)?.maxAttempt ?? 0,
       next_due_at: backlog.get(url)?.nextDueAt ?? null,
+      given_up: givenUp.get(url) ?? 0,
       last: results.get(url) ?? null,
     }));
     return c.json({ webhooks });

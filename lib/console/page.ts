@@ -57,7 +57,7 @@ export const CONSOLE_HTML = String.raw`<!doctype html>
   </section>
   <section id="tab-webhooks" hidden>
     <div class="bar"><button id="wh-refresh">Refresh</button> <button id="wh-retry">Retry all now</button> <span id="wh-state"></span></div>
-    <table><thead><tr><th>url</th><th>pending</th><th>oldest</th><th>last attempt</th><th>last error</th><th></th></tr></thead><tbody id="webhooks"></tbody></table>
+    <table><thead><tr><th>url</th><th>pending</th><th>oldest</th><th>given up</th><th>last attempt</th><th>last error</th><th></th></tr></thead><tbody id="webhooks"></tbody></table>
   </section>
   <section id="tab-charts" hidden>
     <div class="bar"><label>Scope <select id="chart-scope"><option value="app">this app</option></select></label> <button id="charts-refresh">Refresh</button> <span class="muted">one bar per 10 s (up to the last hour); the rightmost is the current interval</span></div>
@@ -355,11 +355,12 @@ export const CONSOLE_JS = String.raw`"use strict";
   function loadWebhooks() {
     api(appPath("/webhooks")).then(function (r) {
       var body = clear($("webhooks"));
-      if (!r.webhooks.length) body.appendChild(el("tr", null, el("td", { colspan: 6, class: "muted", text: "no webhook configured" })));
+      if (!r.webhooks.length) body.appendChild(el("tr", null, el("td", { colspan: 7, class: "muted", text: "no webhook configured" })));
       r.webhooks.forEach(function (w) {
         var last = w.last, err = last && last.lastError;
         body.appendChild(el("tr", { class: last && !last.ok ? "failed" : "" },
           el("td", { class: "mono", text: w.url }), el("td", { text: w.pending }), el("td", { text: age(w.oldest_age_ms) }),
+          el("td", { class: w.given_up ? "webhook-given-up" : "", text: w.given_up }),
           el("td", { text: last ? time(last.at) + ": " + last.status + " (attempt " + last.attempt + ")" : "-" }),
           el("td", { class: "mono webhook-error", text: err ? time(err.at) + ": " + err.status + " (attempt " + err.attempt + ")" : "-" }),
           el("td", null, el("button", { text: "Retry now", on: function () { retry(w.url); } }))));

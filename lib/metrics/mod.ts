@@ -2,7 +2,8 @@
  * Prometheus metrics (prom-client), one registry per process. Layers record through the
  * small functions below, which keep a cached child per label value so a hot path pays one
  * map lookup and an add. Labels are bounded: product, protocol, route template, status class,
- * outcome; never a channel name, an id or a secret.
+ * outcome; never a channel name, an id or a secret, except the given-up webhook counter's app id
+ * and receiver URL (operator configuration, at most 1,000 pairs per kind).
  */
 import client from "prom-client";
 import { deferredCounter, deferredHistogram } from "./deferred.ts";
@@ -108,6 +109,23 @@ const webhooksDropped = counter(
   "Webhook deliveries dropped unsent because their app's outbox was full, by kind.",
   ["kind"],
 );
+const webhooksGivenUp = counter(
+  "switchboard_webhook_given_up_total",
+  "Webhook deliveries given up after their last attempt, by kind, app id and receiver URL.",
+  ["kind", "app", "url"],
+);
+/** Receivers counted per kind before further ones share the `url` label value `other`. */
+const GIVEN_UP_MAX_RECEIVERS = 1000;
+/** kind -> app id -> receiver -> given-up count (since start); what the console shows. */
+const givenUp = new Map<string, Map<string, Map<string, number>>>();
+/** How many (app, receiver) pairs each kind counts. */
+const givenUpPairs = new Map<string, number>();
+
+/** Given-up deliveries of `appId` in the outbox `kind`, per receiver URL, since start. */
+export function webhookGivenUpCounts(kind: string, appId: string): Map<string, number> {
+  return new Map(givenUp.get(kind)?.get(appId) ?? []);
+}
+
 /** Outbox readers per kind, read at scrape time. */
 const outboxes = new Map<
   string,
@@ -245,6 +263,21 @@ export const record = {
   /** One webhook attempt's result, by outbox kind (`pusher`, `bot`). */
   webhook(kind: string, result: "delivered" | "retried" | "given_up" | "discarded"): void {
     webhooks.inc({ kind, result });
+  },
+  /** One webhook delivery given up after its last attempt, by kind, app id and receiver URL
+   * (at most `GIVEN_UP_MAX_RECEIVERS` pairs per kind; later ones are counted as `other`). */
+  webhookGivenUp(kind: string, appId: string, url: string): void {
+    let apps = givenUp.get(kind);
+    if (!apps) givenUp.set(kind, apps = new Map());
+    let urls = apps.get(appId);
+    if (!urls) apps.set(appId, urls = new Map());
+    if (!urls.has(url)) {
+      const pairs = givenUpPairs.get(kind) ?? 0;
+      if (pairs >= GIVEN_UP_MAX_RECEIVERS) url = "other";
+      if (!urls.has(url)) givenUpPairs.set(kind, pairs + 1);
+    }
+    urls.set(url, (urls.get(url) ?? 0) + 1);
+    webhooksGivenUp.inc({ kind, app: appId, url });
   },
   /** `count` webhook deliveries dropped unsent (their app's outbox was full). */
   webhookDropped(kind: string, count: number): void {

@@ -93,7 +93,9 @@ export class PusherWebhooks {
       kind: "pusher",
       laneOf: (d) => `${d.appId}\n${d.url}`,
     });
-    this.#sender = new OutboxSender(this.#outbox, (d, signal) => this.#deliver(d, signal));
+    this.#sender = new OutboxSender(this.#outbox, (d, signal) => this.#deliver(d, signal), {
+      receiverOf: (d) => d.url,
+    });
     // In a cluster every node sees a channel's changes; the topic's owner reports them.
     svc.occupancy.observe((topic, occupied) => {
       this.#change(

@@ -1,6 +1,6 @@
 // The shared webhook outbox and sender (lib/webhooks/), in process over real LMDB: per-app
-// bounds drop the oldest, lanes keep a hanging receiver from holding up another, a recovered
-// receiver gets its waiting retries at once, and rows of the previous key shape are resumed.
+// bounds drop the oldest, lanes keep a hanging receiver from holding up another, and rows of the
+// previous key shape are resumed. The retry schedule's own tests are in schedule_test.ts.
 import assert from "node:assert/strict";
 import { type OutboxEntry, WebhookOutbox } from "../../lib/webhooks/outbox.ts";
 import { OutboxSender } from "../../lib/webhooks/sender.ts";
@@ -84,34 +84,6 @@ Deno.test("webhook sender: a hanging receiver holds only its own lane", async ()
     sender.close();
   } finally {
     for (const r of release) r();
-    await env.close();
-  }
-});
-
-Deno.test("webhook sender: a receiver that answers again gets its waiting retries at once", async () => {
-  const { env } = tempStore();
-  try {
-    const outbox = new WebhookOutbox<Item>(env, "test:outbox", {
-      kind: "test",
-      laneOf: (d) => d.to,
-    });
-    let up = false;
-    const got: string[] = [];
-    const sender = new OutboxSender(outbox, (d) => {
-      if (!up) return Promise.resolve("retry");
-      got.push(d.body);
-      return Promise.resolve("delivered");
-    }, { retryDelaysMs: [60_000, 60_000] }); // retries far in the future
-    await outbox.add([1, 2, 3].map((n) => item("a", "r", `{"n":${n}}`)));
-    await until(() => outbox.entries().every((m) => m.dueAt > Date.now() + 30_000));
-    up = true;
-    await outbox.add([item("a", "r", `{"n":4}`)]);
-    // The new delivery succeeds (after the lane's short pause); the three waiting ones follow.
-    await until(() => got.length === 4);
-    assert.deepEqual(got.map((b) => JSON.parse(b).n).sort(), [1, 2, 3, 4]);
-    await until(() => outbox.entries().length === 0);
-    sender.close();
-  } finally {
     await env.close();
   }
 });

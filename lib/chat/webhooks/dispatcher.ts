@@ -51,7 +51,7 @@ export class WebhookDispatcher {
     private apps: AppRegistry,
     outbox: WebhookOutbox<OutboxItem>,
     threadLog: ThreadLog,
-    opts: SenderOptions = {},
+    opts: SenderOptions<OutboxItem> = {},
   ) {
     threadLog.onStage((app, threadId, first, entries) => {
       const items = entries.flatMap((entry, i) =>
@@ -59,7 +59,13 @@ export class WebhookDispatcher {
       );
       return items.length ? () => items.forEach((item) => outbox.stage(item)) : undefined;
     });
-    this.#sender = new OutboxSender(outbox, (item, signal) => this.#send(item, signal), opts);
+    this.#sender = new OutboxSender(outbox, (item, signal) => this.#send(item, signal), {
+      receiverOf: (item) => {
+        const app = this.apps.byId(item.appId);
+        return (app && this.store.bots.get(app, item.botId)?.webhookUrl) || `bot:${item.botId}`;
+      },
+      ...opts,
+    });
     this.#unsubscribe = threadLog.onEntry(() => this.#sender.wake());
   }
 

@@ -1,0 +1,53 @@
+// A webhook delivery given up after its last attempt is counted per app and URL: on the
+// console's webhook page and in /metrics. The waits are shortened through
+// SWITCHBOARD_WEBHOOK_RETRY_DELAYS_MS (three attempts) so the test does not wait an hour.
+import assert from "node:assert/strict";
+import { call, CONSOLE_APPS, login, startConsole, until } from "./helpers.ts";
+import { receiver } from "../helpers/webhook_receiver.ts";
+import { client, type Pusher, subscribed } from "../pusher/helpers.ts";
+
+Deno.test({
+  name: "console webhooks: a delivery given up after its last attempt is counted per app and URL",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const hook = receiver(Array(100).fill(500)); // always 500
+    const apps = CONSOLE_APPS.map((a, i) =>
+      i === 0 ? { ...a, webhooks: [{ url: hook.url, event_types: ["channel_occupied"] }] } : a
+    );
+    const server = await startConsole({
+      apps,
+      env: { SWITCHBOARD_WEBHOOK_RETRY_DELAYS_MS: "50,50" },
+    });
+    let p: Pusher | undefined;
+    try {
+      p = client(server);
+      await subscribed(p, "given-up-room");
+      await hook.waitFor(3, 30_000);
+      const cookie = await login(server, CONSOLE_APPS[0].secret);
+      const row = await until(
+        async () => {
+          const res = await call(server, "/console/api/apps/app-1/webhooks", { cookie });
+          return (res.body.webhooks as Record<string, unknown>[]).find((w) => w.url === hook.url);
+        },
+        (w) => w?.given_up === 1,
+        "the given-up count on the webhook page",
+        30_000,
+      );
+      assert.equal(row?.pending, 0, "nothing left pending");
+      assert.equal(hook.got.length, 3, "three attempts, then given up");
+      const metrics = await (await fetch(`${server.baseUrl}/metrics`)).text();
+      assert.ok(
+        metrics.includes(
+          `switchboard_webhook_given_up_total{kind="pusher",app="app-1",url="${hook.url}"} 1`,
+        ),
+        "the given-up delivery is on /metrics with its app and URL",
+      );
+      assert.match(server.output(), /webhook delivery given up .*app=app-1/);
+    } finally {
+      p?.disconnect();
+      await server.stop();
+      await hook.close();
+    }
+  },
+});
