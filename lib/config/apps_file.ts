@@ -3,7 +3,7 @@
 import { readFileSync } from "node:fs";
 import { type App, APP_DEFAULTS, type AppWebhook, WEBHOOK_EVENT_TYPES } from "./apps.ts";
 import { ConfigError } from "./config.ts";
-import { idProblem } from "../limits.ts";
+import { checkAppIdentities } from "./app_ids.ts";
 
 const KNOWN = new Set([
   "id",
@@ -74,9 +74,7 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
   if (!Array.isArray(list) || list.length === 0) {
     throw new ConfigError(`${where}: expected { "apps": [ ... ] } with at least one app`);
   }
-  const keys = new Set<string>();
-  const ids = new Set<string>();
-  return list.map((raw, i) => {
+  const apps: App[] = list.map((raw, i): App => {
     const at = `${where}: apps[${i}]`;
     if (!raw || typeof raw !== "object" || Array.isArray(raw)) {
       throw new ConfigError(`${at} must be an object`);
@@ -89,18 +87,6 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
       }
     }
     const key = r.key as string, id = r.id as string;
-    // Both become parts of storage keys and topics (docs/limits.md).
-    for (const [name, v] of [["id", id], ["key", key]]) {
-      const problem = idProblem(name, v);
-      if (problem) throw new ConfigError(`${at}: ${problem}`);
-    }
-    if (key.includes(":") || key.includes(".")) {
-      throw new ConfigError(`${at}: key must not contain ":" or "."`);
-    }
-    if (keys.has(key)) throw new ConfigError(`${where}: duplicate app key "${key}"`);
-    if (ids.has(id)) throw new ConfigError(`${where}: duplicate app id "${id}"`);
-    keys.add(key);
-    ids.add(id);
     const eua = r.enable_user_authentication ?? APP_DEFAULTS.enable_user_authentication;
     if (eua !== 0 && eua !== 1) {
       throw new ConfigError(`${at}: enable_user_authentication must be 0 or 1`);
@@ -155,6 +141,9 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
         : {}),
     };
   });
+  // The id and key grammar, uniqueness, and no id equal to another app's key (app_ids.ts).
+  checkAppIdentities(apps, where);
+  return apps;
 }
 
 /** Validates `allowed_origins`: a non-empty array of origins (see ORIGIN_RE). */

@@ -1,27 +1,80 @@
-// parseApps(): app ids and keys are storage-key parts, bounded at 256 UTF-8 bytes; a rate
-// limit of 0 means unlimited.
+// parseApps(): app ids and keys follow one grammar (1 to 64 characters from A-Z a-z 0-9 _ -),
+// are unique, and no id equals another app's key; a rate limit of 0 means unlimited.
 import assert from "node:assert/strict";
-import { parseApps } from "../../lib/config/apps_file.ts";
+import { newDevelopmentApp, parseApps } from "../../lib/config/apps_file.ts";
+import { APP_ID_RE } from "../../lib/config/app_ids.ts";
 import { ConfigError } from "../../lib/config/config.ts";
 
 const app = (over: Record<string, unknown>) => ({
   apps: [{ id: "a", key: "k", secret: "s", ...over }],
 });
 
-Deno.test("parseApps() refuses an app id or key over 256 UTF-8 bytes, naming it", () => {
-  // 65 four-byte emoji: 260 bytes in 130 UTF-16 units.
-  const long = "🔑".repeat(65);
+/** Asserts `doc` is refused with exactly `message`. */
+function refused(doc: unknown, message: string): void {
   assert.throws(
-    () => parseApps(app({ id: long })),
-    (e) =>
-      e instanceof ConfigError && e.message === "apps file: apps[0]: id is longer than 256 bytes",
+    () => parseApps(doc),
+    (e) => e instanceof ConfigError && e.message === message,
+    message,
   );
-  assert.throws(
-    () => parseApps(app({ key: long })),
-    (e) =>
-      e instanceof ConfigError && e.message === "apps file: apps[0]: key is longer than 256 bytes",
+}
+
+const RULE = "1 to 64 characters from A-Z a-z 0-9 _ -";
+
+Deno.test("parseApps() refuses an app id or key outside the grammar, naming the app and the rule", () => {
+  for (
+    const bad of [
+      "acme/eu",
+      "a:b",
+      "x%2F",
+      "n\nl",
+      "sp ace",
+      "trail/",
+      "a\u0000b",
+      "/",
+      "my.key",
+      "café",
+      "🔑",
+      "",
+      "a".repeat(65),
+    ]
+  ) {
+    if (bad !== "") {
+      refused(
+        app({ id: bad }),
+        `apps file: apps[0] (id ${JSON.stringify(bad)}): id ${JSON.stringify(bad)} is not ${RULE}`,
+      );
+    }
+    refused(
+      { apps: [{ id: "ok", key: "k1", secret: "s" }, { id: "b", key: bad || "x y", secret: "s" }] },
+      `apps file: apps[1] (id "b"): key ${JSON.stringify(bad || "x y")} is not ${RULE}`,
+    );
+  }
+  // The edges of the grammar are accepted.
+  const edge = "Az09_-".padEnd(64, "x");
+  assert.equal(parseApps(app({ id: edge, key: "K" }))[0].id, edge);
+  assert.equal(parseApps(app({ id: "-", key: "_" }))[0].key, "_");
+});
+
+Deno.test("parseApps() refuses a repeated id or key, and an id equal to another app's key", () => {
+  refused(
+    { apps: [{ id: "a", key: "k1", secret: "s" }, { id: "a", key: "k2", secret: "s" }] },
+    `apps file: apps[1] (id "a"): id "a" is also the id of apps[0] (id "a"); ids must be unique`,
   );
-  assert.equal(parseApps(app({ id: "🔑".repeat(64) }))[0].id, "🔑".repeat(64));
+  refused(
+    { apps: [{ id: "a", key: "k", secret: "s" }, { id: "b", key: "k", secret: "s" }] },
+    `apps file: apps[1] (id "b"): key "k" is also the key of apps[0] (id "a"); keys must be unique`,
+  );
+  // Either order: the id comes before or after the key it equals.
+  refused(
+    { apps: [{ id: "a", key: "k", secret: "s" }, { id: "k", key: "k2", secret: "s" }] },
+    `apps file: apps[1] (id "k"): id "k" is the key of apps[0] (id "a"); an app's id must not equal another app's key`,
+  );
+  refused(
+    { apps: [{ id: "k", key: "k2", secret: "s" }, { id: "a", key: "k", secret: "s" }] },
+    `apps file: apps[0] (id "k"): id "k" is the key of apps[1] (id "a"); an app's id must not equal another app's key`,
+  );
+  // An app's own id may equal its own key.
+  assert.equal(parseApps(app({ id: "same", key: "same" }))[0].key, "same");
 });
 
 Deno.test("parseApps() accepts 0 for the rate limits (unlimited)", () => {
@@ -104,4 +157,13 @@ Deno.test("parseApps() reads enabled, user_authentication_timeout, webhook_batch
       e instanceof ConfigError &&
       e.message === "apps file: apps[0]: webhook_batching must be true or false",
   );
+});
+
+Deno.test("the development app made at first start follows the id and key grammar", () => {
+  for (let i = 0; i < 20; i++) {
+    const dev = newDevelopmentApp();
+    assert.match(dev.id, APP_ID_RE);
+    assert.match(dev.key, APP_ID_RE);
+    assert.notEqual(dev.id, dev.key);
+  }
 });

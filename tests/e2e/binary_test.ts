@@ -121,7 +121,7 @@ Deno.test("invalid configuration exits 2 with one line naming the problem", asyn
     [
       "duplicate keys",
       JSON.stringify({ apps: [app, { ...app, id: "b" }] }),
-      /duplicate app key "k"/,
+      /apps\[1\] \(id "b"\): key "k" is also the key of apps\[0\] \(id "a"\); keys must be unique/,
     ],
     ["missing secret", JSON.stringify({ apps: [{ id: "a", key: "k" }] }), /missing "secret"/],
     [

@@ -1,0 +1,79 @@
+// Start-up refuses an apps file whose app ids or keys break the grammar (1 to 64 characters from
+// A-Z a-z 0-9 _ -), repeat, or where an id equals another app's key: the process exits 2 before
+// listening, with a message naming the app and the rule. Runs the binary when SWITCHBOARD_BIN
+// is set.
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { writeFileSync } from "node:fs";
+import { serverCommand } from "../helpers/server.ts";
+import { tempDir } from "../helpers/temp_dir.ts";
+
+const root = new URL("../../", import.meta.url).pathname;
+const RULE = "1 to 64 characters from A-Z a-z 0-9 _ -";
+
+/** Starts the server with `apps` as its apps file; resolves with its exit code and stderr. */
+async function startWith(apps: { id: string; key: string; secret: string }[]) {
+  const dir = tempDir("sb-tenancy-start-");
+  const file = join(dir, "apps.json");
+  writeFileSync(file, JSON.stringify({ apps }));
+  const { cmd, args } = serverCommand();
+  const child = new Deno.Command(cmd, {
+    args: [
+      ...args,
+      "--port",
+      "0",
+      "--host",
+      "127.0.0.1",
+      "--data-dir",
+      join(dir, "data"),
+      "--apps",
+      file,
+    ],
+    cwd: Deno.env.get("SWITCHBOARD_BIN") ? dir : root,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  // A server that wrongly starts is killed after 30 s (the assertion below then fails).
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  const out = await child.output();
+  clearTimeout(timer);
+  return { code: out.code, stderr: new TextDecoder().decode(out.stderr), file };
+}
+
+const CASES: { name: string; apps: { id: string; key: string; secret: string }[]; says: string }[] =
+  [
+    {
+      name: "an id with a slash (acme/eu beside acme)",
+      apps: [{ id: "acme", key: "acme-key", secret: "s1" }, {
+        id: "acme/eu",
+        key: "acme-eu-key",
+        secret: "s2",
+      }],
+      says: `apps[1] (id "acme/eu"): id "acme/eu" is not ${RULE}`,
+    },
+    {
+      name: "an id with a newline (n\\nl beside n)",
+      apps: [{ id: "n", key: "n-key", secret: "s1" }, { id: "n\nl", key: "nl-key", secret: "s2" }],
+      says: `apps[1] (id "n\\nl"): id "n\\nl" is not ${RULE}`,
+    },
+    {
+      name: "a key with a colon",
+      apps: [{ id: "a", key: "a:b", secret: "s1" }],
+      says: `apps[0] (id "a"): key "a:b" is not ${RULE}`,
+    },
+    {
+      name: "an id equal to another app's key",
+      apps: [{ id: "one", key: "two", secret: "s1" }, { id: "two", key: "k2", secret: "s2" }],
+      says:
+        `apps[1] (id "two"): id "two" is the key of apps[0] (id "one"); an app's id must not equal another app's key`,
+    },
+  ];
+
+for (const c of CASES) {
+  Deno.test(`start-up refuses ${c.name}, naming the app and the rule`, async () => {
+    const { code, stderr, file } = await startWith(c.apps);
+    assert.equal(code, 2, stderr);
+    assert.ok(stderr.includes(`switchboard: ${file}: ${c.says}`), stderr);
+    assert.doesNotMatch(stderr, /listening/i);
+  });
+}
