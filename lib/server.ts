@@ -316,7 +316,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   }, config.idleTimeoutSeconds * 1000);
   for (const m of modules) for (const endpoint of m.endpoints ?? []) sockets.addEndpoint(endpoint);
   // A node that stopped itself and rebuilt its store: what clients were told from the old one
-  // is void, so they rejoin (docs/cluster.md "Nodes check each other's history").
+  // is void, so they rejoin (docs/cluster-internals.md).
   cluster?.env.onRebuilt(() =>
     log.warn("cluster store rebuilt; sockets closed", { sockets: sockets.reconnectAll() })
   );

@@ -532,7 +532,8 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
         report.rawStallMs = fault.leader ? watch.unusableSince(t0, fault.target!()) : 0;
         judge(report, fault, probe, t0, t1);
         // A node stopped as diverged still counts as a member: with another node down, no
-        // majority of the 3 is left to confirm writes (docs/cluster.md), whatever the stall.
+        // majority of the 3 is left to confirm writes (docs/cluster-internals.md), whatever the
+        // stall.
         if (fault.node !== undefined && diverged.size > 0 && !diverged.has(fault.node)) {
           report.boundMs = Infinity;
           report.name += " (no majority: a node stopped as diverged and this one down)";

@@ -1,7 +1,7 @@
 // Reads the log stream's messages from each nats-server's own store files (after the servers
 // stopped), so the nemesis can tell whether JetStream's replicas agree: with nats-server 2.9.10
-// they do not after a stream leader is frozen and resumed (docs/cluster.md). The record layout
-// is nats-server's file store (`msgs/*.blk`): length (with a headers flag), sequence,
+// they do not after a stream leader is frozen and resumed (docs/cluster-internals.md). The record
+// layout is nats-server's file store (`msgs/*.blk`): length (with a headers flag), sequence,
 // timestamp, subject, headers, payload, checksum.
 import { join } from "node:path";
 

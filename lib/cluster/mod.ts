@@ -4,7 +4,7 @@
  * every call and join; events kept in no log travel on core NATS (`startBus`); node liveness
  * (`NodeWatch`), presence (`startPresence`) and channel occupancy (`startOccupancy`) are shared
  * with heartbeats; snapshots bound the log (`snapshots.ts`). docs/cluster.md has the
- * walkthrough.
+ * set-up, docs/cluster-internals.md the mechanism.
  */
 import process from "node:process";
 import type { Hub } from "../hub/hub.ts";

@@ -4,8 +4,8 @@
  * acks only once the whole body is read: a snapshot of hundreds of megabytes was then read into
  * the node's memory and queued on its one NATS connection, ahead of the node's log appends and
  * reads, and every chunk whose publish failed before the body ended was an unhandled rejection
- * (3,427 of them in a long nemesis run, when JetStream ran out of storage: docs/cluster.md,
- * "Runs of the fork fault"). Here the store's publishes are counted, the body is read only
+ * (3,427 of them in a long nemesis run, when JetStream ran out of storage: bench/results/
+ * 2026-11-27-cluster-fork-fault.md). Here the store's publishes are counted, the body is read only
  * while fewer than `window` chunks await their ack, and each chunk's publish is marked handled
  * (the put still fails with the first error, and nats.js removes the chunks it stored).
  */

@@ -46,7 +46,8 @@ export interface SnapshotWanted {
 /**
  * Asks the other nodes for a snapshot at `position` or later. A rebuild is refused when the
  * log, as the stream's leader holds it now, no longer holds history a majority confirmed (a
- * JetStream replica lost or renumbered it: runs R1, D0, G1, docs/cluster.md), and a store
+ * JetStream replica lost or renumbered it: runs R1, D0, G1 in
+ * bench/results/), and a store
  * rebuilt from the log disagrees with the majority when it holds other messages than they
  * applied; a snapshot past that position (the last one confirmed when the node stopped, or the
  * one it disagrees at), taken by a node whose history a majority confirmed there, holds their

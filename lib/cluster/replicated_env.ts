@@ -747,11 +747,12 @@ export class ReplicatedEnv implements Storage {
    * members and each one's latest position, fingerprint and diverged flag:
    * `PeerAgreement#inputs`). So once a store it rebuilt was found disagreeing with a majority,
    * rebuilding again while all of these are unchanged would replay the log into the same
-   * disagreement (run G1, docs/cluster.md: node 2 replayed the whole log 14 times while the
-   * others, stopped, kept their reports); and once a rebuild was refused (`#refused`), trying
-   * again while what it reads is unchanged would read the log into the same refusal (the log
-   * growing aside: a refusal is about history a majority confirmed, before the tail; a long
-   * nemesis run re-read 30,000 positions into the same refusal three times while the log grew).
+   * disagreement (run G1, bench/results/2026-11-27-cluster-G1-every-node-stopped.md: node 2
+   * replayed the whole log 14 times while the others, stopped, kept their reports); and once a
+   * rebuild was refused (`#refused`), trying again while what it reads is unchanged would read the
+   * log into the same refusal (the log growing aside: a refusal is about history a majority
+   * confirmed, before the tail; a long nemesis run re-read 30,000 positions into the same refusal
+   * three times while the log grew).
    * It is held (logged once) until one of them changes: a peer writes, rebuilds, restarts or
    * leaves, the stream gets another leader, the log grows (a disagreement only) or is
    * compacted, a snapshot is stored. A failed look counts as a change (the rebuild then tries,
@@ -1000,8 +1001,8 @@ export class ReplicatedEnv implements Storage {
     this.#consumerSeq = this.#applied;
     this.#consumerBehind = 0;
     // Its deliveries only say that a position exists: the consumer lives on any of the stream's
-    // replicas, and a replica may have diverged (nats-server 2.9.10, docs/cluster.md), so the
-    // content is read from the stream's leader, alike for every node.
+    // replicas, and a replica may have diverged (nats-server 2.9.10, docs/cluster-internals.md), so
+    // the content is read from the stream's leader, alike for every node.
     this.#consumer = this.#link.follow(this.#applied + 1, (seq) => {
       this.#consumerSeq = seq;
       if (this.#opts.dropRate > 0 && Math.random() < this.#opts.dropRate) return;

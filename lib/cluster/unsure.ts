@@ -1,8 +1,8 @@
 /**
- * Subscribers of another history (docs/cluster.md, "Replica divergence"). A node that stopped
- * itself as diverged may have sent its subscribers entries the majority never holds; it names
- * those streams to every node on `sb.unsure` (per stream the positions from the first it wrote
- * after the last one a majority confirmed up to its head, under a report id), and this module
+ * Subscribers of another history (docs/cluster-internals.md, "Replica divergence"). A node that
+ * stopped itself as diverged may have sent its subscribers entries the majority never holds; it
+ * names those streams to every node on `sb.unsure` (per stream the positions from the first it
+ * wrote after the last one a majority confirmed up to its head, under a report id), and this module
  * owns what follows from such a report on every node:
  * - the window (`UNSURE_MS`) in which every node resets a resume of those streams at or past
  *   the first unsure position, whatever its epoch (told to the ordered logs as `unsure`);

@@ -1,7 +1,7 @@
-// The agreement after a node that stopped itself rebuilt its store (docs/cluster.md "Nodes
-// check each other's history"): it judges the peers' latest reports again against its rebuilt
-// history and acknowledges once they agree; the others count it again once it reports without
-// saying it diverged. And the last position a majority confirmed (where a stopped node's
+// The agreement after a node that stopped itself rebuilt its store (docs/cluster-internals.md,
+// "Nodes check each other's history"): it judges the peers' latest reports again against its
+// rebuilt history and acknowledges once they agree; the others count it again once it reports
+// without saying it diverged. And the last position a majority confirmed (where a stopped node's
 // clients may start to hold another history).
 import assert from "node:assert/strict";
 import { positionDigest, WindowFingerprint } from "../../lib/cluster/fingerprint.ts";

@@ -2,7 +2,8 @@
 // from it, without an operator (lib/cluster/rebuild.ts `wantSnapshot`, lib/cluster/
 // snapshots.ts). Node 3 is fed another message at position 40 and stops; from then on it reads
 // yet another message at a later position (as from a stream leader whose replica diverged
-// there: the nemesis runs in docs/cluster.md):
+// there: the nemesis runs in
+// bench/results/2026-11-27-cluster-asked-snapshot.md):
 //
 // - at position 20, which a majority confirmed: its rebuild from the log is refused, and it
 //   asks for a snapshot reaching its confirmed position (39);

@@ -7,7 +7,8 @@
 // own. Once stopped it reads yet another message at position 25 (OTHER_AT, a stream leader
 // that rewrote confirmed history): its rebuild is refused, since the claims taught it that
 // position 25 was confirmed (without them it would rebuild onto the rewritten log, as a node
-// did in a nemesis run, docs/cluster.md "Runs of the route stall"). It then rebuilds from a
+// did in a nemesis run, bench/results/
+// 2026-11-27-cluster-route-stall.md). It then rebuilds from a
 // snapshot the others store on its request, and holds every acknowledged write in order.
 import assert from "node:assert/strict";
 import { call } from "../pubsub/helpers.ts";

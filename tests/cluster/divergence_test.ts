@@ -1,8 +1,8 @@
-// A node fed another message at one log position (as by a NATS stream replica that diverged,
-// which nats-server 2.9.10 does after a stream leader is frozen and resumed: docs/cluster.md)
-// finds out from the other nodes' reports, stops taking writes and says so on /readyz; the
-// others keep acknowledging, hold every acknowledged write, and never take a write set the
-// odd node speculated on its other history.
+// A node fed another message at one log position (as by a NATS stream replica that diverged, which
+// nats-server 2.9.10 does after a stream leader is frozen and resumed: docs/cluster-internals.md)
+// finds out from the other nodes' reports, stops taking writes and says so on /readyz; the others
+// keep acknowledging, hold every acknowledged write, and never take a write set the odd node
+// speculated on its other history.
 import assert from "node:assert/strict";
 import { call } from "../pubsub/helpers.ts";
 import { startForkedCluster, until } from "./cluster.ts";

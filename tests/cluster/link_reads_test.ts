@@ -1,10 +1,11 @@
-// The NATS link's reads of the log (lib/cluster/link.ts): a read is answered by the stream's
-// leader even when the server the link is on answers first with "JetStream system temporarily
-// unavailable" (10008), as nats-server 2.9.10 does for a few seconds when it lost sight of
-// JetStream's meta leader (after a frozen server resumed, docs/cluster.md) while the stream's
-// leader, on another server, answers correctly. Here a plain client on the link's server plays
-// that server's part: it answers every read and every stream info with 10008 at once, and the
-// stream's leader is frozen for a moment around each read, so its answer comes second.
+// The NATS link's reads of the log (lib/cluster/link.ts): a read is answered by the stream's leader
+// even when the server the link is on answers first with "JetStream system temporarily unavailable"
+// (10008), as nats-server 2.9.10 does for a few seconds when it lost sight of JetStream's meta
+// leader (after a frozen server resumed, docs/cluster.md, "nats-server settings production needs")
+// while the stream's leader, on another server, answers correctly. Here a plain client on the
+// link's server plays that server's part: it answers every read and every stream info with 10008 at
+// once, and the stream's leader is frozen for a moment around each read, so its answer comes
+// second.
 import assert from "node:assert/strict";
 import { connect } from "nats";
 import { ClusterLink } from "../../lib/cluster/link.ts";

@@ -1,4 +1,4 @@
-// Readiness of a node cut off from the log (issue 35, docs/cluster.md, `/readyz`): node 3 is given
+// Readiness of a node cut off from the log (issue 35, docs/cluster.md "Readiness"): node 3 is given
 // only the third nats-server, which is then frozen (SIGSTOP: its connections stay open and go
 // silent). Node 3's `/readyz` turns 503 with the reason, while nodes 1 and 2 (on the other two
 // servers) answer 200 at every probe; once the server resumes, node 3 is ready again and its

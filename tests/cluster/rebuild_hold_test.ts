@@ -1,13 +1,14 @@
-// A node whose rebuilt store a majority disagrees with does not rebuild again, replaying the
-// log each time, while nothing a rebuild reads or is judged by has changed (run G1 in
-// docs/cluster.md: node 2 rebuilt 14 times against peers that kept the same reports). Node 3 is
-// fed another message at one position (SWITCHBOARD_FAULT_FORK_AT) and stops; once stopped it
-// reads yet another message at a later position, one no majority confirmed when it stopped
-// (SWITCHBOARD_FAULT_OTHER_AT), so the guard lets its rebuild through and the store it
-// rebuilds disagrees with the two others again. It then holds its next rebuild, with the log
-// and the others' reports unchanged, and rebuilds once they change (the stream gets another
-// leader; a write through node 1); restarted without the fault, it rebuilds and takes writes
-// again. In both tests here the healthy nodes ignore node 3's requests for a snapshot.
+// A node whose rebuilt store a majority disagrees with does not rebuild again, replaying the log
+// each time, while nothing a rebuild reads or is judged by has changed (run G1 in
+// bench/results/2026-11-27-cluster-G1-every-node-stopped.md: node 2 rebuilt 14 times against peers
+// that kept the same reports). Node 3 is fed another message at one position
+// (SWITCHBOARD_FAULT_FORK_AT) and stops; once stopped it reads yet another message at a later
+// position, one no majority confirmed when it stopped (SWITCHBOARD_FAULT_OTHER_AT), so the guard
+// lets its rebuild through and the store it rebuilds disagrees with the two others again. It then
+// holds its next rebuild, with the log and the others' reports unchanged, and rebuilds once they
+// change (the stream gets another leader; a write through node 1); restarted without the fault, it
+// rebuilds and takes writes again. In both tests here the healthy nodes ignore node 3's requests
+// for a snapshot.
 import assert from "node:assert/strict";
 import { connect } from "nats";
 import { LOG_STREAM } from "../../lib/cluster/link.ts";
