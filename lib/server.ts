@@ -8,7 +8,7 @@ import { MAX_BODY_BYTES } from "./limits.ts";
 import { PROTO_PROBLEM, protoProblem } from "./wire/codec.ts";
 import { type App, AppRegistry } from "./config/apps.ts";
 import { loadAppsFile, newDevelopmentApp } from "./config/apps_file.ts";
-import type { Config } from "./config/config.ts";
+import { type Config, ConfigError } from "./config/config.ts";
 import { Hub } from "./hub/hub.ts";
 import type { DirectRoute, ProductDeps, ProductModule } from "./product.ts";
 import { StoreEnv, storePath } from "./store/env.ts";
@@ -176,6 +176,7 @@ class InflightRequests {
 export async function startSwitchboard(config: Config): Promise<Switchboard> {
   mkdirSync(config.dataDir, { recursive: true });
   const fileApps = config.appsFile ? loadAppsFile(config.appsFile) : undefined;
+  refuseConsoleSecretClash(config.consoleSecret, fileApps ?? []);
   const unlock = lockDataDir(config.dataDir);
   let cluster: ClusterNode | undefined;
   if (config.nats) {
@@ -189,6 +190,14 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   }
   const env: Storage = cluster?.env ?? new StoreEnv(storePath(config.dataDir));
   const { apps: appList, devApp, created } = await resolveApps(env, fileApps);
+  try {
+    refuseConsoleSecretClash(config.consoleSecret, appList);
+  } catch (err) {
+    await env.close();
+    await cluster?.stop();
+    unlock();
+    throw err;
+  }
   const apps = new AppRegistry(appList);
   const hub = new Hub();
   const deps: ProductDeps = {
@@ -391,6 +400,17 @@ function lmdbSize(dataDir: string): number {
     return statSync(storePath(dataDir)).size;
   } catch {
     return 0;
+  }
+}
+
+/** Refuses to start (ConfigError) when the console secret equals an app's secret: that app's
+ * owner would log in to the console as admin. */
+function refuseConsoleSecretClash(secret: string | undefined, apps: App[]): void {
+  const app = secret === undefined ? undefined : apps.find((a) => a.secret === secret);
+  if (app) {
+    throw new ConfigError(
+      `--console-secret must differ from every app's secret: app "${app.id}" has the same one (its owner would open every app's console)`,
+    );
   }
 }
 

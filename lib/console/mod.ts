@@ -16,7 +16,9 @@ import {
   mayOpen,
   sameOrigin,
   type Session,
+  SESSION_TTL_MS,
   Sessions,
+  storedEndedSessions,
 } from "./session.ts";
 import { peerAddress } from "./peer.ts";
 import { Browse, BrowseError, type BrowseSources } from "./browse.ts";
@@ -50,7 +52,12 @@ const PAGE_HEADERS = {
 
 /** Builds the console as a module the server mounts (routes) and shuts down (close). */
 export function createConsole(opts: ConsoleOptions): ProductModule {
-  const sessions = new Sessions(opts.secret, opts.apps);
+  const sessions = new Sessions(
+    opts.secret,
+    opts.apps,
+    SESSION_TTL_MS,
+    storedEndedSessions(opts.env),
+  );
   const limiter = new LoginLimiter();
   // In clustered mode every node's points are kept in the replicated store (cluster_stats.ts).
   const cluster = opts.env.remote ? new ClusterPoints(opts.env, opts.nodeId) : undefined;
@@ -59,6 +66,14 @@ export function createConsole(opts: ConsoleOptions): ProductModule {
   const r = new Hono<Env>();
   const err = (c: Context, status: 400 | 401 | 403 | 404 | 429, error: string) =>
     c.json({ error }, status, { "cache-control": "no-store" });
+
+  // Every console answer (JSON, errors, redirects, the event stream) says: never sniff it.
+  const nosniff = async (c: Context, next: () => Promise<void>) => {
+    await next();
+    c.res.headers.set("x-content-type-options", "nosniff");
+  };
+  r.use("/console", nosniff);
+  r.use("/console/*", nosniff);
 
   r.get("/console", (c) => c.redirect("/console/", 302));
   r.get("/console/", (c) => c.html(CONSOLE_HTML, 200, PAGE_HEADERS));
@@ -77,7 +92,9 @@ export function createConsole(opts: ConsoleOptions): ProductModule {
 
   // Every POST must come from the console's own origin (with SameSite=Strict: CSRF-safe).
   r.post("/console/*", async (c, next) => {
-    if (!sameOrigin(c.req.raw.headers)) return err(c, 403, "cross-site request refused");
+    if (!sameOrigin(c.req.raw.headers, new URL(c.req.url).protocol)) {
+      return err(c, 403, "cross-site request refused");
+    }
     await next();
   });
 
@@ -107,9 +124,11 @@ export function createConsole(opts: ConsoleOptions): ProductModule {
     });
   });
 
-  r.post("/console/logout", (c) => {
+  r.post("/console/logout", async (c) => {
+    const session = sessions.verify(getCookie(c, COOKIE));
+    if (session) await sessions.logout(session); // a copy of the cookie no longer works
     deleteCookie(c, COOKIE, { path: "/console" });
-    return c.json({}, 200);
+    return c.json({}, 200, { "cache-control": "no-store" });
   });
 
   // Everything else needs a session.

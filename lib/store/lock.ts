@@ -2,8 +2,9 @@
  * One writer per data directory: a lock file naming its owner, taken at start and removed at
  * shutdown. The owner is named by identity, not by process id alone: `pid`, the process's
  * start time (field 22 of `/proc/<pid>/stat`) and the boot id. A lock whose owner is not that
- * very process (it died, the machine rebooted, or the id now belongs to an unrelated process)
- * is stale and taken over, so a dead server can never leave a lock behind; a live owner still
+ * very process (it died, even if it is a zombie its parent has not collected yet: state `Z` in
+ * `/proc/<pid>/stat`; the machine rebooted; or the id now belongs to an unrelated process) is
+ * stale and taken over, so a dead server can never leave a lock behind; a live owner still
  * refuses a second server. A lock holding only a pid (written by an older version) is its
  * owner's while that pid runs the same executable.
  *
@@ -38,6 +39,18 @@ export function processStart(pid: number): string | undefined {
     return fields[19]; // field 22 overall
   } catch {
     return undefined;
+  }
+}
+
+/** Whether `pid` is a zombie (`Z`) or dead (`X`, `x`) by the state in `/proc/<pid>/stat`: it
+ * has exited and only waits for its parent to collect it. False without `/proc`. */
+export function exited(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+    return state === "Z" || state === "X" || state === "x";
+  } catch {
+    return false;
   }
 }
 
@@ -90,6 +103,7 @@ function sameProgram(pid: number): boolean {
 /** Whether the lock's owner is still the live process that wrote it. */
 export function ownerAlive(o: Owner): boolean {
   if (!exists(o.pid)) return false;
+  if (exited(o.pid)) return false; // a zombie: killed, not yet collected by its parent
   const boot = bootId();
   if (o.boot !== undefined && boot !== undefined && o.boot !== boot) return false; // rebooted
   if (o.start === undefined) return sameProgram(o.pid); // a pid-only lock (older versions)

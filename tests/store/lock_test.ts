@@ -4,7 +4,13 @@ import assert from "node:assert/strict";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import process from "node:process";
-import { DataDirLockedError, LOCK_FILE, lockDataDir, processStart } from "../../lib/store/lock.ts";
+import {
+  DataDirLockedError,
+  exited,
+  LOCK_FILE,
+  lockDataDir,
+  processStart,
+} from "../../lib/store/lock.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 /** A live process that is not a Switchboard server (and not this one). */
@@ -57,5 +63,36 @@ Deno.test("lock: the live owner (pid and start time match) still refuses a secon
   } finally {
     child.kill("SIGKILL");
     await child.status;
+  }
+});
+
+Deno.test("lock: a lock whose owner is a zombie (killed, not yet collected by its parent) is stale", async () => {
+  // `sh` starts `sleep` in the background and execs into a `sleep` that never reaps it.
+  const parent = new Deno.Command("sh", {
+    args: ["-c", "sleep 60 & echo $!; exec sleep 60"],
+    stdout: "piped",
+    stderr: "null",
+  }).spawn();
+  const reader = parent.stdout.getReader();
+  try {
+    const pid = Number(new TextDecoder().decode((await reader.read()).value).trim());
+    const start = processStart(pid);
+    assert.ok(start, "this test needs /proc");
+    const dir = tempDir("sb-lock-");
+    writeFileSync(join(dir, LOCK_FILE), `${pid}\n${start}\n\n`);
+    assert.throws(() => lockDataDir(dir), DataDirLockedError, "alive: the lock holds");
+    process.kill(pid, "SIGKILL");
+    const deadline = Date.now() + 30_000;
+    while (!exited(pid)) {
+      assert.ok(Date.now() < deadline, "the killed child became a zombie");
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.equal(processStart(pid), start, "the zombie keeps its pid and start time");
+    lockDataDir(dir)();
+  } finally {
+    reader.releaseLock();
+    await parent.stdout.cancel().catch(() => {});
+    parent.kill("SIGKILL");
+    await parent.status;
   }
 });
