@@ -18,7 +18,8 @@ export interface ToolRequest {
 /**
  * Tokens of a run are held this long (ms) and sent as one `token` push ... A quarter of the
  * server's 40 ms roll-up: it halves the frames of 5 ms (server and agent CPU per run fall by a
- * quarter) while adding at most 10 ms to a token's way to viewers (bench/README.md, tokens).
+ * quarter) while adding at most 10 ms to a token's way to viewers (measured:
+ * bench/results/2026-11-25-full-run-b5abfd5.md).
  */
 export const TOKEN_FLUSH_MS = 10;
 /** ... or sooner once this many characters are held. */
