@@ -1,6 +1,7 @@
 // The repository documents itself: no tracked file (code, tests, docs, CI, benchmarks) names a
 // document that a clone does not have, and every `docs/<page>.md` a file cites exists. The rules
-// the code follows are in docs/design.md and the other pages under docs/.
+// the code follows are in docs/design.md and the other pages under docs/; every relative link in
+// the markdown files resolves.
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
@@ -68,4 +69,37 @@ Deno.test("every docs/<page>.md a tracked file cites exists", () => {
     }
   }
   assert.deepEqual(missing, [], "a cited page that does not exist");
+});
+
+/** The anchors GitHub makes for a markdown file's headings. */
+function anchorsOf(text: string): Set<string> {
+  const anchors = new Set<string>();
+  for (const m of text.matchAll(/^#+\s+(.*)$/gm)) {
+    anchors.add(m[1].trim().toLowerCase().replace(/[^\w\- ]/g, "").replaceAll(" ", "-"));
+  }
+  return anchors;
+}
+
+Deno.test("every relative link in the markdown files points at a file (and heading) that exists", () => {
+  const markdown = textFiles().filter((f) => f.file.endsWith(".md"));
+  const texts = new Map(markdown.map((f) => [f.file, f.text]));
+  const broken: string[] = [];
+  for (const { file, text } of markdown) {
+    const prose = text.replace(/^```[\s\S]*?^```/gm, "");
+    for (const m of prose.matchAll(/\]\(([^)\s]+)\)/g)) {
+      const target = m[1];
+      if (/^[a-z]+:/.test(target)) continue; // https:, mailto:
+      const [path, anchor] = target.split("#");
+      const resolved = path === "" ? file : relative(root, join(root, file, "..", path));
+      if (!existsSync(join(root, resolved))) {
+        broken.push(`${file}: ${target}`);
+        continue;
+      }
+      if (anchor && resolved.endsWith(".md")) {
+        const doc = texts.get(resolved) ?? readFileSync(join(root, resolved), "utf8");
+        if (!anchorsOf(doc).has(anchor)) broken.push(`${file}: ${target} (no such heading)`);
+      }
+    }
+  }
+  assert.deepEqual(broken, [], "a link to a file or heading that does not exist");
 });
