@@ -54,3 +54,42 @@ export const MAX_MEMBER_INFO_BYTES = 2 * 1024;
 
 /** Largest HTTP request body, read with this cap (413 beyond, before it is all read). */
 export const MAX_BODY_BYTES = 8 * 1024 * 1024;
+
+/**
+ * The per-app limits of the apps file (docs/limits.md "Per-app limits"), each optional: the
+ * default is Pusher's published limit. A value above `ceiling` is accepted (other servers'
+ * defaults are larger, e.g. Soketi's 200-character channel names) and the ceiling applies:
+ * channel names and event names are bounded by the names' grammar everywhere else too.
+ */
+export const APP_LIMITS = {
+  /** Distinct users of one presence channel. */
+  max_presence_members_per_channel: { default: 100, ceiling: 100_000 },
+  /** A presence member's `user_info`, as JSON bytes. */
+  max_presence_member_bytes: { default: 2048, ceiling: 64 * 1024 },
+  /** Characters of a channel name. */
+  max_channel_name_length: { default: 164, ceiling: 164 },
+  /** Characters of an event name. */
+  max_event_name_length: { default: 200, ceiling: 200 },
+  /** An event's data: Pusher REST `data` (UTF-8 bytes of the string), client events (JSON). */
+  max_event_payload_bytes: { default: 10 * 1024, ceiling: 1024 * 1024 },
+  /** Channels of one Pusher REST `events` call. */
+  max_event_channels: { default: 100, ceiling: 10_000 },
+  /** Events of one Pusher REST `batch_events` call. */
+  max_event_batch_size: { default: 10, ceiling: 1000 },
+} as const;
+
+/** The name of one per-app limit (its apps file key). */
+export type AppLimitName = keyof typeof APP_LIMITS;
+
+/** Every per-app limit name, in the order of the docs. */
+export const APP_LIMIT_NAMES = Object.keys(APP_LIMITS) as AppLimitName[];
+
+/** The values an app set explicitly in the apps file (absent: the default applies). */
+export type AppLimitSettings = Partial<Record<AppLimitName, number>>;
+
+/** The limit `name` in force for `app`: its apps file value (the default when unset), at most
+ * the ceiling. */
+export function appLimit(app: { limits?: AppLimitSettings }, name: AppLimitName): number {
+  const spec = APP_LIMITS[name];
+  return Math.min(app.limits?.[name] ?? spec.default, spec.ceiling);
+}

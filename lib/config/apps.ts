@@ -1,5 +1,7 @@
 // Apps (tenants): the `App` settings and their defaults, origin and enabled checks, webhook
 // event types, and the `AppRegistry` that looks apps up by key or id.
+import type { AppLimitSettings } from "../limits.ts";
+
 /** One tenant of the service, as configured in the apps file or created for development. */
 export interface App {
   id: string;
@@ -29,6 +31,9 @@ export interface App {
   user_authentication_timeout?: number;
   /** True: webhook events staged together go in one request; default one event per request. */
   webhook_batching?: boolean;
+  /** Per-app limits set in the apps file (docs/limits.md "Per-app limits"); `appLimit` reads
+   * them with their defaults. */
+  limits?: AppLimitSettings;
 }
 
 /** Whether `app` is switched on (`enabled` absent or true). */
@@ -49,10 +54,23 @@ export const WEBHOOK_EVENT_TYPES = [
 /** One of `WEBHOOK_EVENT_TYPES`. */
 export type WebhookEventType = typeof WEBHOOK_EVENT_TYPES[number];
 
-/** One webhook of an app: where to POST and which events. */
+/** One webhook of an app: where to POST, which events, of which channels, with which headers. */
 export interface AppWebhook {
   url: string;
   event_types: WebhookEventType[];
+  /** Only events of channels whose names match every condition given. */
+  filter?: { channel_name_starts_with?: string; channel_name_ends_with?: string };
+  /** Extra request headers (never the signature headers nor `Content-Type`). */
+  headers?: Record<string, string>;
+}
+
+/** Whether the webhook `hook` takes events of `channel` (its `filter`, if any, matches). */
+export function webhookMatches(hook: AppWebhook, channel: string): boolean {
+  const f = hook.filter;
+  if (!f) return true;
+  return (f.channel_name_starts_with === undefined ||
+    channel.startsWith(f.channel_name_starts_with)) &&
+    (f.channel_name_ends_with === undefined || channel.endsWith(f.channel_name_ends_with));
 }
 
 /**

@@ -1,7 +1,14 @@
 // The apps file (README.md "Apps file"): reading and validating it into `App`s with errors that
 // name the problem, and the development app made when there is none.
 import { readFileSync } from "node:fs";
-import { type App, APP_DEFAULTS, type AppWebhook, WEBHOOK_EVENT_TYPES } from "./apps.ts";
+import { type App, APP_DEFAULTS } from "./apps.ts";
+import {
+  LIMIT_KEYS,
+  parseLimits,
+  parseWebhooks,
+  soketiAliases,
+  unknownKey,
+} from "./app_settings.ts";
 import { ConfigError } from "./config.ts";
 import { checkAppIdentities } from "./app_ids.ts";
 
@@ -20,29 +27,8 @@ const KNOWN = new Set([
   "enabled",
   "user_authentication_timeout",
   "webhook_batching",
+  ...LIMIT_KEYS,
 ]);
-
-/** The keys of one webhook entry. */
-const WEBHOOK_KEYS = new Set(["url", "event_types"]);
-
-/** Keys other Pusher-protocol servers accept that Switchboard does not implement: named in the
- * start-up error, so nobody believes a filter or header is applied when it is not. */
-const FOREIGN_HINT = new Set([
-  "filter",
-  "headers",
-  "lambda",
-  "lambda_function",
-  "batch_size",
-  "max_presence_members_per_channel",
-]);
-
-/** The start-up error for an unknown key `k` at `at`. */
-function unknownKey(at: string, k: string): ConfigError {
-  const hint = FOREIGN_HINT.has(k)
-    ? " (a setting of other Pusher servers that Switchboard does not support; remove it)"
-    : "";
-  return new ConfigError(`${at} has unknown setting "${k}"${hint}`);
-}
 
 /** `*`, or `scheme://host[:port]` with an optional leading `*.` on the host. */
 const ORIGIN_RE = /^(\*|[a-z][a-z0-9+.-]*:\/\/(\*\.)?[^/*\s]+)$/i;
@@ -79,7 +65,8 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
     if (!raw || typeof raw !== "object" || Array.isArray(raw)) {
       throw new ConfigError(`${at} must be an object`);
     }
-    const r = raw as Record<string, unknown>;
+    // Soketi's camelCase keys are read as ours (docs/pusher.md "Coming from Soketi or Reverb").
+    const r = soketiAliases(raw as Record<string, unknown>, at);
     for (const k of Object.keys(r)) if (!KNOWN.has(k)) throw unknownKey(at, k);
     for (const k of ["id", "key", "secret"]) {
       if (typeof r[k] !== "string" || r[k] === "") {
@@ -120,6 +107,7 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
         `${at}: user_authentication_timeout must be a whole number of seconds, 1 to 86400`,
       );
     }
+    const limits = parseLimits(r, at);
     return {
       id,
       key,
@@ -133,12 +121,13 @@ export function parseApps(doc: unknown, where = "apps file"): App[] {
       ...(r.allowed_origins !== undefined
         ? { allowed_origins: origins(r.allowed_origins, at) }
         : {}),
-      ...(r.webhooks !== undefined ? { webhooks: webhooks(r.webhooks, at) } : {}),
+      ...(r.webhooks !== undefined ? { webhooks: parseWebhooks(r.webhooks, at) } : {}),
       ...(r.enabled !== undefined ? { enabled: r.enabled as boolean } : {}),
       ...(uat !== undefined ? { user_authentication_timeout: uat as number } : {}),
       ...(r.webhook_batching !== undefined
         ? { webhook_batching: r.webhook_batching as boolean }
         : {}),
+      ...(limits ? { limits } : {}),
     };
   });
   // The id and key grammar, uniqueness, and no id equal to another app's key (app_ids.ts).
@@ -157,32 +146,6 @@ function origins(v: unknown, at: string): string[] {
     );
   }
   return v as string[];
-}
-
-/** Validates `webhooks`: `[{ url: "http(s)://...", event_types: [...] }]`. */
-function webhooks(v: unknown, at: string): AppWebhook[] {
-  const types: readonly string[] = WEBHOOK_EVENT_TYPES;
-  if (!Array.isArray(v)) {
-    throw new ConfigError(`${at}: webhooks must be an array of { url, event_types }`);
-  }
-  return v.map((w, i) => {
-    const url = (w as { url?: unknown })?.url;
-    const events = (w as { event_types?: unknown })?.event_types;
-    if (w && typeof w === "object" && !Array.isArray(w)) {
-      for (const k of Object.keys(w)) {
-        if (!WEBHOOK_KEYS.has(k)) throw unknownKey(`${at}: webhooks[${i}]`, k);
-      }
-    }
-    if (typeof url !== "string" || !/^https?:\/\/[^\s]+$/.test(url)) {
-      throw new ConfigError(`${at}: webhooks[${i}].url must be an http:// or https:// URL`);
-    }
-    if (!Array.isArray(events) || events.length === 0 || !events.every((e) => types.includes(e))) {
-      throw new ConfigError(
-        `${at}: webhooks[${i}].event_types must be a non-empty array of ${types.join(", ")}`,
-      );
-    }
-    return { url, event_types: events };
-  });
 }
 
 /** A fresh development app with random credentials. */

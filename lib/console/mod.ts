@@ -8,6 +8,7 @@
 import { type Context, Hono } from "hono";
 import { deleteCookie, getCookie, setCookie } from "hono/cookie";
 import type { App, AppRegistry } from "../config/apps.ts";
+import { limitsOf } from "./limits.ts";
 import type { ProductModule } from "../product.ts";
 import {
   COOKIE,
@@ -208,6 +209,7 @@ export function createConsole(opts: ConsoleOptions): ProductModule {
         ),
     );
   });
+  r.get("/console/api/apps/:id/limits", (c) => c.json({ limits: limitsOf(c.get("app")) }));
   r.get("/console/api/apps/:id/threads", (c) => c.json({ threads: browse.threads(c.get("app")) }));
   r.get(
     "/console/api/apps/:id/threads/:thread",

@@ -29,7 +29,7 @@ export const CONSOLE_HTML = String.raw`<!doctype html>
 </form>
 <div id="views" hidden>
   <nav id="tabs">
-    <button data-tab="live">Live</button><button data-tab="channels">Channels</button><button data-tab="objects">Objects</button><button data-tab="threads">Threads</button><button data-tab="webhooks">Webhooks</button><button data-tab="charts">Charts</button>
+    <button data-tab="live">Live</button><button data-tab="channels">Channels</button><button data-tab="objects">Objects</button><button data-tab="threads">Threads</button><button data-tab="webhooks">Webhooks</button><button data-tab="charts">Charts</button><button data-tab="limits">Limits</button>
   </nav>
   <section id="tab-live">
     <div class="bar">
@@ -58,6 +58,10 @@ export const CONSOLE_HTML = String.raw`<!doctype html>
   <section id="tab-webhooks" hidden>
     <div class="bar"><button id="wh-refresh">Refresh</button> <button id="wh-retry">Retry all now</button> <span id="wh-state"></span></div>
     <table><thead><tr><th>url</th><th>pending</th><th>oldest</th><th>given up</th><th>last attempt</th><th>last error</th><th></th></tr></thead><tbody id="webhooks"></tbody></table>
+  </section>
+  <section id="tab-limits" hidden>
+    <div class="bar"><button id="li-refresh">Refresh</button> <span class="muted">the app's per-app limits; refusals counted on this node since it started</span></div>
+    <table><thead><tr><th>limit</th><th>value</th><th>set in the apps file</th><th>refused</th></tr></thead><tbody id="limits"></tbody></table>
   </section>
   <section id="tab-charts" hidden>
     <div class="bar"><label>Scope <select id="chart-scope"><option value="app">this app</option></select></label> <button id="charts-refresh">Refresh</button> <span class="muted">one bar per 10 s (up to the last hour); the rightmost is the current interval</span></div>
@@ -182,7 +186,7 @@ export const CONSOLE_JS = String.raw`"use strict";
 
   // Tabs.
   var loaders = {
-    channels: loadChannels, threads: loadThreads, webhooks: loadWebhooks, charts: loadCharts,
+    channels: loadChannels, threads: loadThreads, webhooks: loadWebhooks, charts: loadCharts, limits: loadLimits,
     live: function () {}, objects: loadObjects
   };
   function showTab(name) {
@@ -375,6 +379,19 @@ export const CONSOLE_JS = String.raw`"use strict";
   }
   $("wh-refresh").addEventListener("click", loadWebhooks);
   $("wh-retry").addEventListener("click", function () { retry(); });
+
+  // Limits.
+  function loadLimits() {
+    api(appPath("/limits")).then(function (r) {
+      var body = clear($("limits"));
+      r.limits.forEach(function (l) {
+        body.appendChild(el("tr", { class: l.refused ? "failed" : "" },
+          el("td", { class: "mono", text: l.name }), el("td", { text: l.value }),
+          el("td", { text: l.set ? "yes" : "default" }), el("td", { text: l.refused })));
+      });
+    });
+  }
+  $("li-refresh").addEventListener("click", loadLimits);
 
   // Charts.
   var CHARTS = [

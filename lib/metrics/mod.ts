@@ -3,7 +3,8 @@
  * small functions below, which keep a cached child per label value so a hot path pays one
  * map lookup and an add. Labels are bounded: product, protocol, route template, status class,
  * outcome; never a channel name, an id or a secret, except the given-up webhook counter's app id
- * and receiver URL (operator configuration, at most 1,000 pairs per kind).
+ * and receiver URL (operator configuration, at most 1,000 pairs per kind) and the app id of a
+ * per-app limit refusal (apps come from the apps file).
  */
 import client from "prom-client";
 import { deferredCounter, deferredHistogram } from "./deferred.ts";
@@ -168,6 +169,13 @@ const tokens = counter(
   "switchboard_chat_tokens_total",
   "Tokens streamed into chat runs by agents.",
 );
+const limitRefusals = counter(
+  "switchboard_limit_refusals_total",
+  "Requests refused over a per-app limit of the apps file, by app id and limit name.",
+  ["app", "limit"],
+);
+/** app id -> limit name -> refusals in this process (the console shows them). */
+const refusalsByApp = new Map<string, Map<string, number>>();
 const storageErrors = counter(
   "switchboard_storage_errors_total",
   "Commits refused by storage (disk full, I/O error).",
@@ -294,6 +302,14 @@ export const record = {
       webhooks.inc({ kind, result }, 0);
     }
   },
+  /** A request of the app `appId` refused over its per-app limit `limit` (a bounded label:
+   * apps come from the apps file). */
+  limit(appId: string, limit: string): void {
+    limitRefusals.inc({ app: appId, limit });
+    let m = refusalsByApp.get(appId);
+    if (!m) refusalsByApp.set(appId, m = new Map());
+    m.set(limit, (m.get(limit) ?? 0) + 1);
+  },
   /** One answered HTTP request; `route` is the matched route template. */
   http(method: string, route: string, status: number, seconds: number): void {
     // Looked up by method, then route (no key string built per request).
@@ -306,6 +322,11 @@ export const record = {
     m.duration.observe(seconds);
   },
 };
+
+/** Refusals of the app `appId` over each per-app limit in this process, by limit name. */
+export function limitRefusalCounts(appId: string): Record<string, number> {
+  return Object.fromEntries(refusalsByApp.get(appId) ?? []);
+}
 
 /** Adds a gauge whose value is read at scrape time (e.g. the LMDB file size). */
 export function gaugeFrom(name: string, help: string, read: () => number): void {

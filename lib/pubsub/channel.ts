@@ -4,17 +4,12 @@
  */
 import type { Principal } from "../auth/principal.ts";
 import { verifyJoin } from "../auth/join.ts";
-import { idProblem, MAX_MEMBER_INFO_BYTES } from "../limits.ts";
+import { appLimit, idProblem } from "../limits.ts";
 import type { App } from "../config/apps.ts";
 import type { ChannelHandler, ChannelInstance, JoinContext, PushReply } from "../socket/handler.ts";
 import { errorReply } from "../socket/handler.ts";
-import {
-  channelKind,
-  eventNameProblem,
-  jsonBytes,
-  MAX_CLIENT_PAYLOAD_BYTES,
-  validChannelName,
-} from "./names.ts";
+import { channelKind, channelNameChars, eventNameProblem, jsonBytes } from "./names.ts";
+import { admitMember, channelNameOver, eventNameOver, payloadOver, refused } from "./app_limits.ts";
 import { memberOf, type PresenceMember } from "./presence.ts";
 import { type ChannelService, deliveryPayload, type StoredEvent } from "./service.ts";
 import { isRefusal, type StreamPosition, type Topic } from "../streams/mod.ts";
@@ -28,7 +23,11 @@ export function pubsubChannel(svc: ChannelService): ChannelHandler {
 
 async function join(svc: ChannelService, ctx: JoinContext): Promise<JoinOutcome> {
   const name = ctx.topic.name;
-  if (!validChannelName(name)) return { error: "invalid topic format" };
+  if (!channelNameChars(name)) return { error: "invalid topic format" };
+  const nameMax = channelNameOver(ctx.app, name);
+  if (nameMax !== null) {
+    return { error: `limit reached: channel name longer than ${nameMax} characters` };
+  }
   const kind = channelKind(name);
   const cred = await verifyJoin(ctx);
   if ("error" in cred) return cred;
@@ -46,23 +45,36 @@ async function join(svc: ChannelService, ctx: JoinContext): Promise<JoinOutcome>
     if (!principal!.can(`channel:presence:${name}`)) {
       return { error: `forbidden: missing channel:presence:${name}` };
     }
-    const checked = presenceMember(ctx.params.channel_data);
-    if ("error" in checked) return checked;
+    const checked = presenceMember(ctx.params.channel_data, ctx.app);
+    if ("error" in checked) return { error: checked.error };
     member = checked;
     if (principal!.clientId !== member.user_id) return { error: "invalid token" };
   }
   const from = svc.streams.position(ctx.params);
   if (isRefusal(from)) return from;
 
+  let release = () => {};
+  if (member) {
+    const admitted = admitMember(svc, ctx.app, ctx.topic, member.user_id);
+    if (typeof admitted !== "function") {
+      return { error: `limit reached: presence channel has ${admitted.max} members` };
+    }
+    release = admitted;
+  }
   const instance = channelInstance(svc, ctx, principal, member);
-  return await enterChannel(svc, ctx, { member, from }) ? instance : { error: "join ended" };
+  const entered = await enterChannel(svc, ctx, { member, from }).finally(release);
+  return entered ? instance : { error: "join ended" };
 }
 
 /**
  * The member of a presence join from its `channel_data` (a JSON string or object with a
- * `user_id` and optional `user_info`), or the join error reason.
+ * `user_id` and optional `user_info`), or the join error reason (`limit` when `user_info` is
+ * over the app's `max_presence_member_bytes`; counted as refused).
  */
-export function presenceMember(raw: unknown): PresenceMember | { error: string } {
+export function presenceMember(
+  raw: unknown,
+  app: App,
+): PresenceMember | { error: string; limit?: number } {
   const data = parseChannelData(raw);
   if (!data) return { error: "invalid channel_data" };
   // A number past 2^53 has already lost digits (two users would merge; 1e400 is Infinity).
@@ -72,8 +84,13 @@ export function presenceMember(raw: unknown): PresenceMember | { error: string }
         "invalid channel_data: user_id is a number that is not a safe integer (beyond 2^53 - 1 or fractional): send it as a string",
     };
   }
-  if (jsonBytes(data.user_info) > MAX_MEMBER_INFO_BYTES) {
-    return { error: `invalid channel_data: user_info larger than ${MAX_MEMBER_INFO_BYTES} bytes` };
+  const maxInfo = appLimit(app, "max_presence_member_bytes");
+  if (jsonBytes(data.user_info) > maxInfo) {
+    refused(app, "max_presence_member_bytes");
+    return {
+      error: `invalid channel_data: user_info larger than ${maxInfo} bytes`,
+      limit: maxInfo,
+    };
   }
   const problem = idProblem("user_id", String(data.user_id));
   if (problem) return { error: `invalid channel_data: ${problem}` };
@@ -208,10 +225,15 @@ async function clientPublish(
   if (!principal?.can(`channel:publish:${ctx.topic.name}`)) {
     return errorReply("Channel mode does not permit publishing");
   }
+  const nameMax = eventNameOver(app, event);
+  if (nameMax !== null) {
+    return errorReply(`Validation failed: event name longer than ${nameMax} characters`);
+  }
   const problem = eventNameProblem(event);
   if (problem) return errorReply(`Validation failed: ${problem}`);
-  if (jsonBytes(payload) > MAX_CLIENT_PAYLOAD_BYTES) {
-    return errorReply(`Validation failed: payload larger than ${MAX_CLIENT_PAYLOAD_BYTES} bytes`);
+  const payloadMax = payloadOver(app, jsonBytes(payload));
+  if (payloadMax !== null) {
+    return errorReply(`Validation failed: payload larger than ${payloadMax} bytes`);
   }
   if (!svc.clientLimiter.take(app.id, app.max_client_events_per_sec)) {
     return errorReply("Rate limit exceeded");

@@ -45,6 +45,12 @@ export function validChannelName(name: unknown): name is string {
     NAME_RE.test(name);
 }
 
+/** Whether `name` is 1 or more characters of `[A-Za-z0-9_\-=@,.;:]` (any length: the caller
+ * holds it to the app's `max_channel_name_length`). */
+export function channelNameChars(name: unknown): name is string {
+  return typeof name === "string" && name.length > 0 && NAME_RE.test(name);
+}
+
 /**
  * Why `event` is not a publishable event name, or null when it is. Reserved: `phx_*` (Phoenix
  * control events) and `presence:*` (server presence events).

@@ -120,6 +120,11 @@ export class PresenceRegistry {
     return [...t.members].map(([user_id, e]) => memberOf(user_id, e.info));
   }
 
+  /** Whether `userId` is a member of `topic`. */
+  has(topic: Topic, userId: string): boolean {
+    return this.#topics.get(topic.key)?.members.has(userId) ?? false;
+  }
+
   /** Number of distinct users on `topic`. */
   count(topic: Topic): number {
     return this.#topics.get(topic.key)?.members.size ?? 0;

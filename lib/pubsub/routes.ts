@@ -8,12 +8,14 @@ import type { App, AppRegistry } from "../config/apps.ts";
 import { ApiError, readJsonBody } from "../http/errors.ts";
 import {
   channelKind,
+  channelNameChars,
   eventNameProblem,
   jsonBytes,
   MAX_BACKEND_DATA_BYTES,
   MAX_PUSH_EVENTS,
   validChannelName,
 } from "./names.ts";
+import { capMembers, channelNameOver, eventNameOver, refused } from "./app_limits.ts";
 import type { ChannelService, StoredEvent } from "./service.ts";
 import { Topic } from "../wire/topic.ts";
 
@@ -34,9 +36,9 @@ export function pubsubRoutes(apps: AppRegistry, svc: ChannelService): Hono {
   r.post("/api/apps/:app_id/trigger", auth, async (c) => {
     const body = await readJsonBody(c);
     if (!body.ok || !isObject(body.body)) throw new ApiError(400, "body must be a JSON object");
-    const checked = checkEvent(body.body, "");
-    if ("status" in checked) throw invalid(checked);
     const app = c.get("app");
+    const checked = checkEvent(app, body.body, "");
+    if ("status" in checked) throw invalid(checked);
     if (!svc.backendLimiter.take(app.id, app.max_backend_events_per_sec)) throw tooMany(app);
     const [serial] = await svc.publish(app, checked.channel, [checked.event]);
     return c.json({ serial });
@@ -46,22 +48,25 @@ export function pubsubRoutes(apps: AppRegistry, svc: ChannelService): Hono {
     const body = await readJsonBody(c);
     const events = body.ok && isObject(body.body) ? body.body.events : undefined;
     if (!Array.isArray(events)) throw new ApiError(400, "body must be { events: [...] }");
-    if (events.length === 0 || events.length > MAX_PUSH_EVENTS) {
-      throw new ApiError(422, `events must hold 1 to ${MAX_PUSH_EVENTS} events`, {
+    const app = c.get("app");
+    // The app's max_event_batch_size when the apps file sets it, else the native API's own.
+    const maxEvents = app.limits?.max_event_batch_size ?? MAX_PUSH_EVENTS;
+    if (events.length === 0 || events.length > maxEvents) {
+      if (events.length > 0) refused(app, "max_event_batch_size");
+      throw new ApiError(422, `events must hold 1 to ${maxEvents} events`, {
         source: { pointer: "/events" },
       });
     }
     const byChannel = new Map<string, { index: number; event: StoredEvent }[]>();
     for (const [index, raw] of events.entries()) {
       const checked = isObject(raw)
-        ? checkEvent(raw, `/events/${index}`)
+        ? checkEvent(app, raw, `/events/${index}`)
         : { status: 422 as const, detail: `/events/${index} must be an object` };
       if ("status" in checked) throw invalid(checked);
       const list = byChannel.get(checked.channel) ?? [];
       list.push({ index, event: checked.event });
       byChannel.set(checked.channel, list);
     }
-    const app = c.get("app");
     if (!svc.backendLimiter.take(app.id, app.max_backend_events_per_sec, events.length)) {
       throw tooMany(app);
     }
@@ -129,25 +134,44 @@ export function pubsubRoutes(apps: AppRegistry, svc: ChannelService): Hono {
     if (channelKind(name) !== "presence") {
       throw new ApiError(422, "users are only listed for presence- channels");
     }
-    const users = svc.presence.members(svc.topic(c.get("app"), name));
+    const app = c.get("app");
+    const users = capMembers(app, svc.presence.members(svc.topic(app, name)));
     return c.json({ users, count: users.length });
   });
 
   return r as unknown as Hono;
 }
 
-function checkEvent(body: Record<string, unknown>, at: string): Checked {
-  if (!validChannelName(body.channel)) {
+/** One backend event, validated against the app's limits (docs/limits.md). */
+function checkEvent(app: App, body: Record<string, unknown>, at: string): Checked {
+  if (!channelNameChars(body.channel)) {
     return {
       status: 422,
       detail: `${at}/channel must be 1-164 characters of A-Z a-z 0-9 _ - = @ , . ; :`,
     };
   }
+  const nameMax = channelNameOver(app, body.channel);
+  if (nameMax !== null) {
+    return {
+      status: 422,
+      detail: `${at}/channel is longer than ${nameMax} characters (max_channel_name_length)`,
+    };
+  }
+  const eventMax = eventNameOver(app, body.event);
+  if (eventMax !== null) {
+    return {
+      status: 422,
+      detail: `${at}/event: event name longer than ${eventMax} characters`,
+    };
+  }
   const problem = eventNameProblem(body.event);
   if (problem) return { status: 422, detail: `${at}/event: ${problem}` };
   const data = body.data === undefined ? null : body.data;
-  if (jsonBytes(data) > MAX_BACKEND_DATA_BYTES) {
-    return { status: 413, detail: `${at}/data is larger than ${MAX_BACKEND_DATA_BYTES} bytes` };
+  // The app's max_event_payload_bytes when the apps file sets it, else the native API's own.
+  const maxData = app.limits?.max_event_payload_bytes ?? MAX_BACKEND_DATA_BYTES;
+  if (jsonBytes(data) > maxData) {
+    refused(app, "max_event_payload_bytes");
+    return { status: 413, detail: `${at}/data is larger than ${maxData} bytes` };
   }
   return { channel: body.channel, event: { event: body.event as string, data } };
 }

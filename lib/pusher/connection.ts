@@ -12,12 +12,13 @@ import { tap, tapActive } from "../debug/tap.ts";
 import { errorFields, log } from "../log/mod.ts";
 import { enterChannel, leavePresence, presenceMember } from "../pubsub/channel.ts";
 import {
-  channelKind,
-  eventNameProblem,
-  jsonBytes,
-  MAX_CLIENT_PAYLOAD_BYTES,
-  validChannelName,
-} from "../pubsub/names.ts";
+  admitMember,
+  capMembers,
+  channelNameOver,
+  eventNameOver,
+  payloadOver,
+} from "../pubsub/app_limits.ts";
+import { channelKind, channelNameChars, eventNameProblem, jsonBytes } from "../pubsub/names.ts";
 import type { PresenceMember } from "../pubsub/presence.ts";
 import type { ChannelService, StoredEvent } from "../pubsub/service.ts";
 import type { Transport } from "../socket/transport.ts";
@@ -236,15 +237,24 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     }
     this.#unsubscribe(name);
     if (name.startsWith(SERVER_TO_USER)) return this.#subscribeUser(name);
-    if (!validChannelName(name)) {
+    const app = this.#app;
+    if (!channelNameChars(name)) {
       return this.#subscriptionError(
         name,
         "InvalidChannel",
         400,
-        "Invalid channel name: 1-164 characters of A-Z a-z 0-9 _ - = @ , . ; :",
+        "Invalid channel name: characters of A-Z a-z 0-9 _ - = @ , . ; :",
       );
     }
-    const app = this.#app;
+    const nameMax = channelNameOver(app, name);
+    if (nameMax !== null) {
+      return this.#subscriptionError(
+        name,
+        "LimitReached",
+        4009,
+        `Channel name longer than ${nameMax} characters (max_channel_name_length)`,
+      );
+    }
     const kind = channelKind(name);
     let member: PresenceMember | undefined;
     if (kind === "private" || kind === "presence") {
@@ -260,8 +270,16 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
         );
       }
       if (kind === "presence") {
-        const checked = presenceMember(channelData);
+        const checked = presenceMember(channelData, app);
         if ("error" in checked) {
+          if (checked.limit !== undefined) {
+            return this.#subscriptionError(
+              name,
+              "LimitReached",
+              4301,
+              `Presence member info (user_info) larger than ${checked.limit} bytes (max_presence_member_bytes)`,
+            );
+          }
           return this.#subscriptionError(name, "AuthError", 400, checked.error);
         }
         member = checked;
@@ -279,12 +297,25 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     if (isRefusal(from)) return this.#subscriptionError(name, "InvalidRequest", 400, from.error);
 
     const topic = svc.topic(app, name);
+    let release = () => {};
+    if (member) {
+      const admitted = admitMember(svc, app, topic, member.user_id);
+      if (typeof admitted !== "function") {
+        return this.#subscriptionError(
+          name,
+          "LimitReached",
+          4100,
+          `Presence channel has reached its limit of ${admitted.max} members (max_presence_members_per_channel)`,
+        );
+      }
+      release = admitted;
+    }
     const sub: Subscription = { topic, member, live: true };
     this.#subs.set(name, sub);
     const ctx = this.#joinContext(topic, sub, from !== undefined);
     let joined: boolean;
     try {
-      joined = await enterChannel(svc, ctx, { member, from });
+      joined = await enterChannel(svc, ctx, { member, from }).finally(release);
     } catch (err) {
       if (this.#subs.get(name) === sub) this.#unsubscribe(name);
       if (!(err instanceof StorageUnavailableError)) {
@@ -329,7 +360,9 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
         const r = response as Record<string, unknown> & {
           presence?: { members: PresenceMember[]; count: number };
         };
-        const data = r.presence ? { presence: presenceData(r.presence.members) } : {};
+        const data = r.presence
+          ? { presence: presenceData(capMembers(this.#app, r.presence.members)) }
+          : {};
         const extra: Record<string, unknown> = { serial: r.serial, epoch: r.epoch };
         if (r.replay !== undefined) {
           Object.assign(extra, { replay: r.replay, first_serial: r.first_serial });
@@ -422,17 +455,27 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     if (!app.enable_client_messages) {
       return this.#send(errorMessage(null, "Client events are disabled for this app"));
     }
+    const nameMax = eventNameOver(app, event);
+    if (nameMax !== null) {
+      return this.#send(
+        errorMessage(
+          4301,
+          `Client event rejected: event name longer than ${nameMax} characters (max_event_name_length)`,
+        ),
+      );
+    }
     const problem = eventNameProblem(event);
     if (problem) return this.#send(errorMessage(null, `Client event rejected: ${problem}`));
     const invalid = jsonProblem(data, 0);
     if (invalid) {
       return this.#send(errorMessage(null, `Client event rejected: invalid data: ${invalid}`));
     }
-    if (jsonBytes(data) > MAX_CLIENT_PAYLOAD_BYTES) {
+    const payloadMax = payloadOver(app, jsonBytes(data));
+    if (payloadMax !== null) {
       return this.#send(
         errorMessage(
-          null,
-          `Client event rejected: data larger than ${MAX_CLIENT_PAYLOAD_BYTES} bytes`,
+          4301,
+          `Client event rejected: data larger than ${payloadMax} bytes (max_event_payload_bytes)`,
         ),
       );
     }

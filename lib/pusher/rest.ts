@@ -7,8 +7,20 @@
 import { type Context, Hono } from "hono";
 import type { App, AppRegistry } from "../config/apps.ts";
 import { ApiError } from "../http/errors.ts";
-import { byteLength } from "../limits.ts";
-import { channelKind, eventNameProblem, validChannelName } from "../pubsub/names.ts";
+import { appLimit, byteLength } from "../limits.ts";
+import {
+  channelKind,
+  channelNameChars,
+  eventNameProblem,
+  validChannelName,
+} from "../pubsub/names.ts";
+import {
+  capMembers,
+  channelNameOver,
+  eventNameOver,
+  payloadOver,
+  refused,
+} from "../pubsub/app_limits.ts";
 import type { ChannelService, StoredEvent } from "../pubsub/service.ts";
 import { requestProblem } from "./signature.ts";
 import { jsonProblem } from "../wire/codec.ts";
@@ -29,13 +41,6 @@ const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 export function isPusherRestPath(path: string): boolean {
   return path.startsWith("/apps/");
 }
-
-/** Pusher's limit on the channels of one `events` call. */
-export const MAX_TRIGGER_CHANNELS = 100;
-/** Pusher's limit on the events of one `batch_events` call. */
-export const MAX_BATCH_EVENTS = 10;
-/** Pusher's limit on the bytes of one event's `data`. */
-export const MAX_EVENT_DATA_BYTES = 10 * 1024;
 
 /** One validated event for one channel. */
 interface Outgoing {
@@ -80,10 +85,13 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
     if (!Array.isArray(channels) || channels.length === 0) {
       throw new ApiError(400, "Missing channels: give channels (an array) or channel");
     }
-    if (channels.length > MAX_TRIGGER_CHANNELS) {
-      throw new ApiError(400, `Too many channels: at most ${MAX_TRIGGER_CHANNELS}`);
+    const app = c.get("app");
+    const maxChannels = appLimit(app, "max_event_channels");
+    if (channels.length > maxChannels) {
+      refused(app, "max_event_channels");
+      throw new ApiError(400, `Too many channels: at most ${maxChannels} (max_event_channels)`);
     }
-    const out = channels.map((channel) => checkEvent({ ...body, channel }));
+    const out = channels.map((channel) => checkEvent(app, { ...body, channel }));
     const info = await publish(c, svc, users, out);
     return c.json(
       body.info ? { channels: Object.fromEntries(out.map((o, i) => [o.channel, info[i]])) } : {},
@@ -95,8 +103,11 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
     if (!Array.isArray(batch) || batch.length === 0) {
       throw new ApiError(400, "Missing batch: an array of events");
     }
-    if (batch.length > MAX_BATCH_EVENTS) {
-      throw new ApiError(400, `Batch too large: at most ${MAX_BATCH_EVENTS} events`);
+    const app = c.get("app");
+    const maxBatch = appLimit(app, "max_event_batch_size");
+    if (batch.length > maxBatch) {
+      refused(app, "max_event_batch_size");
+      throw new ApiError(400, `Batch too large: at most ${maxBatch} events (max_event_batch_size)`);
     }
     const out = batch.map((e, i) => {
       if (!isObject(e)) {
@@ -107,7 +118,7 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
           }`,
         );
       }
-      return checkEvent(e);
+      return checkEvent(app, e);
     });
     const info = await publish(c, svc, users, out);
     return c.json(out.some((o) => o.info.size > 0) ? { batch: info } : {});
@@ -150,7 +161,8 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
     if (channelKind(name) !== "presence") {
       throw new ApiError(400, "Users are only listed for presence channels");
     }
-    const members = svc.presence.members(svc.topic(c.get("app"), name));
+    const app = c.get("app");
+    const members = capMembers(app, svc.presence.members(svc.topic(app, name)));
     return c.json({ users: members.map((m) => ({ id: m.user_id })) });
   });
 
@@ -162,18 +174,34 @@ export function pusherRoutes(apps: AppRegistry, svc: ChannelService, users: Push
   return r as unknown as Hono;
 }
 
-/** Validates one event for one channel (Pusher's names and limits). */
-function checkEvent(e: Record<string, unknown>): Outgoing {
+/** Validates one event for one channel (Pusher's names and the app's limits). */
+function checkEvent(app: App, e: Record<string, unknown>): Outgoing {
   const channel = e.channel;
   if (
     typeof channel !== "string" ||
-    (!channel.startsWith(SERVER_TO_USER) && !validChannelName(channel))
+    (!channel.startsWith(SERVER_TO_USER) && !channelNameChars(channel))
   ) {
     throw new ApiError(
       400,
       `Invalid channel name ${
         JSON.stringify(String(channel).slice(0, 200))
-      }: 1-164 characters of A-Z a-z 0-9 _ - = @ , . ; :`,
+      }: characters of A-Z a-z 0-9 _ - = @ , . ; :`,
+    );
+  }
+  if (!channel.startsWith(SERVER_TO_USER)) {
+    const nameMax = channelNameOver(app, channel);
+    if (nameMax !== null) {
+      throw new ApiError(
+        400,
+        `Channel name too long: at most ${nameMax} characters (max_channel_name_length)`,
+      );
+    }
+  }
+  const nameMax = eventNameOver(app, e.name);
+  if (nameMax !== null) {
+    throw new ApiError(
+      400,
+      `Event name too long: at most ${nameMax} characters (max_event_name_length)`,
     );
   }
   const problem = eventNameProblem(e.name);
@@ -181,8 +209,12 @@ function checkEvent(e: Record<string, unknown>): Outgoing {
   if (typeof e.data !== "string") {
     throw new ApiError(400, "data must be a string (JSON-encode objects)");
   }
-  if (byteLength(e.data) > MAX_EVENT_DATA_BYTES) {
-    throw new ApiError(413, `Payload too large: data is limited to ${MAX_EVENT_DATA_BYTES} bytes`);
+  const payloadMax = payloadOver(app, byteLength(e.data));
+  if (payloadMax !== null) {
+    throw new ApiError(
+      413,
+      `Payload too large: data is limited to ${payloadMax} bytes (max_event_payload_bytes)`,
+    );
   }
   if (
     e.socket_id !== undefined &&

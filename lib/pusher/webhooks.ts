@@ -26,7 +26,12 @@
  * channel and member of it that it holds no record of (`#takeOver`), so that join is not lost.
  */
 import type { Database, Key } from "lmdb";
-import type { App, AppRegistry, WebhookEventType } from "../config/apps.ts";
+import {
+  type App,
+  type AppRegistry,
+  type WebhookEventType,
+  webhookMatches,
+} from "../config/apps.ts";
 import type { Hub } from "../hub/hub.ts";
 import type { ChannelService, StoredEvent } from "../pubsub/service.ts";
 import type { Storage } from "../store/storage.ts";
@@ -142,7 +147,7 @@ export class PusherWebhooks {
    * the outbox (at once when no webhook wants it). Rejects when storage refused it.
    */
   enqueue(app: App, event: WebhookEvent): Promise<void> {
-    if (this.#closed || !wants(app, event.name)) return Promise.resolve();
+    if (this.#closed || !wants(app, event.name, event.channel)) return Promise.resolve();
     const batch = this.#batch();
     batch.events.push({ app, event });
     return batch.promise;
@@ -194,12 +199,12 @@ export class PusherWebhooks {
       const present = user === ""
         ? svc.occupancy.count(topic) > 0
         : svc.presence.members(topic).some((m) => m.user_id === user);
-      if (present || !(wants(app, name) || wants(app, closing))) return;
+      if (present || !(wants(app, name, channel) || wants(app, closing, channel))) return;
       const batch = this.#batch();
-      if (wants(app, name)) {
+      if (wants(app, name, channel)) {
         batch.events.push({ app, event: { name, channel, ...fields } as WebhookEvent });
       }
-      if (wants(app, closing)) {
+      if (wants(app, closing, channel)) {
         this.#records.add(id);
         batch.records.set(id, { key: ["l", topic.key, user], put: true });
       }
@@ -248,14 +253,14 @@ export class PusherWebhooks {
     if (added && this.#announced.delete(id)) return; // stored before its join went on
     const closing = user === "" ? "channel_vacated" : "member_removed";
     let record: { key: Key; put: boolean } | undefined;
-    if (added && owned && wants(app, closing)) {
+    if (added && owned && wants(app, closing, parsed.name)) {
       this.#records.add(id);
       record = { key: ["l", topic, user], put: true };
     } else if (!added && this.#records.delete(id)) {
       record = { key: ["l", topic, user], put: false };
     }
     const event = owned ? { name, channel: parsed.name, ...fields } as WebhookEvent : undefined;
-    if (event && wants(app, name)) {
+    if (event && wants(app, name, parsed.name)) {
       const batch = this.#batch();
       batch.events.push({ app, event });
       if (record) batch.records.set(id, record);
@@ -314,7 +319,7 @@ export class PusherWebhooks {
       }
       const app = parsed && this.#apps.byKey(parsed.appKey);
       const name: WebhookEventType = user === "" ? "channel_vacated" : "member_removed";
-      if (!parsed || !app || !wants(app, name)) continue;
+      if (!parsed || !app || !wants(app, name, parsed.name)) continue;
       const event = {
         name,
         channel: parsed.name,
@@ -374,7 +379,9 @@ export class PusherWebhooks {
     const time_ms = Date.now();
     for (const [app, events] of byApp) {
       for (const hook of app.webhooks ?? []) {
-        const wanted = events.filter((e) => (hook.event_types as string[]).includes(e.name));
+        const wanted = events.filter((e) =>
+          (hook.event_types as string[]).includes(e.name) && webhookMatches(hook, e.channel)
+        );
         const size = app.webhook_batching ? MAX_BATCH_EVENTS : 1;
         for (let i = 0; i < wanted.length; i += size) {
           const body = JSON.stringify({ time_ms, events: wanted.slice(i, i + size) });
@@ -394,11 +401,17 @@ export class PusherWebhooks {
   /** One attempt; a webhook no longer configured (apps file changed) ends the delivery. */
   async #deliver(d: Delivery, signal: AbortSignal): Promise<"delivered" | "retry" | "drop"> {
     const app = this.#apps.byId(d.appId);
-    if (!app?.webhooks?.some((w) => w.url === d.url)) return "drop";
+    const hook = app?.webhooks?.find((w) => w.url === d.url);
+    if (!app || !hook) return "drop";
     const ok = await postJson(
       d.url,
       {
-        "User-Agent": `Switchboard-Webhooks/${VERSION}`,
+        // The webhook's own headers (its User-Agent replaces ours); the apps file refuses the
+        // signature headers among them.
+        ...(hasHeader(hook.headers, "user-agent")
+          ? {}
+          : { "User-Agent": `Switchboard-Webhooks/${VERSION}` }),
+        ...hook.headers,
         "X-Pusher-Key": app.key,
         "X-Pusher-Signature": hmacHex(app.secret, d.body),
       },
@@ -412,9 +425,16 @@ export class PusherWebhooks {
   }
 }
 
-/** Whether any of the app's webhooks asked for events named `name`. */
-function wants(app: App, name: string): boolean {
-  return app.webhooks?.some((w) => (w.event_types as string[]).includes(name)) ?? false;
+/** Whether any of the app's webhooks asked for events named `name` of the channel `channel`. */
+function wants(app: App, name: string, channel: string): boolean {
+  return app.webhooks?.some((w) =>
+    (w.event_types as string[]).includes(name) && webhookMatches(w, channel)
+  ) ?? false;
+}
+
+/** Whether `headers` has `name` (lower case), in any case. */
+function hasHeader(headers: Record<string, string> | undefined, name: string): boolean {
+  return headers !== undefined && Object.keys(headers).some((h) => h.toLowerCase() === name);
 }
 
 /** A reported-state record's id: topic and user (`""` for the channel itself). */

@@ -113,14 +113,24 @@ Deno.test("parseApps() names an unknown key, anywhere in the file, as a start-up
     (e) =>
       e instanceof ConfigError && e.message === 'apps file: apps[0] has unknown setting "colour"',
   );
-  // Keys other Pusher servers accept: refused with a hint, never silently ignored.
-  for (const k of ["filter", "headers"]) {
+  // Keys other Pusher servers accept that have no equivalent: refused with a hint, never
+  // silently ignored.
+  for (const k of ["lambda_function", "lambda"]) {
     const hooks = [{ url: "http://127.0.0.1:9/hook", event_types: ["client_event"], [k]: {} }];
     assert.throws(() => parseApps(app({ webhooks: hooks })), (e) =>
       e instanceof ConfigError &&
       e.message.startsWith(
-        `apps file: apps[0]: webhooks[0] has unknown setting "${k}" (a setting of other Pusher servers`,
+        `apps file: apps[0]: webhooks[0] has unknown setting "${k}" (a setting of other Pusher servers that Switchboard does not support: Soketi's AWS Lambda webhooks`,
       ));
+  }
+  for (const k of ["ping_interval", "max_message_size", "app_id"]) {
+    assert.throws(
+      () => parseApps(app({ [k]: 1 })),
+      (e) =>
+        e instanceof ConfigError &&
+        e.message.startsWith(`apps file: apps[0] has unknown setting "${k}" (a setting of other`) &&
+        e.message.endsWith("; remove it)"),
+    );
   }
 });
 

@@ -17,7 +17,9 @@ export interface TestApp {
   max_backend_events_per_sec?: number;
   max_connections?: number;
   allowed_origins?: string[];
-  webhooks?: { url: string; event_types: string[] }[];
+  webhooks?: { url: string; event_types: string[]; [setting: string]: unknown }[];
+  /** Any other setting of the apps file (per-app limits, other servers' keys). */
+  [setting: string]: unknown;
 }
 
 /** The default app set: an open app and one with user authentication on. */
