@@ -19,7 +19,7 @@ const FOREIGN: Record<string, string> = {
   batch_size:
     "a webhook setting of other servers; Switchboard batches per app with webhook_batching",
   maxReadRequestsPerSecond:
-    "Soketi's read-request rate limit; Switchboard has none: remove it, or set it to -1",
+    "Soketi's read-request rate limit, which Switchboard does not have (-1, no limit, is accepted)",
   app_id: 'Reverb\'s name for the app id: call it "id"',
   options: "Reverb's client connection options: they belong to the client, not to the server",
   ping_interval: "Reverb's ping interval: Switchboard pings after --idle-timeout of silence",

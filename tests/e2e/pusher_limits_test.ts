@@ -115,6 +115,19 @@ Deno.test("per-app limits: pusher-js, the pusher library and Phoenix are refused
       },
     );
 
+    await t.step(
+      "max_presence_members_per_channel: joins at the same time cannot pass the cap together",
+      async () => {
+        const rush = await Promise.all(
+          ["r1", "r2", "r3", "r4"].map((u) =>
+            subscribeOutcome(open({ user_id: u }), "presence-rush")
+          ),
+        );
+        assert.equal(rush.filter((o) => "ok" in o).length, 2);
+        assert.equal(rush.filter((o) => "error" in o).length, 2);
+      },
+    );
+
     await t.step("max_presence_member_bytes: a larger user_info is refused (4301)", async () => {
       const big = await subscribeOutcome(
         open({ user_id: "erin", user_info: { bio: "x".repeat(80) } }),
@@ -269,7 +282,7 @@ Deno.test("per-app limits: pusher-js, the pusher library and Phoenix are refused
 
     await t.step("/metrics counts the refusals per app and limit", async () => {
       const counted = await refusals(server.baseUrl);
-      assert.equal(counted.max_presence_members_per_channel, 2);
+      assert.equal(counted.max_presence_members_per_channel, 4);
       assert.equal(counted.max_presence_member_bytes, 1);
       assert.equal(counted.max_channel_name_length, 4);
       assert.equal(counted.max_event_name_length, 3);
