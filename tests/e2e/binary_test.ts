@@ -129,6 +129,25 @@ Deno.test("invalid configuration exits 2 with one line naming the problem", asyn
       JSON.stringify({ apps: [{ ...app, colour: "red" }] }),
       /unknown setting "colour"/,
     ],
+    [
+      "a Soketi setting without an equivalent",
+      JSON.stringify({ apps: [{ ...app, maxReadRequestsPerSecond: 100 }] }),
+      /apps\[0\] has unknown setting "maxReadRequestsPerSecond" \(a setting of other Pusher servers that Switchboard does not support: Soketi's read-request rate limit/,
+    ],
+    [
+      "a webhook header replacing the signature",
+      JSON.stringify({
+        apps: [{
+          ...app,
+          webhooks: [{
+            url: "http://127.0.0.1:9/h",
+            event_types: ["client_event"],
+            headers: { "X-Pusher-Signature": "forged" },
+          }],
+        }],
+      }),
+      /webhooks\[0\]\.headers: "X-Pusher-Signature" cannot be set/,
+    ],
     ["unknown flag", null, /unknown flag --bogus/, ["--bogus"]],
     ["bad port", null, /--port must be an integer/, ["--port", "http"]],
   ];
