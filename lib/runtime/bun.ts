@@ -1,6 +1,6 @@
 // The Bun runtime adapter: `Bun.serve` for HTTP and WebSocket upgrades, each socket handed to
 // the socket layer as a `Transport`, fan-out through Bun's native topics.
-import { refusedUpgrade, type RunningServer, type ServeOptions } from "./types.ts";
+import { refusedUpgrade, type RunningServer, type ServeOptions, socketProbe } from "./types.ts";
 import type { LiveSocket } from "../socket/endpoint.ts";
 import type { AcceptedUpgrade } from "../socket/server.ts";
 import { MAX_BUFFERED_BYTES } from "../socket/connection.ts";
@@ -31,11 +31,11 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
           ? sockets?.route(new URL(req.url), req.headers.get("origin"))
           : undefined;
       if (upgrade) {
-        if ("refuse" in upgrade) return refusedUpgrade(upgrade.refuse);
+        if ("refuse" in upgrade) return refusedUpgrade(upgrade.refuse, upgrade.reason);
         if (srv.upgrade(req, { data: { upgrade } satisfies SocketData })) return undefined;
         return new Response("WebSocket upgrade failed", { status: 400 });
       }
-      return opts.fetch(req, srv);
+      return socketProbe(req, sockets) ?? opts.fetch(req, srv);
     },
     websocket: {
       maxPayloadLength: 2 * 1024 * 1024,

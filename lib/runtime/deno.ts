@@ -1,6 +1,6 @@
 // The Deno runtime adapter: `Deno.serve` and `Deno.upgradeWebSocket`, each socket handed to
 // the socket layer as a `Transport`.
-import { refusedUpgrade, type RunningServer, type ServeOptions } from "./types.ts";
+import { refusedUpgrade, type RunningServer, type ServeOptions, socketProbe } from "./types.ts";
 import type { LiveSocket } from "../socket/endpoint.ts";
 
 /** Serves HTTP and the WebSocket endpoint with `Deno.serve` and `Deno.upgradeWebSocket`. */
@@ -17,7 +17,7 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
         ? sockets?.route(new URL(req.url), req.headers.get("origin"))
         : undefined;
       if (upgrade) {
-        if ("refuse" in upgrade) return refusedUpgrade(upgrade.refuse);
+        if ("refuse" in upgrade) return refusedUpgrade(upgrade.refuse, upgrade.reason);
         const { socket, response } = Deno.upgradeWebSocket(req);
         socket.binaryType = "arraybuffer";
         let conn: LiveSocket | undefined;
@@ -35,7 +35,7 @@ export function serve(opts: ServeOptions): Promise<RunningServer> {
         socket.onerror = () => {};
         return response;
       }
-      return opts.fetch(req, info);
+      return socketProbe(req, sockets) ?? opts.fetch(req, info);
     });
   });
 }

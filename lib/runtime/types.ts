@@ -23,11 +23,20 @@ export interface RunningServer {
 }
 
 /** Response for a refused upgrade: 401 unknown or missing app_key (docs/protocol.md
- * "Connecting"), 403 an origin outside the app's `allowed_origins`. */
-export function refusedUpgrade(status: 401 | 403 | 503): Response {
+ * "Connecting"), 403 an origin outside the app's `allowed_origins`, 503 an app at
+ * `max_connections`; `reason` says which. */
+export function refusedUpgrade(status: 401 | 403 | 503, reason?: string): Response {
   const title = { 401: "Unauthorized", 403: "Forbidden", 503: "Service Unavailable" }[status];
-  return new Response(JSON.stringify({ errors: [{ status: String(status), title }] }), {
-    status,
-    headers: { "content-type": "application/json" },
-  });
+  const error = { status: String(status), title, ...(reason ? { detail: reason } : {}) };
+  return new Response(
+    JSON.stringify({ ...(reason ? { error: reason, reason } : {}), errors: [error] }),
+    { status, headers: { "content-type": "application/json" } },
+  );
+}
+
+/** A plain GET of the socket URL (a client asking why its upgrade failed): the socket
+ * server's answer, or `undefined` for every other request (routed by Hono). */
+export function socketProbe(req: Request, sockets: SocketServer | undefined): Response | undefined {
+  if (!sockets || req.method !== "GET" || !req.url.includes("/socket")) return undefined;
+  return sockets.probe(new URL(req.url), req.headers.get("origin"));
 }

@@ -26,8 +26,9 @@ export interface LiveSocket {
   sweep(now: number, idleMs: number): void;
 }
 
-/** Whether an upgrade is taken (with what `open` needs) or refused with an HTTP status. */
-export type UpgradeDecision = { accept: unknown } | { refuse: 401 | 403 | 503 };
+/** Whether an upgrade is taken (with what `open` needs) or refused with an HTTP status and,
+ * where the endpoint says why, a reason (the refusal's JSON body carries it). */
+export type UpgradeDecision = { accept: unknown } | { refuse: 401 | 403 | 503; reason?: string };
 
 /** One WebSocket protocol served at some paths. */
 export interface SocketEndpoint {

@@ -73,7 +73,7 @@ export class SocketServer {
   route(
     url: URL,
     origin: string | null,
-  ): AcceptedUpgrade | { refuse: 401 | 403 | 503 } | undefined {
+  ): AcceptedUpgrade | { refuse: 401 | 403 | 503; reason?: string } | undefined {
     const endpoint = this.#endpoints.find((e) => e.matches(url));
     if (!endpoint) return undefined;
     const full = (app: App) => {
@@ -82,6 +82,30 @@ export class SocketServer {
     };
     const decision = endpoint.decide(url, origin, full);
     return "refuse" in decision ? decision : { endpoint, accepted: decision.accept, origin };
+  }
+
+  /**
+   * The answer to a plain HTTP GET (no upgrade) of the Phoenix socket URL, or `undefined` for
+   * any other path: the decision an upgrade with the same query and Origin would get, as JSON
+   * any page can read (`Access-Control-Allow-Origin: *`), since a browser cannot read an
+   * upgrade's status. A refusal answers its status and `{ error, reason }`; an upgrade that
+   * would be taken answers 426 (docs/protocol.md "Refused connections").
+   */
+  probe(url: URL, origin: string | null): Response | undefined {
+    if (!SOCKET_PATHS.has(url.pathname)) return undefined;
+    const decision = this.route(url, origin);
+    if (!decision) return undefined;
+    const refusal = "refuse" in decision ? decision : undefined;
+    const status = refusal?.refuse ?? 426;
+    const reason = refusal ? refusal.reason ?? "refused" : "websocket upgrade required";
+    return new Response(JSON.stringify({ error: reason, reason, status }), {
+      status,
+      headers: {
+        "content-type": "application/json",
+        "access-control-allow-origin": "*",
+        "cache-control": "no-store",
+      },
+    });
   }
 
   /** Creates the socket once the runtime has opened it. */
@@ -165,6 +189,33 @@ export class SocketServer {
   }
 }
 
+/**
+ * A warning at most once per `everyMs` (a client retrying a wrong key must not flood the log):
+ * the first refusal is logged at once, later ones within the window are counted and the count
+ * rides on the next logged line as `suppressed`.
+ */
+export class RateLimitedLog {
+  #last = -Infinity;
+  #suppressed = 0;
+  constructor(readonly everyMs: number) {}
+
+  /** Logs `msg` with `fields` unless one was logged less than `everyMs` ago. */
+  warn(msg: string, fields: Record<string, unknown>): void {
+    const now = Date.now();
+    if (now - this.#last < this.everyMs) {
+      this.#suppressed++;
+      return;
+    }
+    this.#last = now;
+    const suppressed = this.#suppressed;
+    this.#suppressed = 0;
+    log.warn(msg, suppressed > 0 ? { ...fields, suppressed } : fields);
+  }
+}
+
+/** Refused upgrades for an unknown or missing app key: one line per 10 s at most. */
+const unknownKeyLog = new RateLimitedLog(10_000);
+
 /** The built-in Phoenix V2 endpoint: `app_key` and Origin checks, then a `Connection`. */
 function phoenixEndpoint(apps: AppRegistry, deps: SocketDeps): SocketEndpoint {
   return {
@@ -172,17 +223,24 @@ function phoenixEndpoint(apps: AppRegistry, deps: SocketDeps): SocketEndpoint {
     decide(url, origin, full) {
       const key = url.searchParams.get("app_key");
       const app = key ? apps.byKey(key) : undefined;
-      if (!app) return { refuse: 401 };
+      if (!app) {
+        const reason = key ? "unknown app key" : "missing app_key";
+        unknownKeyLog.warn(`websocket upgrade refused: ${reason}`, {
+          app_key: key?.slice(0, 64) ?? null,
+          origin: origin?.slice(0, 200) ?? null,
+        });
+        return { refuse: 401, reason };
+      }
       if (!originAllowed(app, origin)) {
         log.warn("websocket upgrade refused: origin not allowed", {
           origin: origin?.slice(0, 200),
           app: app.id,
         });
-        return { refuse: 403 };
+        return { refuse: 403, reason: "origin not allowed" };
       }
       if (full(app)) {
         log.warn("websocket upgrade refused: app over max_connections", { app: app.id });
-        return { refuse: 503 };
+        return { refuse: 503, reason: "app over max_connections" };
       }
       const format: WireFormat = url.searchParams.get("format") === "msgpack" ? "msgpack" : "json";
       return { accept: { app, format } };

@@ -138,7 +138,8 @@ function filesUnder(dir: string): string[] {
 }
 
 /**
- * Copies the declarations of `sdk/<name>/` (and, for the server, `sdk/shared/`) into the
+ * Copies the declarations of `sdk/<name>/` (and, for the server and the client, `sdk/shared/`:
+ * the wire types both sides use) into the
  * package's dist, renaming mod.d.ts to index.d.ts and rewriting specifiers.
  */
 function copyTypes(name: PackageName, typesDir: string): void {
@@ -146,7 +147,7 @@ function copyTypes(name: PackageName, typesDir: string): void {
   const sources: [string, string][] = filesUnder(join(typesDir, name)).map((
     f,
   ) => [f, relative(join(typesDir, name), f)]);
-  if (name === "server") {
+  if (name === "server" || name === "client") {
     for (const f of filesUnder(join(typesDir, "shared"))) {
       sources.push([f, join("shared", relative(join(typesDir, "shared"), f))]);
     }
@@ -158,8 +159,8 @@ function copyTypes(name: PackageName, typesDir: string): void {
       if (/(^|\/)client\/mod$/.test(spec) && name !== "client") {
         return `${q}@switchboard/client${q}`;
       }
-      // The server's declarations sit at dist/, its shared ones at dist/shared/.
-      if (name === "server" && !rel.startsWith("shared/")) {
+      // The package's declarations sit at dist/, the shared ones at dist/shared/.
+      if ((name === "server" || name === "client") && !rel.startsWith("shared/")) {
         spec = spec.replace(/^\.\.\/shared\//, "./shared/");
       }
       return `${q}${spec.endsWith("/mod") ? spec.slice(0, -3) + "index" : spec}.js${q}`;

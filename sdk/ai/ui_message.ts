@@ -10,11 +10,14 @@ import type { ChatMessage } from "../client/mod.ts";
 /** A UIMessage part (any kind). */
 export type UIPart = UIMessage["parts"][number];
 
-/** Structured content of a message written through the AI SDK. */
-export interface PartsContent {
+/**
+ * Structured content of a message written through the AI SDK; `Metadata` is the UIMessage
+ * metadata's type (`useThread<string | PartsContent<MyMetadata>>` types a thread's messages).
+ */
+export interface PartsContent<Metadata = unknown> {
   text: string;
   parts: UIPart[];
-  metadata?: unknown;
+  metadata?: Metadata;
   /** Set when the run ended with an error: what the model or agent reported. */
   error?: string;
 }

@@ -3,7 +3,7 @@
  * pushes: pick up pending runs, start them, stream tokens, suspend for tool approval, resume,
  * end. See docs/chat-live.md "Agent API".
  */
-import type { RunInfo } from "./chat_types.ts";
+import type { ChatEventHandler, ChatEvents, PushReply, RunInfo } from "./chat_types.ts";
 import type { ChatSession } from "./chat_session.ts";
 import type { ChatView } from "./chat_view.ts";
 
@@ -66,13 +66,17 @@ export class ChatAgent {
    * (`{ runId, toolCallId, clientId, reason? }`), `run:cancel` (`{ runId, reason, by }`), and
    * every view event.
    */
-  on(event: string, cb: (payload: any) => void): void {
-    this.session.view.on(event, cb);
+  on<E extends keyof ChatEvents>(event: E, cb: ChatEventHandler<E>): void;
+  on(event: string, cb: (payload: unknown) => void): void;
+  on(event: string, cb: (payload: never) => void): void {
+    this.session.view.on(event, cb as (payload: unknown) => void);
   }
 
   /** Removes a handler. */
-  off(event: string, cb: (payload: any) => void): void {
-    this.session.view.off(event, cb);
+  off<E extends keyof ChatEvents>(event: E, cb: ChatEventHandler<E>): void;
+  off(event: string, cb: (payload: unknown) => void): void;
+  off(event: string, cb: (payload: never) => void): void {
+    this.session.view.off(event, cb as (payload: unknown) => void);
   }
 
   /** pending -> active. Resolves with the RunInfo. */
@@ -158,7 +162,7 @@ export class ChatAgent {
   }
 
   /** Raw push. */
-  push(event: string, payload: Record<string, unknown> = {}): Promise<any> {
+  push(event: string, payload: Record<string, unknown> = {}): Promise<PushReply> {
     return this.session.push(event, payload);
   }
 

@@ -5,8 +5,15 @@
 import { Socket } from "phoenix";
 import { type ChatAuthCallback, type ChatAuthOptions, hasTokenSource } from "./chat_auth.ts";
 import { ChatAgent } from "./chat_agent.ts";
+import {
+  ConnectionError,
+  type ConnectionErrorListener,
+  type SocketWatch,
+  transportFor,
+  watchSocket,
+  type WebSocketConstructor,
+} from "./connection.ts";
 import { msgpackDecode, msgpackEncode } from "./msgpack_serializer.ts";
-import type { WebSocketConstructor } from "./realtime.ts";
 import { ChatSession, type SessionHost } from "./chat_session.ts";
 
 export { ActiveRun, ChatView } from "./chat_view.ts";
@@ -39,7 +46,8 @@ export interface ChatClientOptions {
   rejoinAfterMs?: Backoff;
   /** false: the socket is not connected at construction (first connect() opens it) [true]. */
   autoConnect?: boolean;
-  /** The WebSocket constructor [the global WebSocket]; on Node 20 pass `WebSocket` from `ws`. */
+  /** The WebSocket constructor [the global WebSocket; where there is none (Node 20), the `ws`
+   * package, which the client loads itself]. */
   transport?: WebSocketConstructor;
 }
 
@@ -60,13 +68,18 @@ function defaultEndpoint(): string {
 export class ChatClient implements SessionHost {
   readonly appKey: string;
   /** The phoenix Socket in use (own or reused). */
-  readonly socket: any;
+  readonly socket: Socket;
   readonly auth: ChatAuthOptions;
   #socketId: string | null = null;
   /** Connections (`connected` frames) seen: the generation a token's socket id belongs to. */
   #connection = 0;
-  #waiters: { after: number; resolve: (v: { socketId: string; connection: number }) => void }[] =
-    [];
+  #waiters: {
+    after: number;
+    resolve: (v: { socketId: string; connection: number }) => void;
+    reject: (err: Error) => void;
+  }[] = [];
+  #watch: SocketWatch;
+  #errorListeners = new Set<ConnectionErrorListener>();
   #rejoin: (tries: number) => number;
   #own: boolean;
 
@@ -82,34 +95,38 @@ export class ChatClient implements SessionHost {
       authParams: options.authParams,
     };
     this.#rejoin = backoff(options.rejoinAfterMs) ?? ((t) => [1000, 2000, 5000][t - 1] ?? 10_000);
-    const reused = options.realtime as { socket?: any; socketId?: unknown } | undefined;
+    const reused = options.realtime as { socket?: Socket; socketId?: unknown } | undefined;
     if (reused) {
-      this.socket = reused.socket ?? reused;
+      this.socket = reused.socket ?? (reused as unknown as Socket);
       this.#own = false;
       // The connected frame may already have passed: take the id the realtime client saw.
       if (typeof reused.socketId === "string") {
         this.#socketId = reused.socketId;
         this.#connection = 1;
-      } else if (this.socket.isConnected?.() && !hasTokenSource(this.auth)) this.#connection = 1;
+      } else if (this.socket.isConnected() && !hasTokenSource(this.auth)) this.#connection = 1;
     } else {
       const msgpack = (options.serializer ?? options.messageFormat) === "msgpack";
       const endpoint = (options.endpoint ?? defaultEndpoint()).replace(/\/websocket\/?$/, "");
-      this.socket = new Socket(endpoint, {
-        params: msgpack ? { app_key: appKey, format: "msgpack" } : { app_key: appKey },
-        ...(msgpack
-          ? { encode: msgpackEncode, decode: msgpackDecode, binaryType: "arraybuffer" }
-          : {}),
-        ...(options.reconnectAfterMs !== undefined
-          ? { reconnectAfterMs: backoff(options.reconnectAfterMs) }
-          : {}),
-        rejoinAfterMs: this.#rejoin,
-        ...(options.transport !== undefined ? { transport: options.transport } : {}),
-      } as any);
+      this.socket = new Socket(
+        endpoint,
+        {
+          transport: transportFor(options.transport),
+          params: msgpack ? { app_key: appKey, format: "msgpack" } : { app_key: appKey },
+          ...(msgpack
+            ? { encode: msgpackEncode, decode: msgpackDecode, binaryType: "arraybuffer" }
+            : {}),
+          ...(options.reconnectAfterMs !== undefined
+            ? { reconnectAfterMs: backoff(options.reconnectAfterMs) }
+            : {}),
+          rejoinAfterMs: this.#rejoin,
+        } as ConstructorParameters<typeof Socket>[1],
+      );
       this.#own = true;
     }
     // The server's first frame on every connection carries the socket id tokens bind to.
     this.socket.onMessage(
-      (msg: { topic: string; event: string; payload: { socket_id?: string } }) => {
+      (message) => {
+        const msg = message as { topic: string; event: string; payload: { socket_id?: string } };
         if (msg.topic !== "phoenix" || msg.event !== "connected") return;
         this.#socketId = String(msg.payload?.socket_id ?? "");
         this.#connection++;
@@ -118,7 +135,46 @@ export class ChatClient implements SessionHost {
         for (const w of due) w.resolve({ socketId: this.#socketId, connection: this.#connection });
       },
     );
+    this.#watch = watchSocket(this.socket);
+    this.#watch.onError((err) => this.#failed(err));
     if (this.#own && options.autoConnect !== false) this.socket.connect();
+  }
+
+  /**
+   * Listens for connection errors: a refusal (`error.fatal`: `unknown app key`, `origin not
+   * allowed`, no WebSocket in this runtime; no more reconnects) or a retried failure. Returns
+   * the unsubscribe function. Without a listener, a refusal is printed with `console.error`.
+   */
+  on(event: "error", listener: ConnectionErrorListener): () => void {
+    if (event !== "error") throw new TypeError(`ChatClient.on: unknown event ${event}`);
+    this.#errorListeners.add(listener);
+    return () => this.#errorListeners.delete(listener);
+  }
+
+  /** The refusal that stopped the connection (until the next `reconnect()`), else null. */
+  get error(): ConnectionError | null {
+    return this.#watch.refusal;
+  }
+
+  /** Connects again after a refusal or `disconnect()`. */
+  reconnect(): void {
+    this.#watch.retry();
+    this.socket.connect();
+  }
+
+  #failed(err: ConnectionError): void {
+    if (err.fatal) { for (const w of this.#waiters.splice(0)) w.reject(err); }
+    for (const listener of [...this.#errorListeners]) {
+      try {
+        listener(err);
+      } catch (e) {
+        console.error("switchboard: an error listener threw:", e);
+      }
+    }
+    // A realtime client sharing the socket reports it already.
+    if (err.fatal && this.#errorListeners.size === 0 && this.#own) {
+      console.error(`switchboard: ${err.message}`);
+    }
   }
 
   /** The socket id of the current connection (null before the first `connected` frame). */
@@ -136,7 +192,10 @@ export class ChatClient implements SessionHost {
     if (this.#connection > afterConnection) {
       return Promise.resolve({ socketId: this.#socketId ?? "", connection: this.#connection });
     }
-    return new Promise((resolve) => this.#waiters.push({ after: afterConnection, resolve }));
+    if (this.#watch.refusal) return Promise.reject(this.#watch.refusal);
+    return new Promise((resolve, reject) =>
+      this.#waiters.push({ after: afterConnection, resolve, reject })
+    );
   }
 
   /** SessionHost: the rejoin delay. */

@@ -5,14 +5,15 @@
  */
 import type { ChatAuthOptions } from "./chat_auth.ts";
 import { hasTokenSource, resolveToken } from "./chat_auth.ts";
-import type { ThreadSnapshot } from "./chat_types.ts";
+import type { Channel, Socket } from "phoenix";
+import type { ChatEventHandler, ChatEvents, PushReply, ThreadSnapshot } from "./chat_types.ts";
 import { ChatView, type ViewTransport } from "./chat_view.ts";
 import { Topic } from "../shared/topic.ts";
 
 /** The part of ChatClient a session uses. */
 export interface SessionHost {
   readonly appKey: string;
-  readonly socket: any;
+  readonly socket: Socket;
   readonly auth: ChatAuthOptions;
   /** Resolves with the socket id of connection number > `afterConnection`. */
   socketIdAfter(afterConnection: number): Promise<{ socketId: string; connection: number }>;
@@ -30,8 +31,9 @@ export type JoinIdentity =
 
 /** An error reply from the server; `reason` is the spec's reason string. */
 export class ChatPushError extends Error {
-  constructor(readonly reason: string) {
-    super(reason);
+  /** `reason` (the spec's string), and a longer message when there is more to say. */
+  constructor(readonly reason: string, message: string = reason) {
+    super(message);
     this.name = "ChatPushError";
   }
 }
@@ -45,7 +47,7 @@ export class ChatSession implements ViewTransport {
   readonly view: ChatView;
   #host: SessionHost;
   #who: JoinIdentity;
-  #channel: any = null;
+  #channel: Channel | null = null;
   #closed = false;
   /** Connection number of the current join. */
   #connection = 0;
@@ -75,21 +77,28 @@ export class ChatSession implements ViewTransport {
   }
 
   /** Raw push; resolves with the ok response, rejects with ChatPushError. */
-  push(event: string, payload: Record<string, unknown> = {}): Promise<any> {
+  push(event: string, payload: Record<string, unknown> = {}): Promise<PushReply> {
     return this.request(event, payload);
   }
 
   /** Pushes and waits for the reply (ViewTransport). */
-  request(event: string, payload: Record<string, unknown>): Promise<any> {
-    if (this.#closed || !this.#channel) return Promise.reject(new ChatPushError("closed"));
+  request(event: string, payload: Record<string, unknown>): Promise<PushReply> {
+    const channel = this.#channel;
+    if (this.#closed || !channel) return Promise.reject(new ChatPushError("closed"));
     return new Promise((resolve, reject) => {
-      this.#channel.push(event, payload, PUSH_TIMEOUT_MS)
-        .receive("ok", (r: unknown) => resolve(r))
+      channel.push(event, payload, PUSH_TIMEOUT_MS)
+        .receive("ok", (r: PushReply) => resolve(r))
         .receive(
           "error",
           (r: { reason?: string }) => reject(new ChatPushError(r?.reason ?? "error")),
         )
-        .receive("timeout", () => reject(new ChatPushError("timeout")));
+        .receive("timeout", () =>
+          reject(
+            new ChatPushError(
+              "timeout",
+              `${event} on thread ${this.threadId} timed out: no reply from the server in ${PUSH_TIMEOUT_MS} ms`,
+            ),
+          ));
     });
   }
 
@@ -99,13 +108,17 @@ export class ChatSession implements ViewTransport {
   }
 
   /** Registers a view event handler (update, run, run:start, run:end, ...). */
-  on(event: string, cb: (payload: any) => void): void {
-    this.view.on(event, cb);
+  on<E extends keyof ChatEvents>(event: E, cb: ChatEventHandler<E>): void;
+  on(event: string, cb: (payload: unknown) => void): void;
+  on(event: string, cb: (payload: never) => void): void {
+    this.view.on(event, cb as (payload: unknown) => void);
   }
 
   /** Removes a handler. */
-  off(event: string, cb: (payload: any) => void): void {
-    this.view.off(event, cb);
+  off<E extends keyof ChatEvents>(event: E, cb: ChatEventHandler<E>): void;
+  off(event: string, cb: (payload: unknown) => void): void;
+  off(event: string, cb: (payload: never) => void): void {
+    this.view.off(event, cb as (payload: unknown) => void);
   }
 
   /** Leaves the thread; no further rejoins. */
@@ -116,7 +129,7 @@ export class ChatSession implements ViewTransport {
     this.#channel = null;
     if (ch) {
       ch.leave();
-      this.#host.socket.remove?.(ch);
+      this.#host.socket.remove(ch);
     }
   }
 
@@ -145,7 +158,7 @@ export class ChatSession implements ViewTransport {
    * socket id); a first join uses the current connection.
    */
   async #join(first: boolean, afterConnection = this.#connection): Promise<void> {
-    if (first && !this.#host.socket.isConnected?.()) this.#host.socket.connect?.();
+    if (first && !this.#host.socket.isConnected()) this.#host.socket.connect();
     const got = await this.#host.socketIdAfter(
       first ? Math.max(0, this.#host.connection - 1) : afterConnection,
     );
@@ -156,7 +169,7 @@ export class ChatSession implements ViewTransport {
     if (this.#closed) return;
     const ch = this.#host.socket.channel(Topic.of("chat", this.appKey, this.threadId).key, params);
     this.#channel = ch;
-    ch.onMessage = (event: string, payload: any, _ref: unknown) => {
+    ch.onMessage = (event: string, payload: any, _ref?: unknown) => {
       if (this.#channel === ch && !event.startsWith("phx_") && !event.startsWith("chan_reply_")) {
         if (event === "run:cancel") this.view.emit("run:cancel", payload);
         else this.view.apply(event, payload ?? {});
@@ -171,7 +184,15 @@ export class ChatSession implements ViewTransport {
           "error",
           (r: { reason?: string }) => reject(new ChatPushError(r?.reason ?? "join failed")),
         )
-        .receive("timeout", () => reject(new ChatPushError("timeout")));
+        .receive("timeout", () =>
+          reject(
+            new ChatPushError(
+              "timeout",
+              `join of thread ${this.threadId} timed out: no reply from the server in ${
+                (this.#host.socket as unknown as { timeout: number }).timeout
+              } ms`,
+            ),
+          ));
     }).catch((err) => {
       this.#drop(ch);
       throw err;
@@ -183,16 +204,16 @@ export class ChatSession implements ViewTransport {
   }
 
   /** Stops phoenix from rejoining this channel on its own (we rejoin with fresh params). */
-  #drop(ch: any): void {
-    ch.rejoinTimer?.reset?.();
-    this.#host.socket.remove?.(ch);
+  #drop(ch: Channel): void {
+    (ch as unknown as { rejoinTimer?: { reset?(): void } }).rejoinTimer?.reset?.();
+    this.#host.socket.remove(ch);
     if (this.#channel === ch) this.#channel = null;
   }
 
-  #lost(ch: any): void {
+  #lost(ch: Channel): void {
     if (this.#closed || this.#channel !== ch) return;
     // Socket still up (a channel error): rejoin on it; else wait for the next connection.
-    const sameSocket = !!this.#host.socket.isConnected?.();
+    const sameSocket = !!this.#host.socket.isConnected();
     this.#drop(ch);
     this.view.emit("disconnected", {});
     void this.#rejoinLoop(sameSocket ? this.#connection - 1 : this.#connection);
@@ -205,6 +226,7 @@ export class ChatSession implements ViewTransport {
         return;
       } catch (err) {
         this.view.emit("error", err);
+        if ((err as { fatal?: unknown }).fatal === true) return; // refused: no more rejoins
         await new Promise((r) => setTimeout(r, this.#host.rejoinDelay(tries)));
       }
     }

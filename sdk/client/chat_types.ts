@@ -1,12 +1,16 @@
 /** Wire shapes of the chat thread channel, shared by the ChatClient pieces (docs/chat-live.md). */
+import type { RunInfo, RunStatus, SuspendedTool } from "../shared/chat_wire.ts";
 
-/** A chat message as the thread channel carries it (spec "Chat message (wire shape)"). */
-export interface ChatMessage {
+/**
+ * A chat message as the thread channel carries it (docs/chat-live.md). `Content` types what
+ * the app sends as content (with the AI SDK: `string | PartsContent<Metadata>`).
+ */
+export interface ChatMessage<Content = unknown> {
   messageId: string;
   runId: string | null;
   ownerClientId: string | null;
   role: string;
-  content: unknown;
+  content: Content;
   parentId: string | null;
   forkOf: string | null;
   msgRegenerate: string | null;
@@ -15,35 +19,7 @@ export interface ChatMessage {
   [extra: string]: unknown;
 }
 
-/** A suspended tool call waiting for a human decision. */
-export interface SuspendedTool {
-  toolCallId: string;
-  toolName: string;
-  args: Record<string, unknown>;
-}
-
-/** Run status values (spec "States and transitions"). */
-export type RunStatus = "pending" | "active" | "suspended" | "complete" | "cancelled" | "error";
-
-/** RunInfo (spec wire shape) plus the documented extension fields. */
-export interface RunInfo {
-  runId: string;
-  ownerClientId: string;
-  status: RunStatus;
-  startedAt: number;
-  endedAt: number | null;
-  suspendedTool: SuspendedTool | null;
-  parentId: string | null;
-  forkOf: string | null;
-  msgRegenerate: string | null;
-  /** Extension: the assistant message this run streams into. */
-  messageId: string;
-  /** Extension: creation time (runs are listed in this order). */
-  createdAt: number;
-  /** Extension: the human decision on the suspended tool call, null until made. */
-  toolDecision: "approved" | "rejected" | null;
-  [extra: string]: unknown;
-}
+export type { RunInfo, RunStatus, SuspendedTool } from "../shared/chat_wire.ts";
 
 /** The join reply of a thread channel. */
 export interface ThreadSnapshot {
@@ -74,25 +50,60 @@ export interface BatchOp {
 /** Terminal run statuses. */
 export const TERMINAL: ReadonlySet<string> = new Set(["complete", "cancelled", "error"]);
 
+/** A push's ok reply (its fields depend on the event). */
+export type PushReply = Record<string, unknown>;
+
+/** The events of a thread (session, view and agent) and what each handler receives. */
+export interface ChatEvents {
+  /** The view changed (messages, runs, streams): re-render. */
+  update: undefined;
+  /** A run was added or changed. */
+  run: RunInfo;
+  "run:start": { runId: string; ownerClientId: string; startedAt: number };
+  "run:suspend": { runId: string } & SuspendedTool;
+  "run:suspended": { runId: string } & SuspendedTool;
+  "run:resume": { runId: string };
+  "run:end": { runId: string; reason: RunStatus; endedAt: number };
+  /** Agents: a run was cancelled (`by` the client that did it). */
+  "run:cancel": { runId: string; reason?: string; by?: string };
+  /** Agents: a pending run is ready to start (oldest first, once). */
+  "run:pending": RunInfo;
+  "tool:approved": { runId: string; toolCallId: string; clientId?: string };
+  "tool:rejected": { runId: string; toolCallId: string; clientId?: string; reason?: string };
+  /** Joined (again, `rejoin: true`, after a lost connection). */
+  joined: { logId: number; rejoin: boolean };
+  /** The connection was lost; the thread rejoins by itself. */
+  disconnected: Record<string, never>;
+  /** A rejoin or the connection failed (a `ConnectionError` when the server refused it). */
+  error: Error;
+}
+
+/** A chat event handler. */
+export type ChatEventHandler<E extends keyof ChatEvents> = (payload: ChatEvents[E]) => void;
+
 /** Minimal event emitter used by the session and the view. */
 export class Emitter {
-  #handlers = new Map<string, Set<(payload: any) => void>>();
+  #handlers = new Map<string, Set<(payload: never) => void>>();
 
-  /** Registers `cb` for `event`. */
-  on(event: string, cb: (payload: any) => void): void {
+  /** Registers `cb` for `event` (typed for the events of `ChatEvents`). */
+  on<E extends keyof ChatEvents>(event: E, cb: ChatEventHandler<E>): void;
+  on(event: string, cb: (payload: unknown) => void): void;
+  on(event: string, cb: (payload: never) => void): void {
     let set = this.#handlers.get(event);
     if (!set) this.#handlers.set(event, set = new Set());
     set.add(cb);
   }
 
   /** Removes `cb` from `event`. */
-  off(event: string, cb: (payload: any) => void): void {
+  off<E extends keyof ChatEvents>(event: E, cb: ChatEventHandler<E>): void;
+  off(event: string, cb: (payload: unknown) => void): void;
+  off(event: string, cb: (payload: never) => void): void {
     this.#handlers.get(event)?.delete(cb);
   }
 
   /** Calls every handler of `event`; a throwing handler does not stop the others. */
   emit(event: string, payload?: unknown): void {
-    for (const cb of [...(this.#handlers.get(event) ?? [])]) {
+    for (const cb of [...(this.#handlers.get(event) ?? [])] as ((p: unknown) => void)[]) {
       try {
         cb(payload);
       } catch (err) {

@@ -7,6 +7,7 @@ import {
   type BatchOp,
   type ChatMessage,
   Emitter,
+  type PushReply,
   type RunInfo,
   type SuspendedTool,
   TERMINAL,
@@ -19,7 +20,16 @@ export interface ViewTransport {
   readonly threadId: string;
   readonly clientId: string;
   /** Pushes an event; resolves with the ok response or rejects with an Error whose `reason` is set. */
-  request(event: string, payload: Record<string, unknown>): Promise<any>;
+  request(event: string, payload: Record<string, unknown>): Promise<PushReply>;
+}
+
+/** The reply to send, edit and regenerate. */
+interface RunReply {
+  runId: string;
+  messageId: string;
+  forkOf?: string | null;
+  regeneratesMessageId?: string | null;
+  serial: number;
 }
 
 /** A run started by send, edit or regenerate (spec "ActiveRun"). */
@@ -182,7 +192,7 @@ export class ChatView extends Emitter {
       parentId,
       ...(opts.role ? { role: opts.role } : {}),
     });
-    return new ActiveRun(this, r);
+    return new ActiveRun(this, r as unknown as RunReply);
   }
 
   /** Starts a new assistant answer for `messageId` (an assistant message), as a sibling. */
@@ -195,7 +205,7 @@ export class ChatView extends Emitter {
       runId: opts.runId ?? uuid(),
       ...(opts.parentId !== undefined ? { parentId: opts.parentId } : {}),
     });
-    return new ActiveRun(this, r);
+    return new ActiveRun(this, r as unknown as RunReply);
   }
 
   /** Forks `messageId`: a new message with the new content beside it, and a new run. */
@@ -210,7 +220,7 @@ export class ChatView extends Emitter {
       newMessageId: opts.newMessageId ?? uuid(),
       runId: opts.runId ?? uuid(),
     });
-    return new ActiveRun(this, r);
+    return new ActiveRun(this, r as unknown as RunReply);
   }
 
   /** Loads up to `limit` messages older than the oldest loaded one. */
@@ -276,7 +286,8 @@ export class ChatView extends Emitter {
   }
 
   /** Applies one pushed or broadcast event (in wire order). */
-  apply(event: string, p: Record<string, any>): void {
+  apply(event: string, payload: Record<string, unknown>): void {
+    const p = payload as Record<string, any>;
     if (event === "thread:deleted") {
       // The thread was hard-deleted: its log restarts at 1 in a new epoch.
       this.#clear();

@@ -11,7 +11,7 @@ export interface PhoenixMessage {
   ref: string | null;
   topic: string;
   event: string;
-  payload: any;
+  payload: unknown;
 }
 
 const packr = new Packr({ useRecords: false, mapsAsObjects: true, int64AsType: "number" });

@@ -11,18 +11,23 @@
  */
 
 import type { Channel, Socket } from "phoenix";
+import { SocketWatch } from "./connection.ts";
 import { StreamCursor } from "./stream_cursor.ts";
 import { Topic } from "../shared/topic.ts";
 
+/** An object's state: slot name -> value (type it with `ObjectSubscription<MyState>`). */
+export type ObjectState = Record<string, unknown>;
+
+/** One slot write: `set` (with the value) or `delete`. */
+export type SlotOp<State extends ObjectState = ObjectState> = {
+  [K in keyof State & string]: { op: "set" | "delete"; key: K; value: State[K] | undefined };
+}[keyof State & string];
+
 /** What `on("change")` listeners receive. */
-export type ObjectChange =
-  | { type: "snapshot"; log_id: number; state: Record<string, unknown>; reset?: true }
-  | { type: "change"; log_id: number; op: "set" | "delete"; key: string; value: unknown }
-  | {
-    type: "batch";
-    log_id: number;
-    ops: { op: "set" | "delete"; key: string; value: unknown }[];
-  }
+export type ObjectChange<State extends ObjectState = ObjectState> =
+  | { type: "snapshot"; log_id: number; state: Partial<State>; reset?: true }
+  | ({ type: "change"; log_id: number } & SlotOp<State>)
+  | { type: "batch"; log_id: number; ops: SlotOp<State>[] }
   | { type: "purge"; log_id: 0; epoch?: string };
 
 /** Options of `new ObjectSubscription()`. */
@@ -41,11 +46,14 @@ export function objectAuthBody(socketId: string, type: string, key: string) {
 
 type Listener<T> = (value: T) => void;
 
-/** A live copy of one Durable Object; see the module comment. */
-export class ObjectSubscription {
+/**
+ * A live copy of one Durable Object; see the module comment. `State` types the slots (slot
+ * name -> value); a slot not written yet is absent, hence `Partial<State>`.
+ */
+export class ObjectSubscription<State extends ObjectState = ObjectState> {
   readonly topic: string;
   /** Slot name -> value, current as of `logId`. */
-  state: Record<string, unknown> = {};
+  state: Partial<State> = {};
   /** Where the copy resumes from on a rejoin (`after_log_id` + `epoch`). */
   readonly #cursor = new StreamCursor("log_id");
   #socket: Socket;
@@ -56,7 +64,8 @@ export class ObjectSubscription {
   #synced = false;
   #closed = false;
   #refs: string[];
-  #changes = new Set<Listener<ObjectChange>>();
+  #changes = new Set<Listener<ObjectChange<State>>>();
+  #offRefusal: () => void;
   #errors = new Set<Listener<string>>();
   #syncWaiters: (() => void)[] = [];
 
@@ -95,6 +104,12 @@ export class ObjectSubscription {
       }),
       socket.onClose(() => this.#drop()),
     ];
+    // A refused connection (unknown app key, ...) is this object's error too.
+    this.#offRefusal = SocketWatch.of(socket).onError((err) => {
+      if (err.fatal) this.#emitError(err.reason);
+    });
+    const refused = SocketWatch.of(socket).refusal;
+    if (refused) queueMicrotask(() => this.#emitError(refused.reason));
     const known = options.socketId?.();
     if (known && socket.isConnected()) {
       this.#socketId = known;
@@ -113,7 +128,7 @@ export class ObjectSubscription {
   }
 
   /** Listens for snapshots and writes (`change`) or join failures (`error`, with the reason). */
-  on(event: "change", callback: Listener<ObjectChange>): () => void;
+  on(event: "change", callback: Listener<ObjectChange<State>>): () => void;
   on(event: "error", callback: Listener<string>): () => void;
   on(event: "change" | "error", callback: Listener<any>): () => void {
     const set = event === "change" ? this.#changes : this.#errors;
@@ -133,6 +148,7 @@ export class ObjectSubscription {
     this.#closed = true;
     this.#drop();
     this.#socket.off(this.#refs);
+    this.#offRefusal();
   }
 
   /** Leaves the current channel (if any) and cancels a join waiting for its token. */
@@ -196,7 +212,7 @@ export class ObjectSubscription {
       reset?: boolean;
     },
   ): void {
-    this.state = { ...snapshot.state };
+    this.state = { ...snapshot.state } as Partial<State>;
     const reset = this.#cursor.joined(snapshot);
     this.#synced = true;
     this.#emit({
@@ -222,21 +238,21 @@ export class ObjectSubscription {
       return;
     }
     const ops = event === "batch" ? payload.ops : [payload];
-    const next = { ...this.state };
+    const next: Record<string, unknown> = { ...this.state };
     for (const op of ops) {
       if (op.op === "delete") delete next[op.key];
       else next[op.key] = op.value;
     }
-    this.state = next;
+    this.state = next as Partial<State>;
     this.#cursor.advance(logId);
-    this.#emit(
-      event === "batch"
-        ? { type: "batch", log_id: logId, ops: payload.ops }
-        : { type: "change", log_id: logId, op: payload.op, key: payload.key, value: payload.value },
-    );
+    // The server's frames, typed by the app's State.
+    const change = event === "batch"
+      ? { type: "batch", log_id: logId, ops: payload.ops }
+      : { type: "change", log_id: logId, op: payload.op, key: payload.key, value: payload.value };
+    this.#emit(change as ObjectChange<State>);
   }
 
-  #emit(change: ObjectChange): void {
+  #emit(change: ObjectChange<State>): void {
     for (const cb of [...this.#changes]) cb(change);
   }
 

@@ -4,9 +4,17 @@
  * per socket (tokens bind socket ids), and on reconnect resubscribes with `after_serial` so
  * the app sees every event once, in order (deduplicated by serial). See docs/channels.md.
  */
-import { Socket } from "phoenix";
-import { msgpackSocketOptions } from "./msgpack_serializer.ts";
-import { objectAuthBody, ObjectSubscription } from "./object_subscription.ts";
+import { type Channel, Socket } from "phoenix";
+import {
+  ConnectionError,
+  type ConnectionErrorListener,
+  type SocketWatch,
+  transportFor,
+  watchSocket,
+  type WebSocketConstructor,
+} from "./connection.ts";
+import { msgpackEncode, msgpackSocketOptions } from "./msgpack_serializer.ts";
+import { objectAuthBody, type ObjectState, ObjectSubscription } from "./object_subscription.ts";
 import { StreamCursor } from "./stream_cursor.ts";
 import { Topic } from "../shared/topic.ts";
 
@@ -49,14 +57,36 @@ export interface RealtimeOptions {
   /** Push/join timeout in ms (phoenix default 10 s). */
   timeout?: number;
   /**
-   * The WebSocket constructor (default: the global `WebSocket`). Node 20 has none: pass
-   * `WebSocket` from the `ws` package there (Node 22+, Deno, Bun and browsers need nothing).
+   * The WebSocket constructor (default: the global `WebSocket`). Where there is none (Node 20)
+   * the client loads the `ws` package itself (`npm install ws`); pass one to use another.
    */
   transport?: WebSocketConstructor;
 }
 
-/** A WebSocket class, as the global `WebSocket` or the `ws` package's export. */
-export type WebSocketConstructor = new (url: string, ...rest: any[]) => any;
+export type { WebSocketConstructor };
+
+/** The events of a channel: event name -> its data (the default allows any name, data `unknown`). */
+export type EventMap = Record<string, unknown>;
+
+/** What every event callback gets beside the data: the event's envelope. */
+export interface EventMeta {
+  /** The event's position in the channel's history (absent on ephemeral channels). */
+  serial?: number;
+  /** The publishing socket (client events) and client id, when the server sent them. */
+  socket_id?: string;
+  client_id?: string;
+  [field: string]: unknown;
+}
+
+/** The join reply of a channel (`serial`, `epoch`, `presence` on presence channels, ...). */
+export interface JoinReply {
+  serial?: number;
+  epoch?: string;
+  replay?: string;
+  /** Presence channels: the members at the join and how many there are. */
+  presence?: { members: { user_id: string; user_info?: unknown }[]; count: number };
+  [field: string]: unknown;
+}
 
 /** Options of `subscribe`. */
 export interface SubscribeOptions {
@@ -68,8 +98,31 @@ export interface SubscribeOptions {
   afterSerial?: number;
 }
 
-/** Client-local events: `switchboard:subscribed` (join reply) and `switchboard:error` ({ reason }). */
-export type EventCallback = (data: any, meta: Record<string, any>) => void;
+/** A callback of `bind`: the event's data and its envelope. */
+export type EventCallback<Data = unknown> = (data: Data, meta: EventMeta) => void;
+
+/** A callback of `bindAll`: every event of the channel, presence events included. */
+export type AnyEventCallback = (event: string, data: unknown, meta: EventMeta) => void;
+
+/** The largest frame the server takes (docs/limits.md): a bigger publish is refused at once. */
+export const MAX_FRAME_BYTES = 1024 * 1024;
+
+/**
+ * Events of every subscription beside the app's: presence events (presence channels) and
+ * the client's own `switchboard:*` events (never sent by the server).
+ */
+export interface SubscriptionEvents<Member = unknown> {
+  /** A member joined (presence channels). */
+  "presence:join": { user_id: string; user_info?: Member };
+  /** A member left (presence channels). */
+  "presence:leave": { user_id: string };
+  /** The join reply, after every (re)join. */
+  "switchboard:subscribed": JoinReply;
+  /** The subscription failed for good (`reason`, e.g. `unknown app key`). */
+  "switchboard:error": { reason: string };
+  /** A join got no reply in time (phoenix retries it); `reason` says what was waited for. */
+  "switchboard:timeout": { reason: string };
+}
 
 const asMs = (v: number | ((t: number) => number) | undefined) =>
   typeof v === "number" ? () => v : v;
@@ -78,12 +131,15 @@ const asMs = (v: number | ((t: number) => number) | undefined) =>
 export class RealtimeClient {
   readonly appKey: string;
   /** The underlying phoenix Socket (shared by object subscriptions). */
-  readonly socket: any;
+  readonly socket: Socket;
   /** The server-assigned id of the current connection; null while disconnected. */
   socketId: string | null = null;
   readonly #options: RealtimeOptions;
-  readonly #subs = new Map<string, ChannelSubscription>();
-  #idWaiters: ((id: string) => void)[] = [];
+  // deno-lint-ignore no-explicit-any
+  readonly #subs = new Map<string, ChannelSubscription<any, any>>();
+  #idWaiters: { ok: (id: string) => void; fail: (err: Error) => void }[] = [];
+  readonly #watch: SocketWatch;
+  #errorListeners = new Set<ConnectionErrorListener>();
 
   /** Creates the client and connects unless `autoConnect` is false. */
   constructor(appKey: string, options: RealtimeOptions = {}) {
@@ -100,23 +156,29 @@ export class RealtimeClient {
       ...(msgpack ? { format: "msgpack" } : {}),
     };
     // Cast: phoenix's bundled typings type encode/decode narrower than the runtime accepts.
-    this.socket = new Socket(endpoint, {
-      params,
-      ...(msgpack ? msgpackSocketOptions : {}),
-      ...(options.reconnectAfterMs !== undefined
-        ? { reconnectAfterMs: asMs(options.reconnectAfterMs) }
-        : {}),
-      ...(options.rejoinAfterMs !== undefined
-        ? { rejoinAfterMs: asMs(options.rejoinAfterMs) }
-        : {}),
-      ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
-      ...(options.transport !== undefined ? { transport: options.transport } : {}),
-    } as any);
-    this.socket.onMessage((msg: { topic: string; event: string; payload: any }) => {
+    this.socket = new Socket(
+      endpoint,
+      {
+        transport: transportFor(options.transport),
+        params,
+        ...(msgpack ? msgpackSocketOptions : {}),
+        ...(options.reconnectAfterMs !== undefined
+          ? { reconnectAfterMs: asMs(options.reconnectAfterMs) }
+          : {}),
+        ...(options.rejoinAfterMs !== undefined
+          ? { rejoinAfterMs: asMs(options.rejoinAfterMs) }
+          : {}),
+        ...(options.timeout !== undefined ? { timeout: options.timeout } : {}),
+      } as ConstructorParameters<typeof Socket>[1],
+    );
+    this.socket.onMessage((message) => {
+      const msg = message as { topic: string; event: string; payload: unknown };
       if (msg.topic === "phoenix" && msg.event === "connected") {
-        this.#connected(String(msg.payload.socket_id));
+        this.#connected(String((msg.payload as { socket_id?: unknown }).socket_id));
       }
     });
+    this.#watch = watchSocket(this.socket);
+    this.#watch.onError((err) => this.#failed(err));
     const lost = () => {
       if (this.socketId === null) return;
       this.socketId = null;
@@ -127,9 +189,32 @@ export class RealtimeClient {
     if (options.autoConnect !== false) this.socket.connect();
   }
 
-  /** Opens the socket (after `autoConnect: false` or `disconnect()`). */
+  /** Opens the socket (after `autoConnect: false`, `disconnect()` or a refusal). */
   connect(): void {
+    this.#watch.retry();
     this.socket.connect();
+  }
+
+  /**
+   * Listens for connection errors: a refusal (`error.fatal`: `unknown app key`, `origin not
+   * allowed`, no WebSocket in this runtime; the client stopped reconnecting) or a retried
+   * failure (server unreachable, app at its connection limit). Returns the unsubscribe
+   * function. Without a listener, a refusal is printed with `console.error`.
+   */
+  on(event: "error", listener: ConnectionErrorListener): () => void {
+    if (event !== "error") throw new TypeError(`RealtimeClient.on: unknown event ${event}`);
+    this.#errorListeners.add(listener);
+    return () => this.#errorListeners.delete(listener);
+  }
+
+  /** How long a push or join waits for its reply (the `timeout` option, else 10 s). */
+  get timeoutMs(): number {
+    return (this.socket as unknown as { timeout: number }).timeout;
+  }
+
+  /** The refusal that stopped the client (until the next `connect()`), else null. */
+  get error(): ConnectionError | null {
+    return this.#watch.refusal;
   }
 
   /** Closes the socket; subscriptions resume (with replay) on the next `connect()`. */
@@ -139,24 +224,34 @@ export class RealtimeClient {
     for (const sub of this.#subs.values()) sub._detach();
   }
 
-  /** Resolves with the socket id once connected. */
+  /** Resolves with the socket id once connected; rejects when the connection is refused. */
   socketIdReady(): Promise<string> {
     if (this.socketId !== null) return Promise.resolve(this.socketId);
-    return new Promise((resolve) => this.#idWaiters.push(resolve));
+    const refusal = this.#watch.refusal;
+    if (refusal) return Promise.reject(refusal);
+    return new Promise((ok, fail) => this.#idWaiters.push({ ok, fail }));
   }
 
-  /** Subscribes to a channel (returned at once; `ready` settles with the first join). */
-  subscribe(channelName: string, opts: SubscribeOptions = {}): ChannelSubscription {
+  /**
+   * Subscribes to a channel (returned at once; `ready` settles with the first join). Type the
+   * channel with `subscribe<{ message: { text: string } }, MemberInfo>(name)`: `bind` and
+   * `publish` then check event names and data, `members` holds `MemberInfo`.
+   */
+  subscribe<Events extends EventMap = EventMap, Member = unknown>(
+    channelName: string,
+    opts: SubscribeOptions = {},
+  ): ChannelSubscription<Events, Member> {
     const existing = this.#subs.get(channelName);
     if (existing) return existing;
-    const sub = new ChannelSubscription(
+    const sub = new ChannelSubscription<Events, Member>(
       this,
       channelName,
       opts,
       () => this.#subs.delete(channelName),
     );
     this.#subs.set(channelName, sub);
-    if (this.socketId !== null) sub._attach(this.socketId);
+    if (this.#watch.refusal) sub._fail(this.#watch.refusal.reason, this.#watch.refusal);
+    else if (this.socketId !== null) sub._attach(this.socketId);
     return sub;
   }
 
@@ -164,9 +259,12 @@ export class RealtimeClient {
    * A live read-only copy of a Durable Object. The token comes from the same source as
    * channels: `authCallback` / `authEndpoint` get `{ socket_id, object_type, object_key }`.
    */
-  object(type: string, key: string): ObjectSubscription {
+  object<State extends ObjectState = ObjectState>(
+    type: string,
+    key: string,
+  ): ObjectSubscription<State> {
     const hasSource = this.#options.authCallback || this.#options.authEndpoint;
-    return new ObjectSubscription(
+    return new ObjectSubscription<State>(
       this.socket,
       this.appKey,
       type,
@@ -214,28 +312,47 @@ export class RealtimeClient {
 
   #connected(id: string) {
     this.socketId = id;
-    for (const w of this.#idWaiters.splice(0)) w(id);
+    for (const w of this.#idWaiters.splice(0)) w.ok(id);
     for (const sub of this.#subs.values()) sub._attach(id);
+  }
+
+  /** A connection error: tell the app; a refusal also fails everything waiting. */
+  #failed(err: ConnectionError) {
+    if (err.fatal) {
+      for (const w of this.#idWaiters.splice(0)) w.fail(err);
+      for (const sub of this.#subs.values()) sub._fail(err.reason, err);
+    }
+    for (const listener of [...this.#errorListeners]) {
+      try {
+        listener(err);
+      } catch (e) {
+        console.error("switchboard: an error listener threw:", e);
+      }
+    }
+    if (err.fatal && this.#errorListeners.size === 0) console.error(`switchboard: ${err.message}`);
   }
 }
 
-/** One subscribed channel. Events reach `bind` callbacks as `(data, { serial, ... })`. */
-export class ChannelSubscription {
+/**
+ * One subscribed channel. Events reach `bind` callbacks as `(data, { serial, ... })`.
+ * `Events` types the channel's events (name -> data), `Member` a presence member's info.
+ */
+export class ChannelSubscription<Events extends EventMap = EventMap, Member = unknown> {
   readonly name: string;
   /** Presence members by user id (presence channels). */
-  readonly members = new Map<string, unknown>();
+  readonly members: Map<string, Member> = new Map();
   /** Where the subscription resumes from (`after_serial` + `epoch`). */
   readonly #cursor = new StreamCursor("serial");
-  /** Settles with the first join reply, or rejects with its refusal. */
-  readonly ready: Promise<Record<string, any>>;
+  /** Settles with the first join reply, or rejects with its refusal (or the connection's). */
+  readonly ready: Promise<JoinReply>;
   #client: RealtimeClient;
   #opts: SubscribeOptions;
   #remove: () => void;
-  #bindings = new Map<string, Set<EventCallback>>();
-  #global = new Set<(event: string, data: any, meta: Record<string, any>) => void>();
-  #channel: any = null;
-  #joined: Promise<any> | null = null;
-  #settle!: { ok: (r: Record<string, any>) => void; fail: (e: Error) => void };
+  #bindings = new Map<string, Set<EventCallback<never>>>();
+  #global = new Set<AnyEventCallback>();
+  #channel: Channel | null = null;
+  #joined: Promise<Channel> | null = null;
+  #settle!: { ok: (r: JoinReply) => void; fail: (e: Error) => void };
   #closed = false;
   #joinFailed: (err: Error) => void = () => {};
 
@@ -259,59 +376,113 @@ export class ChannelSubscription {
     return this.#cursor.epoch;
   }
 
-  /** Calls `cb(data, meta)` for `event`. */
-  bind(event: string, cb: EventCallback): this {
+  /** Calls `cb(data, meta)` for `event` (typed by the channel's `Events`). */
+  bind<E extends keyof (Events & SubscriptionEvents<Member>) & string>(
+    event: E,
+    cb: EventCallback<(Events & SubscriptionEvents<Member>)[E]>,
+  ): this {
     let set = this.#bindings.get(event);
     if (!set) this.#bindings.set(event, set = new Set());
-    set.add(cb);
+    set.add(cb as EventCallback<never>);
     return this;
   }
 
-  /** Calls `cb(event, data, meta)` for every event (presence events included). */
-  bindAll(cb: (event: string, data: any, meta: Record<string, any>) => void): this {
+  /**
+   * Calls `cb(event, data, meta)` for every event: the app's, presence events
+   * (`presence:join`, `presence:leave`) and the client's own `switchboard:*` events.
+   */
+  bindAll(cb: AnyEventCallback): this {
     this.#global.add(cb);
     return this;
   }
 
   /** Removes a `bindAll` callback. */
-  unbindAll(cb: (event: string, data: any, meta: Record<string, any>) => void): this {
+  unbindAll(cb: AnyEventCallback): this {
     this.#global.delete(cb);
     return this;
   }
 
   /** Removes one callback, every callback of `event`, or every callback. */
-  unbind(event?: string, cb?: EventCallback): this {
+  unbind<E extends keyof (Events & SubscriptionEvents<Member>) & string>(
+    event?: E,
+    cb?: EventCallback<(Events & SubscriptionEvents<Member>)[E]>,
+  ): this {
     if (event === undefined) {
       this.#bindings.clear();
       this.#global.clear();
     } else if (cb === undefined) this.#bindings.delete(event);
-    else this.#bindings.get(event)?.delete(cb);
+    else this.#bindings.get(event)?.delete(cb as EventCallback<never>);
     return this;
   }
 
-  /** Publishes a client event (data must be a JSON object); resolves with `{ serial }`. */
-  async publish(
-    event: string,
-    data: Record<string, unknown> = {},
+  /**
+   * Publishes a client event (data must be a JSON object); resolves with `{ serial }`. Rejects
+   * with `reason` set: at once for a frame over the server's 1 MiB limit, else with the
+   * server's refusal (e.g. `Validation failed: payload larger than 10240 bytes`) or a timeout.
+   */
+  async publish<E extends keyof Events & string>(
+    event: E,
+    data: Events[E] & object = {} as Events[E] & object,
   ): Promise<{ serial: number | null }> {
     if (typeof data !== "object" || data === null || Array.isArray(data)) {
       throw new TypeError("publish() data must be a JSON object.");
+    }
+    const bytes = this.#frameBytes(event, data);
+    if (bytes > MAX_FRAME_BYTES) {
+      const reason =
+        `frame too large: limit is ${MAX_FRAME_BYTES} bytes (this publish is ${bytes} bytes)`;
+      throw Object.assign(new Error(`publish of ${event} on ${this.name} refused: ${reason}`), {
+        reason,
+      });
     }
     while (!this.#closed) {
       const channel = await (this.#joined ?? this.#nextJoin());
       if (channel !== this.#channel) continue;
       return await new Promise((resolve, reject) => {
-        channel.push(event, data)
+        channel.push(event, data as object)
           .receive("ok", resolve)
           .receive(
             "error",
             (r: { reason: string }) =>
               reject(Object.assign(new Error(r.reason), { reason: r.reason })),
           )
-          .receive("timeout", () => reject(new Error("publish timed out")));
+          .receive("timeout", () => {
+            const reason = "timeout";
+            reject(
+              Object.assign(
+                new Error(
+                  `publish of ${event} on ${this.name} timed out: no reply from the server in ${this.#client.timeoutMs} ms`,
+                ),
+                { reason },
+              ),
+            );
+          });
       });
     }
-    throw new Error("subscription closed");
+    throw Object.assign(new Error(`publish of ${event} on ${this.name}: subscription closed`), {
+      reason: "subscription closed",
+    });
+  }
+
+  /** The size of the frame a publish sends (what the server's frame limit counts). */
+  #frameBytes(event: string, data: object): number {
+    const topic = Topic.of("pubsub", this.#client.appKey, this.name).key;
+    const frame = ["0000", "0000", topic, event, data];
+    if (this.#msgpack()) {
+      let size = 0;
+      msgpackEncode(
+        { join_ref: "0000", ref: "0000", topic, event, payload: data },
+        (b) => (size = b.byteLength),
+      );
+      return size;
+    }
+    const json = JSON.stringify(frame);
+    // A UTF-16 unit is at most 3 UTF-8 bytes: count exactly only near the limit.
+    return json.length * 3 <= MAX_FRAME_BYTES ? json.length : new TextEncoder().encode(json).length;
+  }
+
+  #msgpack(): boolean {
+    return (this.#client.socket as unknown as { encode?: unknown }).encode === msgpackEncode;
   }
 
   /** Leaves the channel and forgets the subscription. */
@@ -327,7 +498,7 @@ export class ChannelSubscription {
     if (this.#closed) return;
     const kind = this.name.startsWith("private-") || this.name.startsWith("presence-");
     const params: Record<string, unknown> = {};
-    let ready!: (ch: any) => void;
+    let ready!: (ch: Channel) => void;
     this.#joined = new Promise((r, fail) => {
       ready = r;
       this.#joinFailed = fail;
@@ -344,7 +515,7 @@ export class ChannelSubscription {
         if (a.channel_data !== undefined) params.channel_data = a.channel_data;
       }
     } catch (err) {
-      return this.#fail(String((err as Error)?.message ?? err));
+      return this._fail(String((err as Error)?.message ?? err));
     }
     if (this.#closed || this.#client.socketId !== socketId) return; // a newer connection took over
     const channel = this.#client.socket.channel(
@@ -358,25 +529,33 @@ export class ChannelSubscription {
         };
       },
     );
-    channel.onMessage = (event: string, payload: any) => {
+    channel.onMessage = (event: string, payload: unknown) => {
       if (channel === this.#channel) this.#dispatch(event, payload);
       return payload;
     };
     this.#channel = channel;
     channel.join()
-      .receive("ok", (resp: Record<string, any>) => {
+      .receive("ok", (resp: JoinReply) => {
         // A `replay: "reset"` reply (the channel's history restarted) also lands here: the
         // position restarts at the reply's serial, in the reply's epoch.
         this.#cursor.joined(resp);
         if (resp.presence) {
           this.members.clear();
-          for (const m of resp.presence.members) this.members.set(m.user_id, m.user_info);
+          for (const m of resp.presence.members) this.members.set(m.user_id, m.user_info as Member);
         }
         ready(channel);
         this.#settle.ok(resp);
         this.#emit("switchboard:subscribed", resp, {});
       })
-      .receive("error", (r: { reason: string }) => this.#fail(r.reason));
+      .receive("error", (r: { reason: string }) => this._fail(r.reason))
+      .receive("timeout", () => {
+        if (channel !== this.#channel) return;
+        // phoenix retries the join itself; say what is being waited for.
+        this.#emit("switchboard:timeout", {
+          reason:
+            `join of ${this.name} timed out: no reply from the server in ${this.#client.timeoutMs} ms (retrying)`,
+        }, {});
+      });
   }
 
   /** @internal Drops the channel of a lost connection (it is rejoined with a fresh token). */
@@ -384,33 +563,38 @@ export class ChannelSubscription {
     const ch = this.#channel;
     if (!ch) return;
     this.#channel = null;
-    ch.rejoinTimer?.reset();
+    (ch as unknown as { rejoinTimer?: { reset(): void } }).rejoinTimer?.reset();
     this.#client.socket.remove(ch);
   }
 
-  #nextJoin(): Promise<any> {
+  #nextJoin(): Promise<Channel> {
     return this.#client.socketIdReady().then(() => this.#joined ?? this.#nextJoin());
   }
 
-  #fail(reason: string) {
+  /** @internal Fails the subscription: `ready` and pending publishes reject with `reason`. */
+  _fail(reason: string, cause?: Error): void {
     this._detach();
-    const err = Object.assign(new Error(reason), { reason });
+    const err = cause ?? Object.assign(new Error(reason), { reason });
     this.#joinFailed(err); // pending publishes reject instead of waiting forever
     this.#settle.fail(err);
     this.#emit("switchboard:error", { reason }, {});
   }
 
-  #dispatch(event: string, payload: any) {
+  #dispatch(event: string, raw: unknown) {
     if (event.startsWith("phx_") || event.startsWith("chan_reply_")) return;
-    if (event === "presence:join") this.members.set(payload.user_id, payload.user_info);
-    else if (event === "presence:leave") this.members.delete(payload.user_id);
+    const payload = (raw ?? {}) as { user_id?: string; user_info?: unknown; serial?: unknown } & {
+      data?: unknown;
+    };
+    if (event === "presence:join") {
+      this.members.set(String(payload.user_id), payload.user_info as Member);
+    } else if (event === "presence:leave") this.members.delete(String(payload.user_id));
     if (event.startsWith("presence:")) return this.#emit(event, payload, {});
-    const serial = payload?.serial;
+    const serial = payload.serial;
     if (typeof serial === "number" && !this.#cursor.advance(serial)) return; // already seen
-    this.#emit(event, payload?.data, payload ?? {});
+    this.#emit(event, payload.data, payload as EventMeta);
   }
 
-  #emit(event: string, data: unknown, meta: Record<string, unknown>) {
+  #emit(event: string, data: unknown, meta: EventMeta) {
     for (const cb of [...this.#global]) {
       try {
         cb(event, data, meta);
@@ -418,7 +602,7 @@ export class ChannelSubscription {
         console.error(`channel ${this.name} callback for all events threw:`, err);
       }
     }
-    for (const cb of [...(this.#bindings.get(event) ?? [])]) {
+    for (const cb of [...(this.#bindings.get(event) ?? [])] as EventCallback<unknown>[]) {
       try {
         cb(data, meta);
       } catch (err) {

@@ -3,7 +3,7 @@
  * `SwitchboardProvider` holds one connection for the tree; `useChannel`, `usePresence`,
  * `useObject` and `useThread` subscribe while mounted and clean up on unmount. No suspense,
  * and SSR-safe: nothing connects during a server render (sockets open in effects), so the
- * server renders the empty initial state. Details: docs/ai-sdk.md "React".
+ * server renders the empty initial state. Reference: docs/hooks.md.
  */
 import {
   createContext,
@@ -21,6 +21,9 @@ import {
   ChatClient,
   type ChatMessage,
   type ChatSession,
+  type ConnectionError,
+  type EventMap,
+  type ObjectState,
   RealtimeClient,
   type RealtimeOptions,
   type RunInfo,
@@ -47,11 +50,11 @@ class Clients {
    * The subscription to `channel`, shared by every hook on it; `release` leaves the channel
    * once its last user is gone.
    */
-  channel(
+  channel<Events extends EventMap, Member>(
     name: string,
     opts: { afterSerial?: number } = {},
-  ): { sub: ChannelSubscription; release(): void } {
-    const sub = this.realtime.subscribe(name, opts);
+  ): { sub: ChannelSubscription<Events, Member>; release(): void } {
+    const sub = this.realtime.subscribe<Events, Member>(name, opts);
     this.#users.set(name, (this.#users.get(name) ?? 0) + 1);
     let released = false;
     return {
@@ -118,41 +121,82 @@ function useClients(): Clients {
   return clients;
 }
 
+/**
+ * The connection error of the provider's client, re-rendering when it changes: a refusal
+ * (`error.fatal`, e.g. `unknown app key`: no more reconnects) or a retried failure; null
+ * while none happened (or after the next successful connection).
+ */
+export function useConnectionError(): ConnectionError | null {
+  const clients = useClients();
+  const [error, setError] = useState<ConnectionError | null>(null);
+  useEffect(() => {
+    const realtime = clients.realtime;
+    setError(realtime.error);
+    const off = realtime.on("error", (err) => setError(err));
+    const ref = realtime.socket.onOpen(() => setError(null));
+    return () => {
+      off();
+      realtime.socket.off([ref]);
+    };
+  }, [clients]);
+  return error;
+}
+
 /** Join state of a subscription. */
 export type Status = "idle" | "joining" | "joined" | "error";
 
-/** One event received on a channel. */
-export interface ChannelEvent {
-  event: string;
-  data: unknown;
-  serial: number | null;
-}
+/**
+ * One event received on a channel; with typed `Events` (name -> data) a union narrowed by
+ * `event`.
+ */
+export type ChannelEvent<Events extends EventMap = EventMap> = {
+  [E in keyof Events & string]: { event: E; data: Events[E]; serial: number | null };
+}[keyof Events & string];
 
 /** What `useChannel` returns. */
-export interface ChannelState {
+export interface ChannelState<Events extends EventMap = EventMap> {
   status: Status;
+  /** Why joining failed (`status: "error"`). */
   error?: string;
   /** The latest events (at most `keep`), oldest first. */
-  events: ChannelEvent[];
+  events: ChannelEvent<Events>[];
   /** Publishes a client event on the channel. */
-  publish(event: string, data?: Record<string, unknown>): Promise<{ serial: number | null }>;
+  publish<E extends keyof Events & string>(
+    event: E,
+    data?: Events[E] & object,
+  ): Promise<{ serial: number | null }>;
+}
+
+/** Options of `useChannel`. */
+export interface UseChannelOptions<Events extends EventMap = EventMap> {
+  /** Only these events are kept in `events` and passed to `onEvent` [all of the app's]. */
+  names?: (keyof Events & string)[];
+  /** How many events `events` keeps, the latest [100]. */
+  keep?: number;
+  /** Called for each event (also those beyond `keep`). */
+  onEvent?: (e: ChannelEvent<Events>) => void;
+  /**
+   * Replay the channel's history after this serial on the first join (`0`: from the start of
+   * the retained history) [none: live events only]. Rejoins after a lost connection always
+   * resume where the hook was, whatever this says.
+   */
+  afterSerial?: number;
 }
 
 /**
- * Subscribes to a channel while mounted. `events` lists the events named in `names` (all
- * events when omitted), the last `keep` (100); `onEvent` is called for each.
+ * Subscribes to a channel while mounted. `events` lists the app's events (never presence
+ * events or the client's own `switchboard:*` events), those named in `names` when given, the
+ * last `keep`; `onEvent` is called for each. Type the events with
+ * `useChannel<{ message: { text: string } }>(name)`.
  */
-export function useChannel(
+export function useChannel<Events extends EventMap = EventMap>(
   channel: string,
-  options: {
-    names?: string[];
-    keep?: number;
-    onEvent?: (e: ChannelEvent) => void;
-    afterSerial?: number;
-  } = {},
-): ChannelState {
+  options: UseChannelOptions<Events> = {},
+): ChannelState<Events> {
   const clients = useClients();
-  const [state, setState] = useState<{ status: Status; error?: string; events: ChannelEvent[] }>({
+  const [state, setState] = useState<
+    { status: Status; error?: string; events: ChannelEvent<Events>[] }
+  >({
     status: "idle",
     events: [],
   });
@@ -160,10 +204,10 @@ export function useChannel(
   onEvent.current = options.onEvent;
   const keep = options.keep ?? 100;
   const names = options.names?.join("\n");
-  const subRef = useRef<ChannelSubscription | null>(null);
+  const subRef = useRef<ChannelSubscription<Events, unknown> | null>(null);
   useEffect(() => {
     const wanted = names === undefined ? null : new Set(names.split("\n"));
-    const { sub, release } = clients.channel(
+    const { sub, release } = clients.channel<Events, unknown>(
       channel,
       options.afterSerial !== undefined ? { afterSerial: options.afterSerial } : {},
     );
@@ -175,12 +219,12 @@ export function useChannel(
       (err: Error) => live && setState((s) => ({ ...s, status: "error", error: err.message })),
     );
     const onAny = (event: string, data: unknown, meta: Record<string, unknown>) => {
-      if (event.startsWith("presence:") || (wanted && !wanted.has(event))) return;
-      const e: ChannelEvent = {
+      if (INTERNAL.test(event) || (wanted && !wanted.has(event))) return;
+      const e = {
         event,
         data,
         serial: typeof meta.serial === "number" ? meta.serial : null,
-      };
+      } as ChannelEvent<Events>;
       onEvent.current?.(e);
       if (live) setState((s) => ({ ...s, events: [...s.events, e].slice(-keep) }));
     };
@@ -192,30 +236,47 @@ export function useChannel(
       release();
     };
   }, [clients, channel, names, keep, options.afterSerial]);
-  const publish = useCallback(async (event: string, data: Record<string, unknown> = {}) => {
-    if (!subRef.current) throw new Error("not subscribed");
-    return await subRef.current.publish(event, data);
-  }, []);
+  const publish = useCallback(
+    async <E extends keyof Events & string>(event: E, data?: Events[E] & object) => {
+      if (!subRef.current) throw new Error(`publish of ${event} on ${channel}: not subscribed`);
+      return await subRef.current.publish(event, data);
+    },
+    [channel],
+  );
   return { ...state, publish };
 }
 
-/** One presence member. */
-export interface Member {
+/** Events `useChannel` leaves out: presence and the client's own. */
+const INTERNAL = /^(presence:|switchboard:)/;
+
+/** One presence member; `Info` types `user_info` (what the token source signed). */
+export interface Member<Info = unknown> {
   user_id: string;
-  user_info?: unknown;
+  user_info?: Info;
 }
 
-/** Members of a `presence-` channel while mounted (the token source signs the membership). */
-export function usePresence(
-  channel: string,
-): { status: Status; error?: string; members: Member[]; count: number } {
+/** What `usePresence` returns. */
+export interface PresenceState<Info = unknown> {
+  status: Status;
+  error?: string;
+  members: Member<Info>[];
+  count: number;
+}
+
+/**
+ * Members of a `presence-` channel while mounted (the token source signs the membership).
+ * Type the members' info with `usePresence<{ name: string }>(name)`.
+ */
+export function usePresence<Info = unknown>(channel: string): PresenceState<Info> {
   const clients = useClients();
-  const [state, setState] = useState<{ status: Status; error?: string; members: Member[] }>({
+  const [state, setState] = useState<
+    { status: Status; error?: string; members: Member<Info>[] }
+  >({
     status: "idle",
     members: [],
   });
   useEffect(() => {
-    const { sub, release } = clients.channel(channel);
+    const { sub, release } = clients.channel<EventMap, Info>(channel);
     let live = true;
     const refresh = (status?: Status) => {
       if (!live) return;
@@ -240,17 +301,31 @@ export function usePresence(
   return { ...state, count: state.members.length };
 }
 
-/** A Durable Object's live state while mounted: `state` is slot -> value at `logId`. */
-export function useObject(
+/** What `useObject` returns. */
+export interface ObjectHookState<State extends ObjectState = ObjectState> {
+  status: Status;
+  error?: string;
+  /** Slot -> value as of `logId` (a slot never written is absent). */
+  state: Partial<State>;
+  logId: number;
+}
+
+/**
+ * A Durable Object's live state while mounted: `state` is slot -> value at `logId`. Type the
+ * slots with `useObject<{ count: number }>(type, key)`.
+ */
+export function useObject<State extends ObjectState = ObjectState>(
   type: string,
   key: string,
-): { status: Status; error?: string; state: Record<string, unknown>; logId: number } {
+): ObjectHookState<State> {
   const clients = useClients();
-  const [snap, setSnap] = useState<
-    { status: Status; error?: string; state: Record<string, unknown>; logId: number }
-  >({ status: "idle", state: {}, logId: 0 });
+  const [snap, setSnap] = useState<ObjectHookState<State>>({
+    status: "idle",
+    state: {},
+    logId: 0,
+  });
   useEffect(() => {
-    const obj = clients.realtime.object(type, key);
+    const obj = clients.realtime.object<State>(type, key);
     setSnap({ status: "joining", state: {}, logId: 0 });
     const offChange = obj.on(
       "change",
@@ -269,22 +344,25 @@ export function useObject(
   return snap;
 }
 
-/** What `useThread` returns: the selected branch, streaming text and the actions. */
-export interface ThreadState {
+/**
+ * What `useThread` returns: the selected branch, streaming text and the actions. `Content`
+ * types the messages' content (with the AI SDK: `string | PartsContent<Metadata>`).
+ */
+export interface ThreadState<Content = unknown> {
   status: Status;
   error?: string;
   /** Messages of the selected branch, root first. */
-  messages: ChatMessage[];
+  messages: ChatMessage<Content>[];
   /** Text streamed so far per running run id. */
   streaming: Record<string, string>;
   /** Every known run (pending, active, suspended ones are the live ones). */
   runs: RunInfo[];
   /** Runs waiting for a tool approval. */
   suspended: RunInfo[];
-  send(content: unknown): Promise<void>;
+  send(content: Content): Promise<void>;
   cancel(runId?: string): Promise<void>;
   regenerate(messageId: string): Promise<void>;
-  edit(messageId: string, content: unknown): Promise<void>;
+  edit(messageId: string, content: Content): Promise<void>;
   /** Ids of the messages beside `parentId`'s child (branches), oldest first. */
   siblings(parentId: string | null): string[];
   selectBranch(parentId: string | null, messageId: string): void;
@@ -294,8 +372,14 @@ export interface ThreadState {
 
 const LIVE = new Set(["pending", "active", "suspended"]);
 
-/** A chat thread while mounted, as `clientId` (a token's client_id wins). */
-export function useThread(threadId: string, options: { clientId: string }): ThreadState {
+/**
+ * A chat thread while mounted, as `clientId` (a token's client_id wins). Type the content
+ * with `useThread<MyContent>(threadId, { clientId })`.
+ */
+export function useThread<Content = unknown>(
+  threadId: string,
+  options: { clientId: string },
+): ThreadState<Content> {
   const clients = useClients();
   const [session, setSession] = useState<ChatSession | null>(null);
   const [status, setStatus] = useState<{ status: Status; error?: string }>({ status: "idle" });
@@ -332,7 +416,7 @@ export function useThread(threadId: string, options: { clientId: string }): Thre
   for (const r of runs) if (LIVE.has(r.status)) streaming[r.runId] = view!.getStream(r.runId);
   return {
     ...status,
-    messages: view?.getMessages() ?? [],
+    messages: (view?.getMessages() ?? []) as ChatMessage<Content>[],
     streaming,
     runs,
     suspended: runs.filter((r) => r.status === "suspended"),

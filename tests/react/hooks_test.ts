@@ -17,6 +17,7 @@ import {
 import {
   SwitchboardProvider,
   useChannel,
+  useConnectionError,
   useObject,
   usePresence,
   useThread,
@@ -56,6 +57,35 @@ function Channel() {
     ...events.map((e) =>
       h("p", { key: e.serial }, `${e.event}:${JSON.stringify(e.data)}:${e.serial}`)
     ),
+  );
+}
+
+/** A reloaded page replaying the channel from the start: every event the hook lists. */
+function Replayed() {
+  const { status, events } = useChannel<{ hello: { a: number }; bye: null }>("news", {
+    afterSerial: 0,
+  });
+  return h(
+    "div",
+    null,
+    h("p", null, `replayed ${status}`),
+    h("p", null, `replayed events ${events.map((e) => e.event).join(",")}`),
+  );
+}
+
+/** Every hook and the connection error, for a provider with a wrong app key. */
+function Refused() {
+  const channel = useChannel("news");
+  const object = useObject("counter", "c1");
+  const thread = useThread("t1", { clientId: "alice" });
+  const error = useConnectionError();
+  return h(
+    "div",
+    null,
+    h("p", null, `refused channel ${channel.status}: ${channel.error ?? ""}`),
+    h("p", null, `refused object ${object.status}: ${object.error ?? ""}`),
+    h("p", null, `refused thread ${thread.status}: ${thread.error ?? ""}`),
+    h("p", null, `connection error ${error?.reason ?? "none"} ${error?.status ?? ""}`),
   );
 }
 
@@ -110,10 +140,10 @@ async function agent(server: TestServer) {
   const a = await client.connectAgent("t1", { secret: "secret1", agentId: "bot" });
   a.on(
     "run:pending",
-    (run: { runId: string; parentId: string }) => void answer(run).catch(() => {}),
+    (run: { runId: string; parentId: string | null }) => void answer(run).catch(() => {}),
   );
   // The agent's own pushes may lose a race with a human's cancel (invalid_state): not a failure.
-  const answer = async (run: { runId: string; parentId: string }) => {
+  const answer = async (run: { runId: string; parentId: string | null }) => {
     const prompt = String(
       a.view.getChannelMessages().find((m) => m.messageId === run.parentId)?.content ?? "",
     );
@@ -189,6 +219,31 @@ Deno.test({
         assert.equal(r.body.occupied, false);
       });
     });
+
+    await t.step(
+      "useChannel with afterSerial 0 (a reload) lists the history and only the app's events",
+      async () => {
+        const view = render(app("u1", h(Replayed)));
+        await waitFor(() => screen.getByText("replayed joined"));
+        // The join's own `switchboard:subscribed` event is not among them.
+        await waitFor(() => screen.getByText("replayed events hello,bye"));
+        view.unmount();
+      },
+    );
+
+    await t.step(
+      "a wrong app key: every hook and useConnectionError report the refusal",
+      async () => {
+        const view = render(
+          h(SwitchboardProvider, { appKey: "no-such-key", endpoint }, h(Refused)),
+        );
+        await waitFor(() => screen.getByText("connection error unknown app key 401"));
+        await waitFor(() => screen.getByText(/^refused channel error: .*unknown app key/));
+        await waitFor(() => screen.getByText("refused object error: unknown app key"));
+        await waitFor(() => screen.getByText(/^refused thread error: .*unknown app key/));
+        view.unmount();
+      },
+    );
 
     await t.step(
       "usePresence lists members of two trees; one leaving updates the other",

@@ -12,35 +12,12 @@
 import type { Database, Key } from "lmdb";
 import type { Commits, Storage } from "../../store/storage.ts";
 
-/** Run status values. */
-export type RunStatus = "pending" | "active" | "suspended" | "complete" | "cancelled" | "error";
+import type { RunInfo } from "../../../sdk/shared/chat_wire.ts";
+export type { RunStatus, SuspendedTool } from "../../../sdk/shared/chat_wire.ts";
+import type { RunStatus, SuspendedTool } from "../../../sdk/shared/chat_wire.ts";
 
-/** A tool call waiting for a human decision. */
-export interface SuspendedTool {
-  toolCallId: string;
-  toolName: string;
-  args: Record<string, unknown>;
-}
-
-/** A run as stored and as sent on the wire (RunInfo plus documented extension fields). */
-export interface RunRecord {
-  runId: string;
-  ownerClientId: string;
-  status: RunStatus;
-  /** Creation time while pending; the time of run:start afterwards. */
-  startedAt: number;
-  endedAt: number | null;
-  suspendedTool: SuspendedTool | null;
-  parentId: string | null;
-  forkOf: string | null;
-  msgRegenerate: string | null;
-  /** The assistant message this run streams into (created with the run). */
-  messageId: string;
-  createdAt: number;
-  toolDecision: "approved" | "rejected" | null;
-  /** The agent that started the run, null while pending. */
-  agentId: string | null;
-}
+/** A run as stored and as sent on the wire: the shared `RunInfo` (sdk/shared/chat_wire.ts). */
+export type RunRecord = RunInfo;
 
 /** A live push failure carrying the spec's reason string. */
 export class LiveError extends Error {
