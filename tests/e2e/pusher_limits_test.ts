@@ -10,7 +10,9 @@ import {
   client,
   collect,
   connected,
+  type Message,
   type Pusher,
+  RawPusher,
   serverLib,
   subscribed,
   until,
@@ -320,6 +322,49 @@ Deno.test("per-app limits: pusher-js, the pusher library and Phoenix are refused
   } finally {
     for (const p of clients) p.disconnect();
     await phoenix.close();
+    await server.stop();
+  }
+});
+
+Deno.test("an app without settings caps a presence channel at Pusher's 100 members; the users list and subscription_succeeded stay within it", async () => {
+  const server = await startServer({ apps: [PLAIN] });
+  const lib = serverLib(server, PLAIN);
+  const sockets: RawPusher[] = [];
+  try {
+    const join = async (user: string) => {
+      const s = await RawPusher.connect(server, PLAIN.key);
+      sockets.push(s);
+      s.send("pusher:subscribe", {
+        channel: "presence-big",
+        ...lib.authorizeChannel(s.socketId, "presence-big", { user_id: user }),
+      });
+      return await s.waitFor(
+        (m) =>
+          m.event === "pusher_internal:subscription_succeeded" ||
+          m.event === "pusher:subscription_error",
+        30_000,
+      );
+    };
+    let last: Message | undefined;
+    for (let i = 1; i <= 100; i++) {
+      last = await join(`user-${i}`);
+      assert.equal(last.event, "pusher_internal:subscription_succeeded", `user ${i}`);
+    }
+    assert.equal(JSON.parse(last!.data as string).presence.count, 100);
+    const over = await join("user-101");
+    assert.equal(over.event, "pusher:subscription_error");
+    assert.deepEqual(JSON.parse(over.data as string), {
+      type: "LimitReached",
+      error:
+        "Presence channel has reached its limit of 100 members (max_presence_members_per_channel)",
+      status: 4100,
+    });
+    const users = (await (await lib.get({ path: "/channels/presence-big/users" })).json()) as {
+      users: unknown[];
+    };
+    assert.equal(users.users.length, 100);
+  } finally {
+    for (const s of sockets) s.close();
     await server.stop();
   }
 });
