@@ -372,7 +372,8 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
         const cache = r.cache as { event: string; payload: unknown } | null;
         const cached = cache &&
           encodeForPusher([null, null, topic.key, cache.event, cache.payload], topic);
-        this.#send(cached || message("pusher:cache_miss", {}, name));
+        // As Pusher sends it: event and channel, no `data`.
+        this.#send(cached || JSON.stringify({ event: "pusher:cache_miss", channel: name }));
       },
       subscribe: (t = topic) => {
         if (sub.live && !this.isClosed) this.#deps.hub.subscribe(t, this);

@@ -2,10 +2,11 @@
 // named databases, durable transactions and batches, storage failures as
 // `StorageUnavailableError`, backup and close.
 import { statfsSync } from "node:fs";
+import process from "node:process";
 import { setImmediate } from "node:timers";
 import { dirname, join } from "node:path";
 import { type Database, type Key, open, type RootDatabase } from "lmdb";
-import { asStorageError, StorageUnavailableError } from "./errors.ts";
+import { asStorageError, quietLmdbCommitErrors, StorageUnavailableError } from "./errors.ts";
 import { record } from "../metrics/mod.ts";
 import { log } from "../log/mod.ts";
 import { CommitQueue } from "./commit_queue.ts";
@@ -54,6 +55,7 @@ export class StoreEnv implements Storage {
    * makes commits visible before they reach the disk, keeping LMDB's crash consistency. */
   constructor(path: string, syncEachCommit = true) {
     this.#path = path;
+    quietLmdbCommitErrors(); // a refused commit is logged once, as JSON (see #commit)
     this.root = open({
       path,
       overlappingSync: !syncEachCommit,
@@ -111,10 +113,13 @@ export class StoreEnv implements Storage {
       this.#refused = undefined;
       return result;
     } catch (err) {
-      const mapped = await asStorageError(err);
+      const mapped = await asStorageError(err, this.#path);
       const refused = mapped instanceof StorageUnavailableError;
       record.commit((performance.now() - started) / 1000, refused);
       if (refused && !this.#closing) {
+        // Ends LMDB's own unterminated stderr text, so the log line below stays a line of its
+        // own where both streams are collected together.
+        if (mapped.printedByLmdb) process.stderr.write("\n");
         log.error("storage refused a commit", { reason: mapped.reason });
       }
       if (refused) this.#refused = { reason: mapped.reason, free: this.#freeBytes() };

@@ -79,6 +79,8 @@ Deno.test("Pusher parity: cache channels, auth timeout, disabled apps, sign-in d
           ch.bind("pusher:subscription_succeeded", () => resolve())
         );
         await until(() => misses.length === 1, 5000, "cache_miss");
+        // pusher-js hands the bound callback no data: the message carries none.
+        assert.deepEqual(misses, [undefined]);
         // One cache_miss webhook for the channel.
         const [hook] = await hooks.waitFor(1);
         const body = JSON.parse(hook.body);
@@ -110,7 +112,11 @@ Deno.test("Pusher parity: cache channels, auth timeout, disabled apps, sign-in d
         // The second miss within 5 s on the same channel sends no second webhook.
         const r2 = await raw();
         r2.send("pusher:subscribe", { channel: "cache-empty" });
-        await r2.waitFor((m) => m.event === "pusher:cache_miss" && m.channel === "cache-empty");
+        const miss = await r2.waitFor((m) =>
+          m.event === "pusher:cache_miss" && m.channel === "cache-empty"
+        );
+        // As Pusher sends it: event and channel, no `data`.
+        assert.deepEqual(miss, { event: "pusher:cache_miss", channel: "cache-empty" });
         const r3 = await raw();
         r3.send("pusher:subscribe", { channel: "cache-empty" });
         await r3.waitFor((m) => m.event === "pusher:cache_miss" && m.channel === "cache-empty");
