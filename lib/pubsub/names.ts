@@ -10,9 +10,8 @@ export type ChannelKind = "public" | "private" | "presence" | "ephemeral";
 export const MAX_CHANNEL_NAME = 164;
 /** Longest event name. */
 export const MAX_EVENT_NAME = 200;
-/** Largest client-published payload, as JSON bytes. */
-export const MAX_CLIENT_PAYLOAD_BYTES = 10 * 1024;
-/** Largest backend-published `data`, as JSON bytes. */
+/** Largest backend-published `data` of the native HTTP API, as JSON bytes, unless the app sets
+ * `max_event_payload_bytes` (client events: that per-app limit, lib/pubsub/app_limits.ts). */
 export const MAX_BACKEND_DATA_BYTES = 64 * 1024;
 /** Most events in one `push` batch. */
 export const MAX_PUSH_EVENTS = 100;
