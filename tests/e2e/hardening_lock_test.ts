@@ -58,9 +58,10 @@ Deno.test("data dir lock: a SIGKILLed server left a zombie (its parent never col
   }).spawn();
   const reader = parent.stdout.getReader();
   let again: Awaited<ReturnType<typeof startServer>> | undefined;
+  let pid = 0;
   try {
     const { value } = await reader.read();
-    const pid = Number(new TextDecoder().decode(value).trim());
+    pid = Number(new TextDecoder().decode(value).trim());
     assert.ok(pid > 0, "the parent printed the server's pid");
     const lock = join(dataDir, "switchboard.lock");
     const deadline = Date.now() + 60_000;
@@ -81,6 +82,11 @@ Deno.test("data dir lock: a SIGKILLed server left a zombie (its parent never col
     assert.equal(procState(pid), "Z", "the owner was still a zombie when the restart started");
   } finally {
     await again?.stop();
+    if (pid > 0) {
+      try {
+        Deno.kill(pid, "SIGKILL"); // a failure before the kill above leaves no server behind
+      } catch { /* already gone (a zombie ignores it) */ }
+    }
     reader.releaseLock();
     await parent.stdout.cancel().catch(() => {});
     parent.kill("SIGKILL");

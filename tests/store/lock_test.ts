@@ -74,8 +74,9 @@ Deno.test("lock: a lock whose owner is a zombie (killed, not yet collected by it
     stderr: "null",
   }).spawn();
   const reader = parent.stdout.getReader();
+  let pid = 0;
   try {
-    const pid = Number(new TextDecoder().decode((await reader.read()).value).trim());
+    pid = Number(new TextDecoder().decode((await reader.read()).value).trim());
     const start = processStart(pid);
     assert.ok(start, "this test needs /proc");
     const dir = tempDir("sb-lock-");
@@ -90,6 +91,11 @@ Deno.test("lock: a lock whose owner is a zombie (killed, not yet collected by it
     assert.equal(processStart(pid), start, "the zombie keeps its pid and start time");
     lockDataDir(dir)();
   } finally {
+    if (pid > 0) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch { /* already gone */ }
+    }
     reader.releaseLock();
     await parent.stdout.cancel().catch(() => {});
     parent.kill("SIGKILL");
