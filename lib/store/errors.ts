@@ -1,3 +1,8 @@
+/**
+ * Storage failures as clients and operators see them: a commit the storage refused becomes a
+ * `StorageUnavailableError` whose reason reads like the OS error ("No space left on device"),
+ * and lmdb-js's own raw print of that failure is kept out of the logs.
+ */
 import { statfsSync } from "node:fs";
 import { dirname } from "node:path";
 
