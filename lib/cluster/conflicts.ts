@@ -8,6 +8,7 @@
  * the stream stored twice) is skipped the same way on every node.
  */
 import { compareKeys, type Key } from "lmdb";
+import { keyOf } from "../wire/key.ts";
 
 /** What a transaction read: single keys, key ranges (bounds inclusive, null = open) and whole
  * databases (a read this module cannot describe more precisely). */
@@ -31,7 +32,7 @@ export function rangeBounds(
   return opts.reverse ? [end, start] : [start, end];
 }
 
-const id = (db: string, key: Key) => `${db}\u0000${JSON.stringify(key)}`;
+const id = (db: string, key: Key) => keyOf(db, JSON.stringify(key));
 
 /** The keys written at each recent log position, enough to check any write set whose base is
  * at most `window` positions old (older ones count as stale). */

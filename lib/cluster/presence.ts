@@ -12,6 +12,7 @@ import type { SharedPresence } from "../product.ts";
 import { Topic } from "../wire/topic.ts";
 import type { ClusterLink } from "./link.ts";
 import type { NodeWatch } from "./nodes.ts";
+import { keyOf } from "../wire/key.ts";
 
 const codec = new Packr({ useRecords: false });
 
@@ -60,9 +61,9 @@ export function startPresence(
       case "hello":
         return send({ n: me, k: "full", m: local() });
       case "full": {
-        const now = new Set(m.m.map(([t, u]) => `${t}\n${u}`));
+        const now = new Set(m.m.map(([t, u]) => keyOf(t, u)));
         for (const [t, u] of registry.membersVia(m.n)) {
-          if (!now.has(`${t.key}\n${u}`)) registry.remove(t, u, m.n);
+          if (!now.has(keyOf(t.key, u))) registry.remove(t, u, m.n);
         }
         for (const [t, u, i] of m.m) {
           const topic = Topic.parse(t);

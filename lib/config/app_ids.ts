@@ -1,5 +1,5 @@
 /**
- * The grammar of app ids and keys (docs/operations.md "Apps file"), checked at start-up.
+ * The grammar of app ids and keys (README.md "Apps file"), checked at start-up.
  *
  * An app's id and key address it in URLs (`/apps/{id}/events`, `/api/v1/...`, `?app_key=`) and
  * are parts of its storage keys and topics. Both are 1 to 64 characters from `A-Z a-z 0-9 _ -`;

@@ -7,6 +7,7 @@ import { encodeFrame, type Frame } from "../wire/codec.ts";
 import type { Topic } from "../wire/topic.ts";
 import { record } from "../metrics/mod.ts";
 import { tap, tapActive } from "../debug/tap.ts";
+import { keyOf } from "../wire/key.ts";
 
 /** One receiver of broadcasts: in practice a socket connection. */
 export interface Subscriber {
@@ -68,7 +69,7 @@ export type Relay = (
 ) => void;
 
 /** Native topic name for one Phoenix topic and one wire format. */
-const nativeName = (topic: Topic, format: string) => `${format}|${topic.key}`;
+const nativeName = (topic: Topic, format: string) => keyOf(format, topic.key);
 
 /**
  * Topic -> subscribers, with encode-once fan-out. A broadcast frame has a null join_ref, so the

@@ -19,6 +19,7 @@ import { CACHE_TTL_MS, channelKind, isCacheChannel } from "./names.ts";
 import { memberOf, PresenceRegistry } from "./presence.ts";
 import { RateLimiter } from "./rate_limit.ts";
 import { errorFields, log } from "../log/mod.ts";
+import { keyOf } from "../wire/key.ts";
 
 /** One published event as stored in the channel log. */
 export interface StoredEvent {
@@ -210,7 +211,7 @@ export class ChannelService {
    * then, so a crash cannot lose a miss a client saw).
    */
   async cacheMiss(app: App, channel: string): Promise<void> {
-    const k = `${app.id}\n${channel}`;
+    const k = keyOf(app.id, channel);
     const now = Date.now();
     const last = this.#lastMiss.get(k);
     if (last !== undefined && now - last < CACHE_MISS_EVERY_MS) return;

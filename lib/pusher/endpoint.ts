@@ -13,6 +13,7 @@ import { MAX_BUFFERED_BYTES } from "../socket/connection.ts";
 import { PusherConnection, type Refusal } from "./connection.ts";
 import type { PusherUsers } from "./rest.ts";
 import { encodeForPusher, PUSHER_FORMAT, userTopic } from "./wire.ts";
+import { keyOf } from "../wire/key.ts";
 
 const PATH = /^\/app\/([^/]+)\/?$/;
 
@@ -74,7 +75,7 @@ export class PusherSockets implements SocketEndpoint, PusherUsers {
 
   /** Records that `conn` signed in as `userId` (until it closes). */
   signedIn(app: App, userId: string, conn: PusherConnection): void {
-    const k = `${app.id}\n${userId}`;
+    const k = keyOf(app.id, userId);
     let set = this.#users.get(k);
     if (!set) this.#users.set(k, set = new Set());
     set.add(conn);
@@ -82,14 +83,14 @@ export class PusherSockets implements SocketEndpoint, PusherUsers {
 
   /** Forgets a closed signed-in socket. */
   signedOut(app: App, userId: string, conn: PusherConnection): void {
-    const k = `${app.id}\n${userId}`;
+    const k = keyOf(app.id, userId);
     const set = this.#users.get(k);
     if (set?.delete(conn) && set.size === 0) this.#users.delete(k);
   }
 
   /** Closes every Pusher socket signed in as `userId` (REST `terminate_connections`). */
   terminate(app: App, userId: string): number {
-    const set = this.#users.get(`${app.id}\n${userId}`);
+    const set = this.#users.get(keyOf(app.id, userId));
     if (!set) return 0;
     const conns = [...set];
     for (const conn of conns) conn.fail(4009, "Connection terminated by the server");

@@ -43,6 +43,7 @@ import { tap, tapActive } from "../debug/tap.ts";
 import { hmacHex } from "./signature.ts";
 import { pusherData } from "./wire.ts";
 import { Topic } from "../wire/topic.ts";
+import { keyOf } from "../wire/key.ts";
 
 /** With `webhook_batching`, at most this many events go in one request. */
 export const MAX_BATCH_EVENTS = 100;
@@ -96,7 +97,7 @@ export class PusherWebhooks {
     this.#db = env.db<number>(DB);
     this.#outbox = new WebhookOutbox<Delivery>(env, DB, {
       kind: "pusher",
-      laneOf: (d) => `${d.appId}\n${d.url}`,
+      laneOf: (d) => keyOf(d.appId, d.url),
     });
     this.#sender = new OutboxSender(this.#outbox, (d, signal) => this.#deliver(d, signal), {
       receiverOf: (d) => d.url,
@@ -439,5 +440,5 @@ function hasHeader(headers: Record<string, string> | undefined, name: string): b
 
 /** A reported-state record's id: topic and user (`""` for the channel itself). */
 function recordId(topic: string, user: string): string {
-  return `${topic}\u0000${user}`;
+  return keyOf(topic, user);
 }

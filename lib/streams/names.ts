@@ -1,9 +1,11 @@
 /**
  * Topic and stream naming for every ordered product, in one place. A stream id is the storage
- * key of a log (`{appId}/...`); a topic is the Phoenix topic its subscribers join
- * (`{product}:{appKey}:...`, docs/protocol.md "Topics").
+ * key of a log (`{appId}/...`, made by `keyOf`, lib/wire/key.ts: distinct tuples never share a
+ * stream; each product's log holds one arity); a topic is the Phoenix topic its subscribers join
+ * (`{product}:{appKey}:...`, docs/protocol.md "Topics"; the app key holds no `:`).
  */
 import type { App } from "../config/apps.ts";
+import { keyOf, keyPrefix, splitKey } from "../wire/key.ts";
 import { Topic } from "../wire/topic.ts";
 
 export { Topic };
@@ -14,30 +16,23 @@ export interface StreamAddress {
   topic: Topic;
 }
 
-/** A Durable Object: stream `{appId}/{type}/{key}` (`%` and `/` in the type escaped, so
- * distinct pairs never share a stream), topic `durable:{appKey}:{type}:{key}`. */
+/** A Durable Object: stream `keyOf(appId, type, key)`, i.e. `{appId}/{type}/{key}` with `%`
+ * and `/` in the type escaped, topic `durable:{appKey}:{type}:{key}`. */
 export function objectAddress(
   app: Pick<App, "id" | "key">,
   type: string,
   key: string,
 ): StreamAddress {
   return {
-    stream: `${app.id}/${escapeType(type)}/${key}`,
+    stream: keyOf(app.id, type, key),
     topic: Topic.of("durable", app.key, `${type}:${key}`),
   };
-}
-
-/** An object type as its stream ids spell it (`%` and `/` escaped). */
-function escapeType(type: string): string {
-  return type.includes("%") || type.includes("/")
-    ? type.replaceAll("%", "%25").replaceAll("/", "%2F")
-    : type;
 }
 
 /** The common start of the stream ids of the app's objects whose type starts with
  * `typePrefix` (for listings in stream order). */
 export function objectStreamPrefix(app: Pick<App, "id">, typePrefix = ""): string {
-  return `${app.id}/${escapeType(typePrefix)}`;
+  return keyPrefix([app.id], typePrefix);
 }
 
 /** The `{type, key}` of one of the app's object stream ids (see `objectAddress`), or null
@@ -46,12 +41,9 @@ export function objectOfStream(
   app: Pick<App, "id">,
   stream: string,
 ): { type: string; key: string } | null {
-  const base = `${app.id}/`;
-  if (!stream.startsWith(base)) return null;
-  const slash = stream.indexOf("/", base.length);
-  if (slash < 0) return null;
-  const type = stream.slice(base.length, slash).replaceAll("%2F", "/").replaceAll("%25", "%");
-  return { type, key: stream.slice(slash + 1) };
+  const parts = splitKey(stream, 3);
+  if (!parts || parts[0] !== app.id) return null;
+  return { type: parts[1], key: parts[2] };
 }
 
 /** The `{type, key}` of a Durable Object topic's name `type:key` (the type holds no `:`, the
@@ -61,12 +53,14 @@ export function objectName(name: string): { type: string; key: string } | null {
   return colon < 0 ? null : { type: name.slice(0, colon), key: name.slice(colon + 1) };
 }
 
-/** A channel: stream `{appId}/{channel}`, topic `pubsub:{appKey}:{channel}`. */
+/** A channel: stream `keyOf(appId, channel)` (`{appId}/{channel}`), topic
+ * `pubsub:{appKey}:{channel}`. */
 export function channelAddress(app: Pick<App, "id" | "key">, channel: string): StreamAddress {
-  return { stream: `${app.id}/${channel}`, topic: Topic.of("pubsub", app.key, channel) };
+  return { stream: keyOf(app.id, channel), topic: Topic.of("pubsub", app.key, channel) };
 }
 
-/** A chat thread: stream `{appId}/{threadId}`, topic `chat:{appKey}:{threadId}`. */
+/** A chat thread: stream `keyOf(appId, threadId)` (`{appId}/{threadId}`), topic
+ * `chat:{appKey}:{threadId}`. */
 export function threadAddress(app: Pick<App, "id" | "key">, threadId: string): StreamAddress {
-  return { stream: `${app.id}/${threadId}`, topic: Topic.of("chat", app.key, threadId) };
+  return { stream: keyOf(app.id, threadId), topic: Topic.of("chat", app.key, threadId) };
 }

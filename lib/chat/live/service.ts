@@ -24,6 +24,7 @@ import {
   type SuspendedTool,
   suspendRun,
 } from "./runs.ts";
+import { keyOf } from "../../wire/key.ts";
 
 /** What send / edit / regenerate answer: the fields of the client's ActiveRun. */
 export interface RunCreated {
@@ -82,13 +83,13 @@ export class LiveService {
 
   /** Text a run has streamed so far, whichever node its agent is on (for join snapshots). */
   streamText(topic: Topic, runId: string): string {
-    return this.#streamed.get(`${topic.key}\n${runId}`)?.text ?? "";
+    return this.#streamed.get(keyOf(topic.key, runId))?.text ?? "";
   }
 
   /** Follows one published roll-up, made here or relayed; a run's text is dropped with its
    * buffer when it ends here, and after 10 minutes without a delta otherwise. */
   #follow(topic: Topic, d: StreamDelta): void {
-    const key = `${topic.key}\n${d.runId}`;
+    const key = keyOf(topic.key, d.runId);
     const now = Date.now();
     const known = this.#streamed.get(key)?.text ?? "";
     if (d.offset <= known.length) {
@@ -102,17 +103,17 @@ export class LiveService {
   /** Drops a run's roll-up buffer and the text followed of it. */
   #dropStream(app: App, threadId: string, runId: string): void {
     this.rollups.drop(this.streamKey(app, threadId, runId));
-    this.#streamed.delete(`${this.#svc.threadLog.address(app, threadId).topic.key}\n${runId}`);
+    this.#streamed.delete(keyOf(this.#svc.threadLog.address(app, threadId).topic.key, runId));
   }
 
   /** The roll-up buffer key of a run. */
   streamKey(app: App, threadId: string, runId: string): string {
-    return `${app.id}/${threadId}/${runId}`;
+    return keyOf(app.id, threadId, runId);
   }
 
   /** Registers an agent member of a thread; returns the unregister function. */
   addAgent(app: App, threadId: string, sink: AgentSink): () => void {
-    const key = `${app.id}/${threadId}`;
+    const key = keyOf(app.id, threadId);
     let set = this.#agents.get(key);
     if (!set) this.#agents.set(key, set = new Set());
     set.add(sink);
@@ -421,6 +422,6 @@ export class LiveService {
   }
 
   #signalAgents(app: App, threadId: string, event: string, payload: unknown): void {
-    for (const sink of this.#agents.get(`${app.id}/${threadId}`) ?? []) sink(event, payload);
+    for (const sink of this.#agents.get(keyOf(app.id, threadId)) ?? []) sink(event, payload);
   }
 }

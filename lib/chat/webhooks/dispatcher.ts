@@ -19,6 +19,7 @@ import type { ChatStore } from "../store.ts";
 import type { ThreadLog } from "../thread_log.ts";
 import type { BotEventType, MessageRecord, Thread, ThreadEntry } from "../types.ts";
 import { signWebhook } from "./signature.ts";
+import { keyOf } from "../../wire/key.ts";
 
 /** One pending bot delivery, as stored in the outbox (db `chat:outbox`). */
 export interface OutboxItem extends OutboxEntry {
@@ -33,7 +34,7 @@ export function chatOutbox(
 ): WebhookOutbox<OutboxItem> {
   return new WebhookOutbox<OutboxItem>(env, "chat:outbox", {
     kind: "bot",
-    laneOf: (d) => `${d.appId}\n${d.botId}`,
+    laneOf: (d) => keyOf(d.appId, d.botId),
   });
 }
 
