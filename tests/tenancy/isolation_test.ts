@@ -111,6 +111,12 @@ Deno.test("objects: apps with prefix ids and slash, escape and newline names nev
         }
       }
     }
+    // A type holding `/` or `:` is refused, and nothing is written.
+    for (const type of ["eu/t", "eu:t"]) {
+      const bad = await call(server, "PUT", `${objectPath(ACME, type, "k")}/s`, { value: 1 }, ACME);
+      assert.equal(bad.status, 422);
+      assert.deepEqual(bad.body, { error: 'object type must not contain "/" or ":"' });
+    }
     // One app's credentials do not open another app's objects, whatever the path says.
     const cross = await call(server, "GET", objectPath(ACME_EU, "t", "k/x"), undefined, ACME);
     assert.notEqual(cross.status, 200);
