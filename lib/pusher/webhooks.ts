@@ -298,9 +298,9 @@ export class PusherWebhooks {
    * (members first), unless (clustered mode) the cluster still has that member or channel.
    */
   #reconcile(svc?: ChannelService): void {
-    const stale = [...this.#stale].sort(([a], [b]) =>
-      Number(a.endsWith("\u0000")) - Number(b.endsWith("\u0000"))
-    );
+    // The channel's own record (user "") after its members'.
+    const channelRecord = (key: Key) => Number((key as [string, string, string])[2] === "");
+    const stale = [...this.#stale].sort(([, a], [, b]) => channelRecord(a) - channelRecord(b));
     this.#stale.clear();
     const batch = this.#batch();
     let events = 0;
