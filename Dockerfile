@@ -18,7 +18,8 @@ RUN deno task compile && ./dist/switchboard --version
 FROM --platform=linux/amd64 debian:bookworm-slim
 # libstdc++ (needed by the embedded lmdb addon) and bash (used by HEALTHCHECK) are part of the
 # base image; nothing else is installed.
-RUN useradd --system --uid 10001 --user-group --home-dir /data --shell /usr/sbin/nologin switchboard \
+RUN groupadd --system --gid 10001 switchboard \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /data --shell /usr/sbin/nologin switchboard \
  && mkdir -p /data /etc/switchboard \
  && chown switchboard:switchboard /data
 COPY --from=build /src/dist/switchboard /usr/local/bin/switchboard
