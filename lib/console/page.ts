@@ -93,6 +93,7 @@ table{border-collapse:collapse;width:100%;background:#fff;font-size:13px}
 th,td{border-bottom:1px solid #e3e5e8;padding:3px 6px;text-align:left;vertical-align:top}
 td.mono,pre{font-family:ui-monospace,monospace;font-size:12px;white-space:pre-wrap;word-break:break-all}
 tr.refused td,tr.failed td{background:#fdecee}
+.webhook-given-up{color:#b00020;font-weight:600}
 tr.clickable{cursor:pointer}
 tr.clickable:hover td{background:#eef3ff}
 .k{display:inline-block;padding:0 6px;border-radius:8px;background:#e8ecf3;font-size:12px}
