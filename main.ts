@@ -3,7 +3,6 @@ import process from "node:process";
 import { ConfigError, helpText, parseConfig } from "./lib/config/config.ts";
 import { startSwitchboard } from "./lib/server.ts";
 import { runBackup } from "./lib/store/backup.ts";
-import { clusterStatus, refound } from "./lib/cluster/refound.ts";
 import { isCommitFailure } from "./lib/store/errors.ts";
 import { DataDirLockedError } from "./lib/store/lock.ts";
 import { VERSION } from "./lib/version.ts";
@@ -20,9 +19,11 @@ async function main() {
     return console.log(`backup written to ${config.backupPath}`);
   }
   if (config.command === "cluster-status") {
+    const { clusterStatus } = await import("./lib/cluster/refound.ts");
     return console.log(await clusterStatus([config.dataDir, ...config.otherDataDirs!]));
   }
   if (config.command === "cluster-refound") {
+    const { refound } = await import("./lib/cluster/refound.ts");
     const nats = config.nats!.split(",").map((u) => u.trim()).filter(Boolean);
     try {
       return console.log(

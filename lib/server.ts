@@ -33,7 +33,7 @@ import { isPusherRestPath } from "./pusher/rest.ts";
 import { createChat } from "./chat/mod.ts";
 import { createSpaces } from "./spaces/mod.ts";
 import { createShipping } from "../routes/shipping.ts";
-import { type ClusterNode, openCluster } from "./cluster/mod.ts";
+import type { ClusterNode } from "./cluster/mod.ts";
 import { createConsole } from "./console/mod.ts";
 import { pusherOutboxView } from "./console/outbox.ts";
 import { joinCaughtUp, minPositionReads, withPositions } from "./cluster/read_your_writes.ts";
@@ -181,6 +181,9 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   let cluster: ClusterNode | undefined;
   if (config.nats) {
     registry.setDefaultLabels({ node: config.nodeId });
+    // Loaded only in clustered mode: the NATS client and the replicated store would cost a
+    // single node about 2 MB of memory and part of its start for nothing.
+    const { openCluster } = await import("./cluster/mod.ts");
     cluster = await openCluster(config.nats, config.nodeId, storePath(config.dataDir)).catch(
       (err) => {
         unlock();
