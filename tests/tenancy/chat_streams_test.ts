@@ -40,3 +40,21 @@ Deno.test("streamed text stays with its thread and run when ids hold newlines", 
     await server.stop();
   }
 });
+
+Deno.test("a run whose id starts above U+FFFF is one of its thread's runs (a joiner's snapshot shows it)", async () => {
+  const server = await startServer();
+  const alice = client(server);
+  const late = client(server);
+  try {
+    const thread = `t-${crypto.randomUUID().slice(0, 8)}`;
+    const a = await alice.connect(thread, { clientId: "alice" });
+    await a.view.send("hi", { runId: "😀 run" });
+    await until(() => a.view.run("😀 run")?.status === "pending", "the run is pending", 20_000);
+    // The thread's runs were read up to "\uffff": this one was missing from a joiner's snapshot.
+    const l = await late.connect(thread, { clientId: "carol" });
+    assert.equal(l.view.run("😀 run")?.status, "pending");
+  } finally {
+    for (const c of [alice, late]) c.disconnect();
+    await server.stop();
+  }
+});

@@ -11,6 +11,7 @@
  */
 import type { Database, Key } from "lmdb";
 import type { Commits, Storage } from "../../store/storage.ts";
+import { MAX_ID_BYTES } from "../../limits.ts";
 
 import type { RunInfo } from "../../../sdk/shared/chat_wire.ts";
 export type { RunStatus, SuspendedTool } from "../../../sdk/shared/chat_wire.ts";
@@ -26,6 +27,11 @@ export class LiveError extends Error {
     this.name = "LiveError";
   }
 }
+
+/** A string after every run id in key order: run ids are at most MAX_ID_BYTES of UTF-8, and
+ * this is longer and made of the highest code point (a range ending at `"\uffff"` left out the
+ * runs whose id starts with an emoji or any other character above U+FFFF). */
+const AFTER_EVERY_RUN_ID = "\u{10FFFF}".repeat(MAX_ID_BYTES / 4 + 1);
 
 /** Terminal statuses. */
 export const TERMINAL: ReadonlySet<RunStatus> = new Set(["complete", "cancelled", "error"]);
@@ -140,7 +146,7 @@ export class RunTable {
     for (
       const { value } of this.#db.getRange({
         start: [appId, threadId, ""],
-        end: [appId, threadId, "\uffff"],
+        end: [appId, threadId, AFTER_EVERY_RUN_ID],
       })
     ) {
       out.push(value);
