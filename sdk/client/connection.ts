@@ -63,15 +63,20 @@ export class SocketWatch {
       this.#opened = true;
       this.#asked = false;
     });
-    socket.onClose(() => {
-      const opened = this.#opened;
-      this.#opened = false;
+    // A failed attempt fires `error` and `close` (Node 22's WebSocket only `error`): either
+    // one, before the connection ever opened, asks once per run of failures.
+    const failed = () => {
       // A close the app asked for (`disconnect()`) is no failure.
       const clean = (socket as unknown as { closeWasClean?: boolean }).closeWasClean === true;
-      if (!opened && !clean && !this.#asked && this.refusal === null) {
+      if (!this.#opened && !clean && !this.#asked && this.refusal === null) {
         this.#asked = true;
         void this.#ask();
       }
+    };
+    socket.onError(failed);
+    socket.onClose(() => {
+      failed();
+      this.#opened = false;
     });
     // Every connect, by any client or by phoenix's reconnect timer, waits for the transport
     // (Node 20: the `ws` import) and clears a refusal when the app asks again.

@@ -87,7 +87,11 @@ Deno.test("packages: the tarballs hold built JavaScript and .d.ts only, with the
     assert.equal(pkg.version, version, name);
     assert.equal(pkg.type, "module");
     assert.equal(pkg.sideEffects, false);
-    assert.deepEqual(Object.keys(pkg.exports["."]), ["types", "import"]);
+    // The server package can also be require()d (Node 20.19+ / 22.12+ load it as ESM).
+    assert.deepEqual(
+      Object.keys(pkg.exports["."]),
+      name === "server" ? ["types", "import", "require"] : ["types", "import"],
+    );
     assert.ok(existsSync(join(pkgDir, "README.md")), `${name} ships its README`);
     const files = (await runOk("find", [
       ".",
