@@ -57,8 +57,35 @@ Deno.test("docs: the first-hour blocks are marked to run", () => {
     has("docs/operations.md", ["npm ci", "npx deno task compile", "./dist/switchboard --help"]),
     "the binary",
   );
+  assert.ok(
+    has("docs/packages.md", ["npx deno task pack", "mkdir -p my-app", "npm install --prefix"]),
+    "the packages' install lines",
+  );
   // Servers among them are known to the runner (it waits for them and stops them).
   const servers = run.flatMap((b) => b.commands.filter((c) => /task start|serve\.ts/.test(c)));
   assert.ok(servers.length >= 3);
   for (const c of servers) assert.ok(serverOf(c), `the runner does not know how to wait for: ${c}`);
+});
+
+Deno.test("docs: every npm install of the AI SDK pins ai@^7 and @ai-sdk/react@^4", () => {
+  const files = [
+    ...docFiles(root),
+    ...["client", "server", "react", "ai"].map((p) => `packages/${p}/README.md`),
+  ];
+  const bad: string[] = [];
+  let seen = 0;
+  for (const file of files) {
+    for (const b of blocksOf(root, file).filter(isShell)) {
+      for (const c of commandsOf(b.body).filter((c) => /^npm install\b/.test(c))) {
+        const words = c.split(/\s+/);
+        for (const [name, pinned] of [["ai", "ai@^7"], ["@ai-sdk/react", "@ai-sdk/react@^4"]]) {
+          const found = words.filter((w) => w === name || w.startsWith(`${name}@`));
+          seen += found.length;
+          if (found.some((w) => w !== pinned)) bad.push(`${file}:${b.line}: ${c}`);
+        }
+      }
+    }
+  }
+  assert.ok(seen >= 4, "the docs show the AI SDK install line");
+  assert.deepEqual(bad, [], "a bare `ai` can resolve to another major than the peer's");
 });
