@@ -184,6 +184,12 @@ Deno.test({
       );
       await shot(page, "webhooks");
 
+      // Limits: the app's per-app limits in force, each with its refusals on this node.
+      await page.click("[data-tab=limits]");
+      await page.waitForSelector("#limits tr");
+      assert.match(await page.textContent("#limits") ?? "", /max_presence_members_per_channel/);
+      await shot(page, "limits");
+
       if (SHOTS) {
         // For the docs' screenshots only: a minute and a half of varied traffic, so the charts
         // show several points.
