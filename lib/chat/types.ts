@@ -2,6 +2,8 @@
  * Chat records as stored in LMDB and carried in thread-log entries. Shared by the REST surface
  * (lib/chat/rest) and the live thread channel (lib/chat/live). Times are unix milliseconds.
  */
+import type { ChatMessage, MessageRole, MessageStatus } from "../../sdk/shared/chat_wire.ts";
+export type { MessageRole, MessageStatus };
 
 /** Thread lifecycle; see docs/chat-rest.md "Thread status transitions". */
 export type ThreadStatus = "open" | "bot" | "human" | "resolved" | "archived";
@@ -30,31 +32,13 @@ export interface Thread {
   lastMessageAt: number | null;
 }
 
-/** Message roles. */
-export type MessageRole = "user" | "assistant" | "system";
-
-/** Message status values (spec "Chat message"). */
-export type MessageStatus = "streaming" | "complete" | "cancelled" | "error";
-
-/** One message. `id` is chosen by the caller and equals the live wire `messageId`. */
-export interface MessageRecord {
+/**
+ * One message: the wire shape (sdk/shared/chat_wire.ts, shared with the client SDK) with
+ * `messageId` stored as `id` (chosen by the caller). `content` is codec-defined (plain text
+ * by default), null once soft-deleted.
+ */
+export interface MessageRecord extends Omit<ChatMessage, "messageId"> {
   id: string;
-  threadId: string;
-  runId: string | null;
-  ownerClientId: string | null;
-  role: MessageRole;
-  /** Codec-defined; plain text by default. null once soft-deleted. */
-  content: unknown;
-  parentId: string | null;
-  forkOf: string | null;
-  msgRegenerate: string | null;
-  status: MessageStatus;
-  createdAt: number;
-  updatedAt: number;
-  editedAt: number | null;
-  deletedAt: number | null;
-  authorParticipantId: string | null;
-  botId: string | null;
 }
 
 /** Participant roles. */

@@ -3,10 +3,11 @@
  * spec's "Chat message (wire shape)"). Join snapshots, `load_older`, and every live or replayed
  * thread event use it, so a client sees one shape for one message.
  */
+import type { ChatMessage } from "../../sdk/shared/chat_wire.ts";
 import type { MessageRecord } from "./types.ts";
 
-/** A message as clients see it. */
-export type WireMessage = Omit<MessageRecord, "id"> & { messageId: string };
+/** A message as clients see it: the shared wire type (sdk/shared/chat_wire.ts). */
+export type WireMessage = ChatMessage;
 
 /** Record -> wire shape (any object with an `id`, e.g. a deletion marker, is renamed too). */
 export function toWire(m: MessageRecord): WireMessage {

@@ -1,25 +1,14 @@
 /** Wire shapes of the chat thread channel, shared by the ChatClient pieces (docs/chat-live.md). */
-import type { RunInfo, RunStatus, SuspendedTool } from "../shared/chat_wire.ts";
+import type { ChatMessage, RunInfo, RunStatus, SuspendedTool } from "../shared/chat_wire.ts";
 
-/**
- * A chat message as the thread channel carries it (docs/chat-live.md). `Content` types what
- * the app sends as content (with the AI SDK: `string | PartsContent<Metadata>`).
- */
-export interface ChatMessage<Content = unknown> {
-  messageId: string;
-  runId: string | null;
-  ownerClientId: string | null;
-  role: string;
-  content: Content;
-  parentId: string | null;
-  forkOf: string | null;
-  msgRegenerate: string | null;
-  status: "streaming" | "complete" | "cancelled" | "error" | string;
-  createdAt: number;
-  [extra: string]: unknown;
-}
-
-export type { RunInfo, RunStatus, SuspendedTool } from "../shared/chat_wire.ts";
+export type {
+  ChatMessage,
+  MessageRole,
+  MessageStatus,
+  RunInfo,
+  RunStatus,
+  SuspendedTool,
+} from "../shared/chat_wire.ts";
 
 /** The join reply of a thread channel. */
 export interface ThreadSnapshot {

@@ -39,6 +39,8 @@ export type {
   ChatEventHandler,
   ChatEvents,
   ChatMessage,
+  MessageRole,
+  MessageStatus,
   PushReply,
   RunInfo,
   RunStatus,
