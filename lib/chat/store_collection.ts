@@ -5,7 +5,7 @@
  *   the global sequence counter (`["#seq"]`) and uniqueness keys of other kinds.
  * Write methods must run inside `env.transaction` (or an OrderedLog `apply`).
  */
-import type { Database, Key } from "lmdb";
+import type { Key, Table } from "../store/table.ts";
 import type { Storage } from "../store/storage.ts";
 import { ApiError } from "../http/errors.ts";
 
@@ -27,8 +27,8 @@ export interface Page<T> {
 
 /** The two shared databases. */
 export interface CollectionDbs {
-  rows: Database<unknown, Key>;
-  ids: Database<unknown, Key>;
+  rows: Table<unknown>;
+  ids: Table<unknown>;
 }
 
 /** Opens the shared chat databases once. */

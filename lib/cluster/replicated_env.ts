@@ -39,10 +39,10 @@
  * without a sync per commit, which it commits into; to the ordered logs it hands other nodes'
  * changes as typed events (`LogChangeFeed`), and its commit path is `DirectCommits`.
  */
-import type { Database, Key, RangeOptions, RootDatabase, Transaction } from "lmdb";
+import type { Database, Key, RootDatabase, Transaction } from "lmdb";
 import { Packr } from "msgpackr";
 import { asStorageError, StorageUnavailableError } from "../store/errors.ts";
-import { emptyReads, rangeBounds, type ReadSet, RecentWrites } from "./conflicts.ts";
+import { emptyReads, type ReadSet, RecentWrites } from "./conflicts.ts";
 import { StoreEnv } from "../store/env.ts";
 import { DirectCommits } from "../store/direct_commits.ts";
 import type { Commits, RemoteChanges, Storage } from "../store/storage.ts";
@@ -69,7 +69,9 @@ import {
   type KeptHistory,
   type PositionRecord,
 } from "./confirmed_guard.ts";
-import { OverlayReads, WriteOverlay } from "./overlay.ts";
+import { WriteOverlay } from "./overlay.ts";
+import { ReplicatedTable, type RunningJob, type SnapshotRun } from "./replicated_table.ts";
+import type { Table } from "../store/table.ts";
 import {
   LEGACY_DB,
   newReport,
@@ -161,20 +163,6 @@ interface Waiter {
 }
 
 const ABORT = Symbol("speculation done");
-/** What a put or remove returns during a speculative run on a snapshot (lmdb-js returns a
- * promise resolved with true inside a synchronous transaction). */
-const DONE = Promise.resolve(true);
-
-/** A speculative run on a read snapshot (`#speculate`): its overlay of writes, the snapshot,
- * the databases' views of both, whether it is still going, and the first call it could not
- * serve exactly (it then runs again in a write transaction). */
-interface SnapshotRun {
-  overlay: WriteOverlay;
-  txn: Transaction;
-  views: Map<string, OverlayReads>;
-  live: boolean;
-  unsupported?: string;
-}
 /** Why a node cannot go on (see `snapshots.ts`: a restart restores the newest snapshot). */
 const BEHIND =
   "cluster unavailable: the log was compacted past this node's position; restart the node";
@@ -275,7 +263,23 @@ export class ReplicatedEnv implements Storage {
   #link: ClusterLink;
   #opts: ReplicationOptions;
   #raw = new Map<string, Database>();
-  #wrapped = new Map<string, Database>();
+  #tables = new Map<string, ReplicatedTable>();
+  /** The running job, as the tables see it (see `ReplicatedTable`). */
+  #job: RunningJob = (() => {
+    // deno-lint-ignore no-this-alias
+    const env = this;
+    return {
+      get recording() {
+        return env.#recording;
+      },
+      get reading() {
+        return env.#reading;
+      },
+      get spec() {
+        return env.#spec;
+      },
+    };
+  })();
   #state: Database<number, Key>;
   #recording: Write[] | null = null;
   #reading: ReadSet | null = null;
@@ -1011,19 +1015,20 @@ export class ReplicatedEnv implements Storage {
     });
   }
 
-  /** The database as products see it (see `#recorder`). */
-  db<V = unknown>(name: string): Database<V, Key> {
-    let db = this.#wrapped.get(name);
-    if (!db) {
-      db = this.#recorder(name, this.#rawDb(name));
-      this.#wrapped.set(name, db);
+  /** The table as products see it: the running job's reads and writes recorded, served from
+   * a snapshot run's overlay during one (`ReplicatedTable`). */
+  db<V = unknown>(name: string): Table<V> {
+    let table = this.#tables.get(name);
+    if (!table) {
+      table = new ReplicatedTable(name, this.#rawDb(name), this.#job);
+      this.#tables.set(name, table);
     }
-    return db as Database<V, Key>;
+    return table as ReplicatedTable<V>;
   }
 
   /** Declares `name` node-local (see the module comment and `Storage.nodeLocal`) and records
    * it for snapshots; then opens it like `db`. */
-  nodeLocal<V = unknown>(name: string): Database<V, Key> {
+  nodeLocal<V = unknown>(name: string): Table<V> {
     if (!this.#localDbs.has(name)) {
       this.#localDbs.add(name);
       // Restored from a snapshot without the list: the rows there are another node's.
@@ -1132,103 +1137,6 @@ export class ReplicatedEnv implements Storage {
       this.#raw.set(name, db);
     }
     return db as Database<V, Key>;
-  }
-
-  /** The database as products see it: inside a transaction, reads and writes are recorded;
-   * during a speculative run on a read snapshot (`#spec`) its writes go to the run's overlay
-   * and its reads see them (`overlay.ts`). */
-  #recorder(name: string, raw: Database): Database {
-    const wholeRead = () => this.#reading?.a.push(name);
-    const bound = new Map<PropertyKey, unknown>();
-    /** This database's view of the current run on a snapshot, if one is going. */
-    const view = (): OverlayReads | undefined => {
-      const spec = this.#spec;
-      if (!spec) return undefined;
-      let v = spec.views.get(name);
-      if (!v) {
-        spec.views.set(
-          name,
-          v = new OverlayReads(name, raw, spec.overlay, spec.txn, () => spec.live),
-        );
-      }
-      return v;
-    };
-    /** A call the overlay cannot serve exactly: the run goes again in a write transaction. */
-    const unsupported = (what: string) => {
-      this.#spec!.unsupported ??= what;
-      throw new Error(
-        `speculation on a snapshot cannot serve ${what}; it runs again in a write transaction`,
-      );
-    };
-    const own: Record<string, unknown> = {
-      // Plain puts and removes (any further argument was always left out: a version or a
-      // condition would not replicate).
-      put: (key: Key, value: unknown) => {
-        this.#recording?.push([0, name, key, value]);
-        const v = view();
-        if (!v) return raw.put(key, value);
-        v.put(key, value);
-        return DONE;
-      },
-      remove: (key: Key) => {
-        this.#recording?.push([1, name, key]);
-        const v = view();
-        if (!v) return raw.remove(key);
-        v.remove(key);
-        return DONE;
-      },
-      get: (key: Key, ...rest: unknown[]) => {
-        this.#reading?.p.push([name, key]);
-        const v = view();
-        if (!v) return (raw.get as (...a: unknown[]) => unknown)(key, ...rest);
-        if (rest.length > 0) unsupported("get with options");
-        return v.get(key);
-      },
-      doesExist: (key: Key, ...rest: unknown[]) => {
-        this.#reading?.p.push([name, key]);
-        const v = view();
-        if (!v) return (raw.doesExist as (...a: unknown[]) => boolean)(key, ...rest);
-        if (rest.some((r) => r !== undefined)) unsupported("doesExist with a value or version");
-        return v.doesExist(key);
-      },
-      getRange: (opts?: RangeOptions) => {
-        this.#reading?.g.push([name, ...rangeBounds(opts)]);
-        const v = view();
-        if (!v) return raw.getRange(opts);
-        if (!OverlayReads.supportsRange(opts)) unsupported("getRange with these options");
-        return v.range(opts);
-      },
-      getKeys: (opts?: RangeOptions) => {
-        this.#reading?.g.push([name, ...rangeBounds(opts)]);
-        const v = view();
-        if (!v) return raw.getKeys(opts);
-        if (!OverlayReads.supportsRange(opts)) unsupported("getKeys with these options");
-        return v.range({ ...opts, values: false });
-      },
-    };
-    return new Proxy(raw, {
-      get(target, prop) {
-        if (typeof prop === "string" && prop in own) return own[prop];
-        const v = Reflect.get(target, prop, target);
-        if (typeof v !== "function") return v;
-        let b = bound.get(prop);
-        if (!b) {
-          // Any other method may read in ways not described above: count it as reading the
-          // whole database (safe: at worst a needless retry). On a snapshot it is not called
-          // at all (it might read past the overlay, or write outside any transaction).
-          const fn = v.bind(target);
-          bound.set(
-            prop,
-            b = (...args: unknown[]) => {
-              wholeRead();
-              if (view()) unsupported(String(prop));
-              return fn(...args);
-            },
-          );
-        }
-        return b;
-      },
-    });
   }
 
   /**

@@ -25,6 +25,7 @@
  *   epoch may come back any time).
  */
 import type { Database, Key } from "lmdb";
+import type { Table } from "../store/table.ts";
 import { Packr } from "msgpackr";
 import { log } from "../log/mod.ts";
 import type { UnsureRange } from "../store/storage.ts";
@@ -71,8 +72,8 @@ export interface UnsureHost {
   readonly nodeId: string;
   /** A database as stored, outside the replicated write path (local reads and writes). */
   rawDb<V>(name: string): Database<V, Key>;
-  /** A database as a replicated transaction records it. */
-  db<V>(name: string): Database<V, Key>;
+  /** A table as a replicated transaction records it. */
+  db<V>(name: string): Table<V>;
   /** A replicated write transaction. */
   transaction<T>(fn: () => T): Promise<T>;
   /** The ordered logs' listeners of the store. */

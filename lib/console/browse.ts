@@ -12,7 +12,7 @@ import { unpackEntry } from "../objects/entry.ts";
 import type { ChatStore } from "../chat/store.ts";
 import { RunTable } from "../chat/live/runs.ts";
 import type { Storage } from "../store/storage.ts";
-import type { Database, Key } from "lmdb";
+import type { Table } from "../store/table.ts";
 import { objectOfStream, objectStreamPrefix, Topic } from "../streams/mod.ts";
 
 /** A request the console refuses (bad name, unknown object): status and message. */
@@ -41,7 +41,7 @@ export interface BrowseSources {
 export class Browse {
   #s: BrowseSources;
   #runs: RunTable;
-  #objectIndex: Database<unknown, Key>;
+  #objectIndex: Table<unknown>;
 
   constructor(sources: BrowseSources) {
     this.#s = sources;

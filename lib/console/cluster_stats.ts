@@ -5,7 +5,7 @@
  * same write), so any node's console reads every node's series from its own replica and sums
  * them. One small write per node per interval; a node that is down simply stops adding points.
  */
-import type { Database, Key } from "lmdb";
+import type { Table } from "../store/table.ts";
 import type { Storage } from "../store/storage.ts";
 import { errorFields, log } from "../log/mod.ts";
 import { POINTS, SERIES, type Series, STEP_MS } from "./stats.ts";
@@ -20,7 +20,7 @@ export interface ClusterSeries {
 /** Reads and writes the nodes' points; see the module comment. */
 export class ClusterPoints {
   #env: Storage;
-  #db: Database<Record<string, number>, Key>;
+  #db: Table<Record<string, number>>;
   #nodeId: string;
 
   constructor(env: Storage, nodeId: string) {

@@ -7,7 +7,7 @@
  * `time_ms` is when the delivery was staged; and `wake()` to have the sender take the due
  * times from storage again. Should the outbox's layout change, only `pusherOutboxView` changes.
  */
-import type { Database, Key } from "lmdb";
+import type { Table } from "../store/table.ts";
 import type { App } from "../config/apps.ts";
 import type { Storage } from "../store/storage.ts";
 
@@ -46,7 +46,7 @@ interface Row {
 
 /** The adapter over the `pusher:outbox` database (see the module comment). */
 export function pusherOutboxView(env: Storage, wake: () => void): OutboxView {
-  const db: Database<Row, Key> = env.db<Row>("pusher:outbox");
+  const db: Table<Row> = env.db<Row>("pusher:outbox");
   const rows = function* (app: App) {
     for (const { key, value } of db.getRange({ start: ["o"], end: ["p"], limit: SCAN_LIMIT })) {
       if (value?.appId === app.id) yield { key, value, dueAt: value.dueAt ?? 0 };

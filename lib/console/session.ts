@@ -8,7 +8,7 @@
  * have expired), so a copy of the cookie no longer works anywhere.
  */
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
-import type { Database, Key } from "lmdb";
+import type { Key, Table } from "../store/table.ts";
 import type { AppRegistry } from "../config/apps.ts";
 import type { Storage } from "../store/storage.ts";
 
@@ -39,7 +39,7 @@ export interface EndedSessions {
  * cluster, so a logout on one node ends the session on every node); rows past their session's
  * expiry are removed on the next logout. */
 export function storedEndedSessions(env: Storage): EndedSessions {
-  const db: Database<number, Key> = env.db<number>("console:ended_sessions");
+  const db: Table<number> = env.db<number>("console:ended_sessions");
   return {
     has: (id) => db.get(["e", id]) !== undefined,
     add: (id, expires) => {

@@ -7,7 +7,7 @@
  * cannot answer folds the entries after the checkpoint into it. Every committed write is
  * broadcast on the object's topic in log order.
  */
-import type { Database, Key } from "lmdb";
+import type { Table } from "../store/table.ts";
 import type { Hub } from "../hub/hub.ts";
 import type { Commits, Storage } from "../store/storage.ts";
 import {
@@ -91,7 +91,7 @@ const itself = (done: WriteDone): WriteDone => done;
 /** Reads and writes Durable Objects; see the module comment. */
 export class ObjectStore {
   readonly streams: ProductStream<StoredObjectEntry>;
-  #records: Database<Held, Key>;
+  #records: Table<Held>;
   /** Records are written and read through the log's commit queue (cached while hot). */
   #commits: Commits;
 

@@ -25,7 +25,7 @@
  * report reaches the owner; should the owner leave first, the topic's new owner reports every
  * channel and member of it that it holds no record of (`#takeOver`), so that join is not lost.
  */
-import type { Database, Key } from "lmdb";
+import type { Key, Table } from "../store/table.ts";
 import {
   type App,
   type AppRegistry,
@@ -78,7 +78,7 @@ export class PusherWebhooks {
   #apps: AppRegistry;
   #outbox: WebhookOutbox<Delivery>;
   #sender: OutboxSender<Delivery>;
-  #db: Database<number, Key>;
+  #db: Table<number>;
   #open?: Batch;
   #running = false;
   #closed = false;

@@ -1,6 +1,6 @@
 // The store's group-commit queue with a write-behind cache (`CommitQueue`), through which the
 // ordered logs and the products' derived rows write.
-import type { Database, Key } from "lmdb";
+import type { Key, Table } from "./table.ts";
 import { setImmediate } from "node:timers";
 import type { CommitTarget } from "./commit_target.ts";
 import type { Commits } from "./storage.ts";
@@ -15,7 +15,7 @@ interface Job {
 
 /** A staged or cached row: its value (`undefined`: removed) and roughly its size in bytes. */
 interface Row {
-  db: Database;
+  db: Table;
   key: Key;
   value: unknown;
   weight: number;
@@ -129,12 +129,12 @@ export class CommitQueue implements Commits {
    * that a job that throws leaves the batch as it found it; reused from job to job. */
   #undo: [Slot, Row | undefined][] = [];
   /** Puts (`put`) staged by the running batch's staged jobs, in order. */
-  #batchPuts: [Database, Key, unknown][] = [];
+  #batchPuts: [Table, Key, unknown][] = [];
   /** The slots with a cached row (`Slot.cached`), first cached first. */
   #cached = new Set<Slot>();
   #cachedBytes = 0;
   /** Each database's index into a key's slots. */
-  #dbIds = new Map<Database, number>();
+  #dbIds = new Map<Table, number>();
   /** Per string key, its slot in each database (by `#dbIds`); other keys by their JSON. */
   #interned = new Map<string, (Slot | undefined)[]>();
   #internedJson = new Map<string, (Slot | undefined)[]>();
@@ -182,7 +182,7 @@ export class CommitQueue implements Commits {
    * `fresh` says whether the row a batch still committing wrote is what the store now holds.
    */
   read<V>(
-    db: Database<V, Key>,
+    db: Table<V>,
     key: Key,
     load: () => V | undefined = () => db.get(key),
     fresh?: (value: V) => boolean,
@@ -210,23 +210,23 @@ export class CommitQueue implements Commits {
    * size in bytes, for the cache's bound. Outside a job it is written at once, in the caller's
    * transaction.
    */
-  write<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
+  write<V>(db: Table<V>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
     if (!this.#inJob) {
       this.#forget(db, key);
       if (value === undefined) db.remove(key);
       else db.put(key, value);
       return;
     }
-    this.#stage(db, key, { db: db as Database, key, value, weight, put: true });
+    this.#stage(db, key, { db: db as Table, key, value, weight, put: true });
   }
 
   /**
    * Stages a derived row that is cached like a `write` but never put (see the class comment).
    * Outside a job it is a `write`.
    */
-  keep<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
+  keep<V>(db: Table<V>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
     if (!this.#inJob) return this.write(db, key, value, weight);
-    this.#stage(db, key, { db: db as Database, key, value, weight, put: false });
+    this.#stage(db, key, { db: db as Table, key, value, weight, put: false });
   }
 
   /**
@@ -234,8 +234,8 @@ export class CommitQueue implements Commits {
    * held until the end of the batch (or until a job that is not staged runs, which may read
    * it from the store) and never cached; anywhere else it is put at once.
    */
-  put<V>(db: Database<V, Key>, key: Key, value: V): void {
-    if (this.#stagedJob) this.#batchPuts.push([db as Database, key, value]);
+  put<V>(db: Table<V>, key: Key, value: V): void {
+    if (this.#stagedJob) this.#batchPuts.push([db as Table, key, value]);
     else db.put(key, value);
   }
 
@@ -244,15 +244,15 @@ export class CommitQueue implements Commits {
    * range reads inside the transaction must see at once: `read` sees it from now on and the
    * cache keeps it once the batch is durable. Outside a job it drops the row from the cache.
    */
-  track<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
+  track<V>(db: Table<V>, key: Key, value: V | undefined, weight = DEFAULT_WEIGHT): void {
     if (!this.#inJob) return this.#forget(db, key);
-    this.#stage(db, key, { db: db as Database, key, value, weight, put: false });
+    this.#stage(db, key, { db: db as Table, key, value, weight, put: false });
   }
 
   /** Stages `row` in the running batch over the same slot's earlier row, noting that row for
    * the job's undo: the last value wins, and it is put at the end of the batch when any of
    * them had to be (a kept row after a written one). */
-  #stage(db: Database, key: Key, row: Row): void {
+  #stage(db: Table, key: Key, row: Row): void {
     const slot = this.#slot(db, key);
     const batch = this.#batch!;
     const earlier = batch.get(slot);
@@ -402,7 +402,7 @@ export class CommitQueue implements Commits {
 
   /** Drops a row from the cache (it was written outside a job), and from the rows of the
    * batches still committing as later jobs see them. */
-  #forget(db: Database, key: Key): void {
+  #forget(db: Table, key: Key): void {
     const slot = this.#slot(db, key);
     slot.pending = undefined;
     const old = slot.cached;
@@ -461,7 +461,7 @@ export class CommitQueue implements Commits {
    * (string keys; others by their JSON) shared by every database, and none when the key is the
    * one asked for last. Past `MAX_INTERNED` keys everything interned is dropped, at once when no
    * batch holds a slot, else before the next batch. */
-  #slot(db: Database, key: Key): Slot {
+  #slot(db: Table, key: Key): Slot {
     let id = this.#dbIds.get(db);
     if (id === undefined) this.#dbIds.set(db, id = this.#dbIds.size);
     let slots: (Slot | undefined)[];

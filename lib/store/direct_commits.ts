@@ -1,7 +1,7 @@
 // `DirectCommits`: the commit path of a store whose transactions may run more than once and
 // whose rows other writers change beside it (the replicated store): each job is its own
 // transaction, nothing is staged or cached.
-import type { Database, Key } from "lmdb";
+import type { Key, Table } from "./table.ts";
 import type { Commits } from "./storage.ts";
 
 /**
@@ -24,7 +24,7 @@ export class DirectCommits implements Commits {
 
   /** The row as the store holds it (`load`, default: as stored). */
   read<V>(
-    db: Database<V, Key>,
+    db: Table<V>,
     key: Key,
     load: () => V | undefined = () => db.get(key),
   ): V | undefined {
@@ -32,21 +32,21 @@ export class DirectCommits implements Commits {
   }
 
   /** Puts (or, for `undefined`, removes) the row at once. */
-  write<V>(db: Database<V, Key>, key: Key, value: V | undefined): void {
+  write<V>(db: Table<V>, key: Key, value: V | undefined): void {
     if (value === undefined) db.remove(key);
     else db.put(key, value);
   }
 
   /** Other writers read the store, not a cache: a derived row is stored like any other. */
-  keep<V>(db: Database<V, Key>, key: Key, value: V | undefined): void {
+  keep<V>(db: Table<V>, key: Key, value: V | undefined): void {
     this.write(db, key, value);
   }
 
   /** Puts the row at once. */
-  put<V>(db: Database<V, Key>, key: Key, value: V): void {
+  put<V>(db: Table<V>, key: Key, value: V): void {
     db.put(key, value);
   }
 
   /** Nothing is cached, so nothing to note. */
-  track<V>(_db: Database<V, Key>, _key: Key, _value: V | undefined): void {}
+  track<V>(_db: Table<V>, _key: Key, _value: V | undefined): void {}
 }

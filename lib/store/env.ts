@@ -13,6 +13,7 @@ import { CommitQueue } from "./commit_queue.ts";
 import { CODEC_OPTIONS } from "./codec.ts";
 import { prefixCachedKeys } from "./keys.ts";
 import type { Storage } from "./storage.ts";
+import type { Table } from "./table.ts";
 
 /** The database holding the commit chain's one row (see `StoreEnv.chained`). */
 const CHAIN_DB = "store:commit-chain";
@@ -68,7 +69,8 @@ export class StoreEnv implements Storage {
     this.root.on("aftercommit", () => record.transaction());
   }
 
-  /** A named database with ordered-binary keys (arrays of strings/numbers sort naturally). */
+  /** A named database with ordered-binary keys (arrays of strings/numbers sort naturally): on
+   * one node, lmdb-js's database itself is the `Table` products hold (see `table`). */
   db<V = unknown>(name: string): Database<V, Key> {
     let db = this.#dbs.get(name);
     if (!db) {
@@ -199,8 +201,8 @@ export class StoreEnv implements Storage {
   }
 
   /** On one node every database is node-local: the same as `db` (see `Storage.nodeLocal`). */
-  nodeLocal<V = unknown>(name: string): Database<V, Key> {
-    return this.db<V>(name);
+  nodeLocal<V = unknown>(name: string): Table<V> {
+    return table(this.db<V>(name));
   }
 
   /**
@@ -249,4 +251,10 @@ export class StoreEnv implements Storage {
     await this.drain();
     await this.root.close();
   }
+}
+
+/** lmdb-js's database as the seam's `Table` (the same object: its own methods serve every one
+ * of `Table`'s, so a table on one node costs nothing over the database). */
+export function table<V>(db: Database<V, Key>): Table<V> {
+  return db;
 }

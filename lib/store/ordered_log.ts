@@ -1,7 +1,7 @@
 // `OrderedLog`, the LMDB implementation of the stream layer's `StreamLog`: per stream an
 // append-only log with contiguous positions, heads, retention trims, purges with epochs, and
 // publishing in position order after commit.
-import type { Database, Key } from "lmdb";
+import type { Table } from "./table.ts";
 import type {
   Appended,
   LogFollower,
@@ -58,9 +58,9 @@ function newEpoch(): string {
  */
 export class OrderedLog implements StreamLog {
   #commits: Commits;
-  #log: Database<StoredEntry, Key>;
-  #meta: Database<StreamMeta, Key>;
-  #epochs: Database<string, Key>;
+  #log: Table<StoredEntry>;
+  #meta: Table<StreamMeta>;
+  #epochs: Table<string>;
   #trackers = new Map<string, Tracker>();
   #followers: LogFollower[] = [];
   #staged: boolean;
@@ -71,7 +71,7 @@ export class OrderedLog implements StreamLog {
   #unsureSwept = 0;
   /** Clustered mode: per stream, the positions its clients may hold entries of another
    * history at, for good (see `otherHistoryAt`; `LogDbNames.unsure`). */
-  #otherHistory: Database<number | null, Key> | undefined;
+  #otherHistory: Table<number | null> | undefined;
 
   /**
    * The log named `name` in `env`. `staged`: every `prepare` and `apply` of this log's

@@ -2,7 +2,7 @@
 // store, implemented once for one node (`StoreEnv`, env.ts) and once for a cluster
 // (`ReplicatedEnv`, lib/cluster/), chosen once at start; the commit path each brings
 // (`Commits`) and the typed changes a replicated store hands the ordered logs.
-import type { Database, Key } from "lmdb";
+import type { Key, Table } from "./table.ts";
 import type { LogRecord } from "../streams/stream_log.ts";
 
 /**
@@ -18,20 +18,20 @@ export interface Commits {
   /** The row's current value as the running job sees it; `load` reads it from the store, and
    * `fresh` says whether a row still being committed is what the store now holds. */
   read<V>(
-    db: Database<V, Key>,
+    db: Table<V>,
     key: Key,
     load?: () => V | undefined,
     fresh?: (value: V) => boolean,
   ): V | undefined;
   /** Writes a row (`undefined` removes it); `weight` is roughly its size in bytes. */
-  write<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight?: number): void;
+  write<V>(db: Table<V>, key: Key, value: V | undefined, weight?: number): void;
   /** Writes a row derived from other stored rows (a store may cache it instead of storing it;
    * readers pass `read` a `load` that derives it again). */
-  keep<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight?: number): void;
+  keep<V>(db: Table<V>, key: Key, value: V | undefined, weight?: number): void;
   /** Puts a new row nobody reads back through these `Commits` (a log entry). */
-  put<V>(db: Database<V, Key>, key: Key, value: V): void;
+  put<V>(db: Table<V>, key: Key, value: V): void;
   /** Notes a row the running job has just written to the database itself. */
-  track<V>(db: Database<V, Key>, key: Key, value: V | undefined, weight?: number): void;
+  track<V>(db: Table<V>, key: Key, value: V | undefined, weight?: number): void;
 }
 
 /** A change another node made to one stream of an ordered log, as it is applied here. */
@@ -81,18 +81,19 @@ export interface RemoteChanges {
 }
 
 /**
- * A store: named databases, durable transactions, a commit path, readiness and shutdown.
+ * A store: named tables (`Table`), durable transactions, a commit path, readiness and shutdown.
  * Chosen once at start: `StoreEnv` on one node, `ReplicatedEnv` in clustered mode.
  */
 export interface Storage {
-  /** A named database with ordered-binary keys (arrays of strings/numbers sort naturally). */
-  db<V = unknown>(name: string): Database<V, Key>;
+  /** The named table `name` (see `Table`: ordered-binary keys, so arrays of strings and
+   * numbers sort naturally). */
+  db<V = unknown>(name: string): Table<V>;
   /**
    * Declares the database `name` node-local and opens it: its rows belong to this node (a
    * webhook outbox: each node sends what it queued), are never shared with other nodes and are
    * left out of a snapshot another node starts from. Call before writing to it.
    */
-  nodeLocal<V = unknown>(name: string): Database<V, Key>;
+  nodeLocal<V = unknown>(name: string): Table<V>;
   /** Runs `fn` in one write transaction; resolves with its result once durable. All or nothing;
    * a commit storage refuses rejects with `StorageUnavailableError`. */
   transaction<T>(fn: () => T): Promise<T>;

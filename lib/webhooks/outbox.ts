@@ -12,7 +12,7 @@
  * `switchboard_webhook_dropped_total`).
  */
 import process from "node:process";
-import type { Database, Key } from "lmdb";
+import type { Key, Table } from "../store/table.ts";
 import type { Storage } from "../store/storage.ts";
 import { errorFields, log } from "../log/mod.ts";
 import { record } from "../metrics/mod.ts";
@@ -77,7 +77,7 @@ export interface OutboxOptions<T> {
 export class WebhookOutbox<T extends OutboxEntry> {
   readonly kind: string;
   readonly env: Storage;
-  #db: Database<T, Key>;
+  #db: Table<T>;
   #laneOf: (item: T) => string;
   #limits: OutboxLimits;
   #index = new Map<number, OutboxMeta>();

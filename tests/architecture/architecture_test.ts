@@ -1,7 +1,8 @@
 // The architecture, kept as written: no import cycle between files or between lib's folders,
 // no import against the layer order of docs/architecture.md ("Layers": a file imports its own
-// row or rows above it in that table), and a header comment opening every file under lib/,
-// routes/ and sdk/. The import graph is read from the source by tests/architecture/imports.ts.
+// row or rows above it in that table), a header comment opening every file under lib/,
+// routes/ and sdk/, and lmdb imported only by the stores (lib/store/, lib/cluster/): products,
+// the console and the webhook outbox hold the seam's `Table` (lib/store/table.ts). The import graph is read from the source by tests/architecture/imports.ts.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -134,4 +135,17 @@ Deno.test("architecture: every file under lib/, routes/ and sdk/ opens with a he
     return !(text.startsWith("//") || text.startsWith("/*"));
   });
   assert.deepEqual(missing, []);
+});
+
+Deno.test("architecture: only the stores (lib/store/, lib/cluster/) import lmdb; the rest holds the seam's Table", () => {
+  const importers = FILES.filter((file) =>
+    importSpecifiers(readFileSync(join(ROOT, file), "utf8")).includes("lmdb")
+  );
+  // Not vacuous: the stores themselves import it.
+  assert.ok(importers.includes("lib/store/env.ts"), "lib/store/env.ts imports lmdb");
+  assert.ok(importers.includes("lib/cluster/replicated_env.ts"));
+  assert.deepEqual(
+    importers.filter((f) => !f.startsWith("lib/store/") && !f.startsWith("lib/cluster/")),
+    [],
+  );
 });

@@ -9,7 +9,7 @@
  *   any non-terminal --run:end / cancel--> complete | cancelled | error
  * Anything else is `invalid_state`; ending a terminal run is `already_ended`.
  */
-import type { Database, Key } from "lmdb";
+import type { Table } from "../../store/table.ts";
 import type { Commits, Storage } from "../../store/storage.ts";
 import { MAX_ID_BYTES } from "../../limits.ts";
 
@@ -120,7 +120,7 @@ export function endRun(
  * tracked for that cache.
  */
 export class RunTable {
-  #db: Database<RunRecord, Key>;
+  #db: Table<RunRecord>;
   #commits: Commits;
 
   constructor(env: Storage) {
