@@ -9,7 +9,8 @@
 //   a shorter prefix first), and ranges honour start, end (excluded), reverse and limit;
 // - transactions apply in the order they were issued, each seeing the ones before it;
 // - the commit path (`Commits`) writes, keeps, puts and reads rows back;
-// - a node-local table stores and reads rows like any other.
+// - a node-local table stores and reads rows like any other;
+// - a resolved transaction's rows are there after the store is closed and reopened.
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { StoreEnv } from "../../lib/store/env.ts";
@@ -19,35 +20,60 @@ import type { Key } from "../../lib/store/table.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { fakeStream } from "../cluster/fake_link.ts";
 
-/** The stores the contract runs against, each opened on a fresh temp dir. */
-const STORES: { name: string; open: () => Promise<Storage> }[] = [
+/** A store of one kind on a fresh temp dir: `open` opens it, again on the same dir (and, for
+ * the replicated store, the same stream) after a close. */
+type Place = { open: () => Promise<Storage> };
+
+/** The stores the contract runs against. */
+const STORES: { name: string; place: () => Place }[] = [
   {
     name: "one node (StoreEnv)",
-    open: () => Promise.resolve(new StoreEnv(join(tempDir("sb-contract-"), "store.mdb"))),
+    place: () => {
+      const path = join(tempDir("sb-contract-"), "store.mdb");
+      return { open: () => Promise.resolve(new StoreEnv(path)) };
+    },
   },
   {
     name: "replicated (ReplicatedEnv, in-memory link)",
-    open: async () => {
-      const env = new ReplicatedEnv(
-        join(tempDir("sb-contract-repl-"), "store.mdb"),
-        fakeStream().link,
-        { writeDeadlineMs: 20_000, dropRate: 0 },
-      );
-      await env.start(10_000);
-      return env;
+    place: () => {
+      const path = join(tempDir("sb-contract-repl-"), "store.mdb");
+      const stream = fakeStream();
+      return {
+        open: async () => {
+          const env = new ReplicatedEnv(path, stream.link, {
+            writeDeadlineMs: 20_000,
+            dropRate: 0,
+          });
+          await env.start(10_000);
+          return env;
+        },
+      };
     },
   },
 ];
 
-/** Runs `fn` on a fresh store of each kind, closing it even when `fn` fails. */
-function contract(what: string, fn: (store: Storage) => Promise<void>): void {
-  for (const { name, open } of STORES) {
+/** Runs `fn` on a fresh store of each kind, closing every store it opened even when `fn`
+ * fails; `reopen` closes the store and opens it again on the same place. */
+function contract(
+  what: string,
+  fn: (store: Storage, reopen: () => Promise<Storage>) => Promise<void>,
+): void {
+  for (const { name, place } of STORES) {
     Deno.test(`store contract [${name}]: ${what}`, async () => {
-      const store = await open();
-      try {
-        await fn(store);
-      } finally {
+      const at = place();
+      let store = await at.open();
+      let open = true;
+      const reopen = async () => {
+        open = false;
         await store.close();
+        store = await at.open();
+        open = true;
+        return store;
+      };
+      try {
+        await fn(store, reopen);
+      } finally {
+        if (open) await store.close();
       }
     });
   }
@@ -207,3 +233,22 @@ contract("a node-local table stores and reads rows like any other", async (store
   assert.deepEqual([...local.getRange({ start: ["q"], end: ["r"] })].map((e) => e.value), [1, 2]);
   assert.equal(store.nodeLocal<number>("contract:local").get(["q", 2]), 2);
 });
+
+contract(
+  "a resolved transaction's rows are there after the store is closed and reopened",
+  async (store, reopen) => {
+    const t = store.db<string>("contract:durable");
+    await store.transaction(() => {
+      t.put(["d", 1], "one");
+      t.put(["d", 2], "two");
+    });
+    await store.transaction(() => void t.remove(["d", 1]));
+    await store.commits.run(() => store.commits.write(t, ["d", 3], "three"));
+    const again = await reopen();
+    const u = again.db<string>("contract:durable");
+    assert.deepEqual([...u.getRange({ start: ["d"], end: ["e"] })].map((e) => [e.key, e.value]), [
+      [["d", 2], "two"],
+      [["d", 3], "three"],
+    ]);
+  },
+);
