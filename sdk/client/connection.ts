@@ -35,6 +35,15 @@ export type ConnectionErrorListener = (error: ConnectionError) => void;
 
 const watches = new WeakMap<object, SocketWatch>();
 
+/** The parts of phoenix's (internal) connection object the watch reads. */
+interface PhoenixConnection {
+  closeHandled?: boolean;
+  transport?: {
+    readyState: number;
+    onclose?: ((event: { code: number; reason: string; wasClean: boolean }) => void) | null;
+  };
+}
+
 /**
  * Watches one phoenix Socket for failed connections (shared by every client on the socket:
  * `SocketWatch.of(socket)`). See the module comment.
@@ -49,6 +58,8 @@ export class SocketWatch {
   #asked = false;
   #ready: Promise<void> = Promise.resolve();
   #loading = false;
+  /** Whether this run of failures already reported the server unreachable (once per run). */
+  #reportedUnreachable = false;
 
   /** The watch of `socket`, created on first use. */
   static of(socket: Socket): SocketWatch {
@@ -62,6 +73,7 @@ export class SocketWatch {
     socket.onOpen(() => {
       this.#opened = true;
       this.#asked = false;
+      this.#reportedUnreachable = false;
     });
     // A failed attempt fires `error` and `close` (Node 22's WebSocket only `error`): either
     // one, before the connection ever opened, asks once per run of failures.
@@ -73,7 +85,10 @@ export class SocketWatch {
         void this.#ask();
       }
     };
-    socket.onError(failed);
+    socket.onError(() => {
+      failed();
+      this.#closeAfterError();
+    });
     socket.onClose(() => {
       failed();
       this.#opened = false;
@@ -86,6 +101,22 @@ export class SocketWatch {
         if (this.refusal === null) connect(params as object);
       });
     };
+  }
+
+  /**
+   * Node 22's WebSocket reports a failed connection (refused upgrade, server down) with an
+   * `error` and no `close`, so phoenix would never reconnect. When the transport is not open
+   * and its close was not handled shortly after, hand phoenix the close it waits for.
+   */
+  #closeAfterError(): void {
+    const connection = (this.#socket as unknown as { connection?: PhoenixConnection }).connection;
+    const transport = connection?.transport;
+    if (!connection || !transport) return;
+    setTimeout(() => {
+      // (Node 22 leaves it CONNECTING after the error.)
+      if (connection.closeHandled !== false || transport.readyState === 1) return;
+      transport.onclose?.({ code: 1006, reason: "", wasClean: false });
+    }, 50);
   }
 
   /** Listens for connection errors; returns the function that stops listening. */
@@ -134,7 +165,9 @@ export class SocketWatch {
     try {
       res = await fetch(url, { headers: { accept: "application/json" } });
     } catch {
-      this.#asked = false; // ask again after the next failed attempt
+      this.#asked = false; // ask again after the next failed attempt (the server may come back)
+      if (this.#reportedUnreachable) return;
+      this.#reportedUnreachable = true;
       return this.fail(
         new ConnectionError(
           "server unreachable",

@@ -9,7 +9,7 @@ import { homedir } from "node:os";
 import { join } from "node:path";
 import { startServer } from "../helpers/server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-import { BUN, consumer, DENO, root, run, runOk } from "./helpers.ts";
+import { BUN, consumer, DENO, freePort, root, run, runOk, start } from "./helpers.ts";
 
 const FIXTURES = join(root, "tests/packages/fixtures/failures");
 
@@ -110,6 +110,39 @@ Deno.test({
   assert.match(seen.message, /No WebSocket in this runtime \(Node v20\.[0-9.]+ has none/);
   assert.match(seen.message, /npm install ws/);
   assert.match(seen.message, /transport option/);
+});
+
+Deno.test({
+  name: "packages: a client started before its server keeps trying and joins (Node 20 and 22)",
+  sanitizeOps: false,
+  sanitizeResources: false,
+}, async () => {
+  const { dir } = await consumer();
+  copyFileSync(join(FIXTURES, "late-server.mjs"), join(dir, "late-server.mjs"));
+  for (const node of [await node20(dir), await node22(dir)]) {
+    const port = freePort();
+    const client = start(node, ["late-server.mjs"], {
+      cwd: dir,
+      env: { SB_ENDPOINT: `ws://127.0.0.1:${port}/socket` },
+    });
+    let server: Awaited<ReturnType<typeof startServer>> | undefined;
+    try {
+      await client.waitFor(/waiting/);
+      server = await startServer({
+        apps: [{ id: "app-1", key: "key1", secret: "secret1" }],
+        args: ["--port", String(port)],
+      });
+      assert.equal(server.port, port);
+      const line = await client.waitFor(/^\{.*\}$/m);
+      assert.deepEqual(JSON.parse(line[0]), {
+        joined: true,
+        errors: [{ reason: "server unreachable", fatal: false }],
+      }, node);
+    } finally {
+      await client.stop();
+      await server?.stop();
+    }
+  }
 });
 
 Deno.test("packages: require('@switchboard/server') works on Node 20 and 22", async () => {
