@@ -5,11 +5,11 @@
 import assert from "node:assert/strict";
 import { lastAssistantMessageIsCompleteWithApprovalResponses } from "ai";
 import { SwitchboardChatTransport } from "../../sdk/ai/mod.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { SLOW_WORDS, startAgent, TestChat, textOfMessage, until } from "./helpers.ts";
 
 Deno.test("AI SDK transport: useChat's state machine over Switchboard runs", async (t) => {
-  const server = await startServer({ apps: [{ id: "app-1", key: "key1", secret: "secret1" }] });
+  const server = await startInProcess({ apps: [{ id: "app-1", key: "key1", secret: "secret1" }] });
   const endpoint = `ws://127.0.0.1:${server.port}/socket`;
   const transports: SwitchboardChatTransport[] = [];
   const closers: (() => void)[] = [];

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { client, tid, until } from "./helpers.ts";
 
 Deno.test("edit forks a user message, regenerate adds an assistant sibling, selectSibling switches, and branches survive a reconnect", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const human = client(server);
   const bot = client(server);
   try {

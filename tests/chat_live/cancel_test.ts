@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { client, reasonOf, tid, until } from "./helpers.ts";
 
 Deno.test("cancel mid-stream: agent gets run:cancel, run:end cancelled, then the final message, then one 4-slot batch", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const human = client(server);
   const bot = client(server);
   const raw = await RawSocket.connect(server.wsUrl());
@@ -75,7 +75,7 @@ Deno.test("cancel mid-stream: agent gets run:cancel, run:end cancelled, then the
 });
 
 Deno.test("a client disconnecting does not cancel its run", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const human = client(server);
   const bot = client(server);
   try {
@@ -107,7 +107,7 @@ Deno.test("a client disconnecting does not cancel its run", async () => {
 });
 
 Deno.test("agent: runs queued while one is being started are announced one at a time, never while another is active", async () => {
-  const server = await startServer({ apps: [{ id: "app-1", key: "key1", secret: "secret1" }] });
+  const server = await startInProcess({ apps: [{ id: "app-1", key: "key1", secret: "secret1" }] });
   const human = client(server);
   const bot = client(server);
   try {

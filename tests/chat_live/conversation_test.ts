@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { client, tid, until } from "./helpers.ts";
 
 Deno.test("ChatClient conversation: send, agent streams tokens, run ends complete with the full text", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const human = client(server);
   const bot = client(server);
   try {

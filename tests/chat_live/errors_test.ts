@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { Switchboard } from "../../sdk/server/mod.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { client, reasonOf, tid, until } from "./helpers.ts";
 
 // The join's authorization errors are checked in-process in tests/harness/chat_test.ts.
 
 Deno.test("thread push errors: forbidden: missing {verb}, not_found, forbidden, already_ended, invalid_state, archive_unavailable", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const sb = new Switchboard({ baseUrl: server.baseUrl, appKey: "key2", appSecret: "secret2" });
   const thread = tid();
   const tokenFor = (verbs?: string[]) => (p: { socket_id: string; client_id: string }) =>

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { client, tid } from "./helpers.ts";
 
 Deno.test("the snapshot holds the newest 50 messages; loadOlder pages back through the rest", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const writer = client(server);
   const reader = client(server);
   try {

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { client, tid } from "./helpers.ts";
 
 Deno.test("after_log_id: the entries after it are pushed oldest first before the join reply, then live from log_id + 1", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const writer = client(server);
   const raw = await RawSocket.connect(server.wsUrl());
   try {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import type { ChatSession } from "../../sdk/client/chat_client.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { client, tid, until } from "./helpers.ts";
 
 function state(s: ChatSession) {
@@ -15,7 +15,7 @@ function state(s: ChatSession) {
 }
 
 Deno.test("a viewer that drops mid-stream rejoins with after_log_id and ends in exactly the same state", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const steady = client(server);
   const flaky = client(server);
   const bot = client(server);
@@ -62,7 +62,7 @@ Deno.test("a viewer that drops mid-stream rejoins with after_log_id and ends in 
 });
 
 Deno.test("two tabs of one user stay in sync; a viewer joining mid-run gets the text so far then the rest", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const tab1 = client(server);
   const tab2 = client(server);
   const late = client(server);

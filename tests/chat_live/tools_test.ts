@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { client, reasonOf, tid, until } from "./helpers.ts";
 
 Deno.test("suspend / approve / resume and suspend / reject / end: events, states and invalid_state", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const human = client(server);
   const bot = client(server);
   try {
@@ -85,7 +85,7 @@ Deno.test("suspend / approve / resume and suspend / reject / end: events, states
 });
 
 Deno.test("runs queue: a second send stays pending until the active run ends", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const human = client(server);
   const bot = client(server);
   try {

@@ -1,11 +1,11 @@
 // Helpers of the console tests: a server started with --console-secret, logins, and requests
 // that carry the session cookie (and, for POSTs, this host's Origin unless told otherwise).
 import {
+  startInProcess,
   type StartOptions,
-  startServer,
   type TestApp,
   type TestServer,
-} from "../helpers/server.ts";
+} from "../helpers/in_process.ts";
 export { until } from "../helpers/until.ts";
 
 /** The console secret of these tests. */
@@ -19,7 +19,7 @@ export const CONSOLE_APPS: TestApp[] = [
 
 /** Starts a server with the console on (admin secret `ADMIN_SECRET`). */
 export function startConsole(opts: StartOptions = {}): Promise<TestServer> {
-  return startServer({
+  return startInProcess({
     apps: CONSOLE_APPS,
     ...opts,
     args: ["--console-secret", ADMIN_SECRET, ...(opts.args ?? [])],

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
 import { ChatClient } from "../../sdk/client/chat_client.ts";
-import type { TestServer } from "../helpers/server.ts";
+import type { TestServer } from "../helpers/in_process.ts";
 import { receiver } from "../helpers/webhook_receiver.ts";
 import { client, serverLib } from "../pusher/helpers.ts";
 import { ADMIN_SECRET, call, CONSOLE_APPS, login, startConsole, until } from "./helpers.ts";

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { AppRegistry } from "../../lib/config/apps.ts";
 import { Sessions } from "../../lib/console/session.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { ADMIN_SECRET, call, CONSOLE_APPS, login, startConsole } from "./helpers.ts";
 import type { App } from "../../lib/config/apps.ts";
 
@@ -34,7 +34,7 @@ Deno.test({
   ...opts,
   name: "console: without --console-secret every /console path answers 404",
   fn: async () => {
-    const server = await startServer({ apps: CONSOLE_APPS });
+    const server = await startInProcess({ apps: CONSOLE_APPS });
     try {
       for (
         const path of [

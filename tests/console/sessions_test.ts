@@ -4,7 +4,7 @@
 // X-Content-Type-Options: nosniff; the login limiter's table cannot be emptied by volume.
 import assert from "node:assert/strict";
 import { LoginLimiter } from "../../lib/console/session.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { ADMIN_SECRET, call, CONSOLE_APPS, login, startConsole } from "./helpers.ts";
 
 const opts = { sanitizeResources: false, sanitizeOps: false };
@@ -14,7 +14,7 @@ Deno.test({
   name: "console: logout ends the session on the server; a copied cookie no longer works",
   fn: async () => {
     const server = await startConsole();
-    let restarted: Awaited<ReturnType<typeof startServer>> | undefined;
+    let restarted: Awaited<ReturnType<typeof startInProcess>> | undefined;
     try {
       const copy = await login(server, ADMIN_SECRET);
       const other = await login(server, CONSOLE_APPS[0].secret);

@@ -2,7 +2,8 @@
 // console's webhook page and in /metrics. The waits are shortened through
 // SWITCHBOARD_WEBHOOK_RETRY_DELAYS_MS (three attempts) so the test does not wait an hour.
 import assert from "node:assert/strict";
-import { call, CONSOLE_APPS, login, startConsole, until } from "./helpers.ts";
+import { ADMIN_SECRET, call, CONSOLE_APPS, login, until } from "./helpers.ts";
+import { startServer } from "../helpers/server.ts";
 import { receiver } from "../helpers/webhook_receiver.ts";
 import { client, type Pusher, subscribed } from "../pusher/helpers.ts";
 
@@ -15,8 +16,10 @@ Deno.test({
     const apps = CONSOLE_APPS.map((a, i) =>
       i === 0 ? { ...a, webhooks: [{ url: hook.url, event_types: ["channel_occupied"] }] } : a
     );
-    const server = await startConsole({
+    // A process of its own: the retry delays are read from the process environment.
+    const server = await startServer({
       apps,
+      args: ["--console-secret", ADMIN_SECRET],
       env: { SWITCHBOARD_WEBHOOK_RETRY_DELAYS_MS: "50,50" },
     });
     let p: Pusher | undefined;

@@ -9,7 +9,7 @@ import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import process from "node:process";
 import type { Context } from "hono";
 import PusherJs from "pusher-js";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { RealtimeClient } from "../../sdk/client/realtime.ts";
 import { ChatClient } from "../../sdk/client/chat_client.ts";
 
@@ -44,7 +44,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
 }, async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   // The snippet is a module inside the repository (git ignores tests/docs/*.tmp.ts), so "hono"
   // and "pusher" resolve from node_modules as they would in an app.
   const file =

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { client, tid, until } from "../chat_live/helpers.ts";
 
 Deno.test("examples/echo_agent.ts streams an echo and asks for tool approval on /tool", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const thread = tid();
   const child = spawn(Deno.execPath(), [
     "run",

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
 import { Switchboard } from "../../sdk/server/mod.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { client, tid, until } from "../chat_live/helpers.ts";
 
 Deno.test("MessagePack mode: a streamed conversation over binary frames, agent in JSON", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const human = client(server, { messageFormat: "msgpack" });
   const viewer = client(server, { serializer: "msgpack" });
   const bot = client(server);
@@ -32,7 +32,7 @@ Deno.test("MessagePack mode: a streamed conversation over binary frames, agent i
 });
 
 Deno.test("authEndpoint: POSTs { socket_id, thread_id, client_id } plus authParams with authHeaders", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const sb = new Switchboard({ baseUrl: server.baseUrl, appKey: "key2", appSecret: "secret2" });
   const seen: { body: Record<string, unknown>; header: string | null }[] = [];
   const ac = new AbortController();

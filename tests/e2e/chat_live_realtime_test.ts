@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { ChatClient, RealtimeClient } from "../../sdk/client/mod.ts";
 import { Switchboard } from "../../sdk/server/mod.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { tid, until } from "../chat_live/helpers.ts";
 
 Deno.test("ChatClient reuses a RealtimeClient socket (realtime option) with token auth", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const sb = new Switchboard({ baseUrl: server.baseUrl, appKey: "key2", appSecret: "secret2" });
   const rt = new RealtimeClient("key2", { endpoint: `ws://127.0.0.1:${server.port}/socket` });
   try {

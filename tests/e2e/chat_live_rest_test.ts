@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { client, tid, until } from "../chat_live/helpers.ts";
 
 const JSONAPI = "application/vnd.api+json";
 
 Deno.test("a message sent live is visible over REST, and a REST message appears live", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const human = client(server);
   const bot = client(server);
   try {

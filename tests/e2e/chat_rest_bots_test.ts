@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
-import { withServer } from "../helpers/server.ts";
+import { withInProcess } from "../helpers/in_process.ts";
 import { api, doc, makeMessage, makeThread, statusOf } from "../chat_rest/helpers.ts";
 import { verifyWebhook } from "../../lib/chat/webhooks/signature.ts";
 import { receiver } from "../helpers/webhook_receiver.ts";
 
 Deno.test("chat REST bots: CRUD, pagination, webhook_secret only in create and rotate-secret meta", async () => {
-  await withServer(async (s) => {
+  await withInProcess(async (s) => {
     const created = await api(
       s,
       "POST",
@@ -94,7 +94,7 @@ Deno.test("chat REST bots: CRUD, pagination, webhook_secret only in create and r
 Deno.test("chat webhooks: signed delivery of new messages to the assigned bot, retried after a 500 with the same delivery id", async () => {
   const hook = receiver([500]);
   try {
-    await withServer(async (s) => {
+    await withInProcess(async (s) => {
       const bot = await api(
         s,
         "POST",

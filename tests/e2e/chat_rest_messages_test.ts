@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { withServer } from "../helpers/server.ts";
+import { withInProcess } from "../helpers/in_process.ts";
 import { api, doc, makeMessage, makeThread, statusOf } from "../chat_rest/helpers.ts";
 
 Deno.test("chat REST messages: create with caller id, 409 duplicate, get, list pages, replies, edit, soft and hard delete", async () => {
-  await withServer(async (s) => {
+  await withInProcess(async (s) => {
     await makeThread(s, "t");
     const m1 = await api(
       s,
@@ -159,7 +159,7 @@ Deno.test("chat REST messages: create with caller id, 409 duplicate, get, list p
 });
 
 Deno.test("chat REST participants and reactions: add, 409 duplicates, mark-read, role, remove, react, unreact", async () => {
-  await withServer(async (s) => {
+  await withInProcess(async (s) => {
     await makeThread(s, "t");
     await makeMessage(s, "t", "m1");
     const pa = await api(

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { RawSocket } from "../helpers/raw_socket.ts";
 import { api, doc, makeThread } from "../chat_rest/helpers.ts";
 
@@ -38,7 +38,7 @@ const ROUTES: [string, string][] = [
 ];
 
 Deno.test("GET /api/chat/open_api is an OpenAPI 3.1 document listing every chat route, served without credentials", async () => {
-  const s = await startServer();
+  const s = await startInProcess();
   try {
     const res = await fetch(`${s.baseUrl}/api/chat/open_api`);
     assert.equal(res.status, 200);
@@ -60,7 +60,7 @@ Deno.test("GET /api/chat/open_api is an OpenAPI 3.1 document listing every chat 
 });
 
 Deno.test("a REST-created, edited and deleted message appears live on a socket joined to the thread topic", async () => {
-  const s = await startServer();
+  const s = await startInProcess();
   const sock = await RawSocket.connect(s.wsUrl("key1"));
   try {
     await makeThread(s, "live-t");

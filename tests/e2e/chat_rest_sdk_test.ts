@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { Switchboard, SwitchboardError } from "../../sdk/server/mod.ts";
 
 Deno.test("Switchboard.chat (ChatRestClient) drives every chat resource and surfaces errors as SwitchboardError", async () => {
-  const s = await startServer();
+  const s = await startInProcess();
   try {
     const chat = new Switchboard({ baseUrl: s.baseUrl, appKey: "key1", appSecret: "secret1" }).chat;
     const bot = await chat.createBot({ name: "B" }, "b1");

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { withServer } from "../helpers/server.ts";
+import { withInProcess } from "../helpers/in_process.ts";
 import { api, doc, makeThread, statusOf } from "../chat_rest/helpers.ts";
 
 Deno.test("chat REST threads: create, get, list with pagination and filters, patch, delete", async () => {
-  await withServer(async (s) => {
+  await withInProcess(async (s) => {
     const created = await api(
       s,
       "POST",
@@ -97,7 +97,7 @@ Deno.test("chat REST threads: create, get, list with pagination and filters, pat
 });
 
 Deno.test("chat REST threads: status transitions, illegal ones answer 409", async () => {
-  await withServer(async (s) => {
+  await withInProcess(async (s) => {
     const bot = await api(
       s,
       "POST",
@@ -181,7 +181,7 @@ Deno.test("chat REST threads: status transitions, illegal ones answer 409", asyn
 });
 
 Deno.test("chat REST: 401 without credentials, 415 for other media types, 400 malformed JSON, 409 type mismatch", async () => {
-  await withServer(async (s) => {
+  await withInProcess(async (s) => {
     const paths = ["/api/chat/threads", "/api/chat/bots", "/api/chat/threads/x/messages"];
     for (const p of paths) {
       const r = await api(s, "GET", p, undefined, { "X-App-Secret": "wrong" });

@@ -2,12 +2,11 @@
 // changes are events too), joins and API calls arrive on GET /playground/api/debug as SSE.
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 
 Deno.test("debug console: events, joins and API calls of the development app, live", async () => {
-  const server = await startServer({ apps: null });
-  const key = server.output().match(/app key:\s+(\S+)/)![1];
-  const secret = server.output().match(/app secret:\s+(\S+)/)![1];
+  const server = await startInProcess({ apps: null });
+  const { key, secret } = server.devApp!;
   const abort = new AbortController();
   const sock = await RawSocket.connect(server.wsUrl(key));
   try {

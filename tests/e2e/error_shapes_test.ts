@@ -6,7 +6,7 @@
 // cannot change a byte unnoticed.
 import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
-import { APPS, startServer, type TestApp, type TestServer } from "../helpers/server.ts";
+import { APPS, startInProcess, type TestApp, type TestServer } from "../helpers/in_process.ts";
 
 const JSON_TYPE = "application/json";
 const JSON_API = "application/vnd.api+json";
@@ -69,7 +69,7 @@ const big = " ".repeat(8 * 1024 * 1024 + 1);
 const proto = '{"__proto__":{"x":1}}';
 
 Deno.test("error shapes: every surface answers its refusals byte for byte as before", async (t) => {
-  const server = await startServer({ apps: [...APPS, OFF] });
+  const server = await startInProcess({ apps: [...APPS, OFF] });
   const h = server.headers();
   const hJson = { ...h, "content-type": JSON_TYPE };
   const hApi = { ...h, "content-type": JSON_API };

@@ -1,11 +1,11 @@
 // `GET /favicon.ico` answers with the icon (an ICO file, image/x-icon), with or without the
 // playground, from source and from the binary.
 import assert from "node:assert/strict";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 
 for (const args of [[], ["--no-playground"]]) {
   Deno.test(`favicon: /favicon.ico is an ICO image ${args.join(" ") || "(playground on)"}`, async () => {
-    const server = await startServer({ args });
+    const server = await startInProcess({ args });
     try {
       const res = await fetch(`${server.baseUrl}/favicon.ico`);
       assert.equal(res.status, 200);

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 
 const UNAUTHORIZED = { errors: [{ status: "401", title: "Unauthorized" }] };
 
 Deno.test("foundation: /healthz, the issuer and credential checks on a real server", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const post = (path: string, headers: Record<string, string>, body: string) =>
     fetch(server.baseUrl + path, { method: "POST", headers, body });
   try {

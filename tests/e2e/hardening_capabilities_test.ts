@@ -3,11 +3,11 @@
 // are checked in-process in tests/harness/capabilities_test.ts.
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { call, token } from "../pubsub/helpers.ts";
 
 Deno.test("capabilities: prefix grants on channels; a * inside a grant is malformed at issuance", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const sock = await RawSocket.connect(server.wsUrl("key1"));
   try {
     const app = server.apps[0];

@@ -4,13 +4,13 @@
 import assert from "node:assert/strict";
 import { api, doc, makeThread } from "../chat_rest/helpers.ts";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { call, token } from "../pubsub/helpers.ts";
 
 const LONG = "x".repeat(3000);
 
 Deno.test("inputs: a 3,000-character messageId is refused by name and commits nothing", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const sock = await RawSocket.connect(server.wsUrl("key1"));
   try {
     const topic = "chat:key1:ids";
@@ -69,7 +69,7 @@ Deno.test("inputs: a 3,000-character messageId is refused by name and commits no
 });
 
 Deno.test("inputs: content, presence user_info, space data and pending runs are capped with a reason", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const sock = await RawSocket.connect(server.wsUrl("key1"));
   try {
     const topic = "chat:key1:caps";
@@ -112,7 +112,7 @@ Deno.test("inputs: content, presence user_info, space data and pending runs are 
 });
 
 Deno.test("inputs: request bodies are capped while read (413 in each surface's shape)", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   try {
     // A streamed body with no content-length: refused once it passes the cap. The body is
     // larger than the cap plus what loopback's socket buffers can hold (here up to 32 MiB to
@@ -159,7 +159,7 @@ Deno.test("inputs: request bodies are capped while read (413 in each surface's s
 });
 
 Deno.test("inputs: a rate limit of 0 in the apps file means unlimited", async () => {
-  const server = await startServer({
+  const server = await startInProcess({
     apps: [{
       id: "app-0",
       key: "key0",
@@ -183,12 +183,8 @@ Deno.test("inputs: a rate limit of 0 in the apps file means unlimited", async ()
 });
 
 Deno.test("inputs: the playground's presence channels join with the token its auth route mints", async () => {
-  const server = await startServer({ apps: null });
-  // The development app's lines follow the "listening" line the helper waits for.
-  for (let i = 0; i < 250 && !/app key:\s+\S+/.test(server.output()); i++) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  const key = server.output().match(/app key:\s+(\S+)/)![1];
+  const server = await startInProcess({ apps: null });
+  const key = server.devApp!.key;
   const sock = await RawSocket.connect(server.wsUrl(key));
   try {
     const res = await fetch(`${server.baseUrl}/playground/api/auth`, {

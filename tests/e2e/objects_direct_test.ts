@@ -2,7 +2,7 @@
 // a percent-encoded path segment sends the same request through Hono's router instead. Both
 // must answer every request alike: status, content type, body, and the write itself.
 import assert from "node:assert/strict";
-import { withServer } from "../helpers/server.ts";
+import { withInProcess } from "../helpers/in_process.ts";
 
 const CASES: [method: string, tail: string, body: string][] = [
   ["PUT", "/v", '{"value":{"n":1,"s":"café"}}'],
@@ -21,7 +21,7 @@ const CASES: [method: string, tail: string, body: string][] = [
 ];
 
 Deno.test("objects: the direct write route and the router answer every write alike", async () => {
-  await withServer(async (server) => {
+  await withInProcess(async (server) => {
     const base = `${server.baseUrl}/api/v1/objects/app-1/t`;
     const headers = { ...server.headers(), "content-type": "application/json" };
     for (const [method, tail, body] of CASES) {

@@ -1,9 +1,9 @@
 // End-to-end tests of the Durable Object HTTP API: every operation, every error, replay, purge
 // and concurrency, against the real server.
 import assert from "node:assert/strict";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { startInProcess, type TestServer } from "../helpers/in_process.ts";
 
-const server = await startServer();
+const server = await startInProcess();
 const H = server.headers();
 let counter = 0;
 

@@ -1,6 +1,6 @@
 // End-to-end tests of the server SDK's objects client (`Switchboard.objects(type, key)`).
 import assert from "node:assert/strict";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { Switchboard, SwitchboardError } from "../../sdk/server/mod.ts";
 
 Deno.test({
@@ -8,7 +8,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const server = await startServer();
+    const server = await startInProcess();
     try {
       const sb = new Switchboard({
         baseUrl: server.baseUrl,

@@ -2,7 +2,7 @@
 // object across forced reconnects while writes keep coming.
 import assert from "node:assert/strict";
 import { Socket } from "phoenix";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { Switchboard } from "../../sdk/server/mod.ts";
 import {
   objectAuthBody,
@@ -24,7 +24,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn() {
-    const server = await startServer();
+    const server = await startInProcess();
     const socket = new Socket(server.baseUrl.replace("http", "ws") + "/socket", {
       params: { app_key: "key1" },
       reconnectAfterMs: () => 20,

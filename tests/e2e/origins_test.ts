@@ -1,11 +1,11 @@
 // allowed_origins per app: WebSocket upgrades from other browser origins are refused with 403
 // (and logged); listed origins, subdomain wildcards and non-browser clients get through.
 import assert from "node:assert/strict";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { TcpWebSocket } from "../helpers/tcp_websocket.ts";
 
 Deno.test("allowed_origins: other origins get 403 on upgrade, listed ones and no Origin get a socket", async () => {
-  const server = await startServer({
+  const server = await startInProcess({
     apps: [
       {
         id: "a",

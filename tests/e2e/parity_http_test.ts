@@ -3,7 +3,7 @@
 // both protocols' connection gauges at 0, Pusher sockets under protocol="pusher", no NaN.
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { RawPusher } from "../pusher/helpers.ts";
 
 const sample = (text: string, name: string, labels = "") => {
@@ -13,7 +13,7 @@ const sample = (text: string, name: string, labels = "") => {
 };
 
 Deno.test("CORS *: health probes, the root and unknown paths; never authenticated routes", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   try {
     for (const path of ["/healthz", "/readyz", "/", "/no/such/path"]) {
       const res = await fetch(server.baseUrl + path, {
@@ -42,7 +42,7 @@ Deno.test("CORS *: health probes, the root and unknown paths; never authenticate
 });
 
 Deno.test("metrics: connection gauges of both protocols from the first scrape; Pusher sockets labelled pusher; no NaN", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const scrape = async () => await (await fetch(`${server.baseUrl}/metrics`)).text();
   try {
     const first = await scrape();

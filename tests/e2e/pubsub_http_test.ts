@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer, type TestApp } from "../helpers/server.ts";
+import { startInProcess, type TestApp } from "../helpers/in_process.ts";
 import { call, token, trigger } from "../pubsub/helpers.ts";
 
 const APP: TestApp = { id: "app-1", key: "key1", secret: "secret1" };
@@ -12,7 +12,7 @@ const SLOW: TestApp = {
 };
 
 Deno.test("pubsub HTTP: trigger, push, history, info routes, limits and errors", async (t) => {
-  const server = await startServer({ apps: [APP, SLOW], args: ["--history-max-count", "5"] });
+  const server = await startInProcess({ apps: [APP, SLOW], args: ["--history-max-count", "5"] });
   const sock = await RawSocket.connect(server.wsUrl("key1"));
   try {
     await t.step("trigger answers the serial and delivers { serial, data }", async () => {

@@ -2,11 +2,11 @@
 // receives a trigger.
 import assert from "node:assert/strict";
 import { Socket } from "phoenix";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { trigger } from "../pubsub/helpers.ts";
 
 Deno.test("phoenix Socket subscribes to a public channel and receives a triggered event", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const socket = new Socket(server.baseUrl.replace("http", "ws") + "/socket", {
     params: { app_key: "key1" },
   });

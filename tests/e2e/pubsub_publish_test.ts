@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer, type TestApp } from "../helpers/server.ts";
+import { startInProcess, type TestApp } from "../helpers/in_process.ts";
 import { call, token } from "../pubsub/helpers.ts";
 
 const OPEN: TestApp = { id: "app-1", key: "key1", secret: "secret1", max_client_events_per_sec: 5 };
 const OFF: TestApp = { id: "app-2", key: "key2", secret: "secret2", enable_client_messages: false };
 
 Deno.test("client publish: accepted events are serialed and broadcast; every refusal reason", async (t) => {
-  const server = await startServer({ apps: [OPEN, OFF] });
+  const server = await startInProcess({ apps: [OPEN, OFF] });
   const pub = await RawSocket.connect(server.wsUrl("key1"));
   const sub = await RawSocket.connect(server.wsUrl("key1"));
   const off = await RawSocket.connect(server.wsUrl("key2"));

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { RealtimeClient } from "../../sdk/client/mod.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { sdkFor, trigger } from "../pubsub/helpers.ts";
 
 async function until(cond: () => boolean, what: string, ms = 5000) {
@@ -12,7 +12,7 @@ async function until(cond: () => boolean, what: string, ms = 5000) {
 }
 
 Deno.test("RealtimeClient: private channel over forced reconnects sees every serial once, in order", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const sdk = sdkFor(server);
   const socketIds = new Set<string>();
   const client = new RealtimeClient("key1", {
@@ -63,7 +63,7 @@ Deno.test("RealtimeClient: private channel over forced reconnects sees every ser
 });
 
 Deno.test("RealtimeClient: presence members via authEndpoint, msgpack frames", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const sdk = sdkFor(server);
   const auth = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, async (req) => {
     const body = await req.json();
@@ -112,7 +112,7 @@ Deno.test("RealtimeClient: presence members via authEndpoint, msgpack frames", a
 });
 
 Deno.test("RealtimeClient.object() delegates to ObjectSubscription with a token from authCallback", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const sdk = sdkFor(server);
   const client = new RealtimeClient("key1", {
     endpoint: server.baseUrl.replace("http", "ws") + "/socket",
@@ -142,7 +142,7 @@ Deno.test("RealtimeClient.object() delegates to ObjectSubscription with a token 
 });
 
 Deno.test("RealtimeClient: publish on a refused subscription rejects instead of hanging", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const client = new RealtimeClient("key1", {
     endpoint: server.baseUrl.replace("http", "ws") + "/socket",
   });

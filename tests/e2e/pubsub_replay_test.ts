@@ -1,13 +1,13 @@
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { call, trigger } from "../pubsub/helpers.ts";
 
 // Replay, partial replay and reset joins run in-process in tests/harness/pubsub_test.ts; this
 // storm of real socket reconnects stays here.
 
 Deno.test("reconnect storm: every subscriber sees every serial exactly once and in order", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const TOTAL = 300;
   const SUBSCRIBERS = 6;
   const topic = "pubsub:key1:storm";

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { sdkFor } from "../pubsub/helpers.ts";
 import { SwitchboardError } from "../../sdk/server/mod.ts";
 
 Deno.test("Switchboard channel methods: trigger, push, history, channels, channel, users", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const sdk = sdkFor(server);
   const s = await RawSocket.connect(server.wsUrl("key1"));
   try {

@@ -3,11 +3,11 @@
 // leaving) and whispers, with events triggered by the `pusher` server library.
 import assert from "node:assert/strict";
 import Echo from "laravel-echo";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { client, connected, type Pusher, serverLib, until } from "../pusher/helpers.ts";
 
 Deno.test("Laravel Echo: listen, private, presence and whisper through Switchboard", async () => {
-  const server = await startServer({ apps: [{ id: "app-1", key: "key1", secret: "secret1" }] });
+  const server = await startInProcess({ apps: [{ id: "app-1", key: "key1", secret: "secret1" }] });
   const lib = serverLib(server);
   const clients: Pusher[] = [];
   const echo = (user: string) => {

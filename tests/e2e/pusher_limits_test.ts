@@ -4,7 +4,7 @@
 // Pusher-protocol clients know, and /metrics counts the refusal per app and limit.
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer, type TestApp } from "../helpers/server.ts";
+import { startInProcess, type TestApp } from "../helpers/in_process.ts";
 import { call, token } from "../pubsub/helpers.ts";
 import {
   client,
@@ -65,7 +65,7 @@ async function refusals(baseUrl: string): Promise<Record<string, number>> {
 }
 
 Deno.test("per-app limits: pusher-js, the pusher library and Phoenix are refused alike, nothing published, refusals counted", async (t) => {
-  const server = await startServer({ apps: [APP, PLAIN] });
+  const server = await startInProcess({ apps: [APP, PLAIN] });
   const clients: Pusher[] = [];
   const open = (who: { user_id: string; user_info?: Record<string, unknown> }, app = APP) => {
     const p = client(server, who, app);
@@ -327,7 +327,7 @@ Deno.test("per-app limits: pusher-js, the pusher library and Phoenix are refused
 });
 
 Deno.test("an app without settings caps a presence channel at Pusher's 100 members; the users list and subscription_succeeded stay within it", async () => {
-  const server = await startServer({ apps: [PLAIN] });
+  const server = await startInProcess({ apps: [PLAIN] });
   const lib = serverLib(server, PLAIN);
   const sockets: RawPusher[] = [];
   try {

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer, type TestApp } from "../helpers/server.ts";
+import { startInProcess, type TestApp } from "../helpers/in_process.ts";
 import { receiver } from "../helpers/webhook_receiver.ts";
 import { call, token } from "../pubsub/helpers.ts";
 import { client, type Pusher, RawPusher, serverLib, subscribed, until } from "../pusher/helpers.ts";
@@ -53,7 +53,7 @@ Deno.test("Pusher parity: cache channels, auth timeout, disabled apps, sign-in d
     { id: "app-t", key: "keyt", secret: "secrett", user_authentication_timeout: 1 },
     { id: "app-off", key: "keyoff", secret: "secretoff", enabled: false },
   ] as TestApp[];
-  const server = await startServer({ apps });
+  const server = await startInProcess({ apps });
   const lib = serverLib(server);
   const clients: Pusher[] = [];
   const raws: RawPusher[] = [];

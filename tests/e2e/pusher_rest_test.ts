@@ -4,7 +4,7 @@
 import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer, type TestApp } from "../helpers/server.ts";
+import { startInProcess, type TestApp } from "../helpers/in_process.ts";
 import { call, token } from "../pubsub/helpers.ts";
 import {
   client,
@@ -46,7 +46,7 @@ async function signed(
 }
 
 Deno.test("Pusher REST API: events, batches, channel info, users, terminate; one channel for both protocols", async (t) => {
-  const server = await startServer({ apps: [APP] });
+  const server = await startInProcess({ apps: [APP] });
   const lib = serverLib(server);
   const clients: Pusher[] = [];
   const open = (who = { user_id: "u1" }) => {

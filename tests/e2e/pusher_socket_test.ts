@@ -2,7 +2,7 @@
 // and the `pusher` server library signing channel and user authorizations.
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer, type TestApp } from "../helpers/server.ts";
+import { startInProcess, type TestApp } from "../helpers/in_process.ts";
 import { token, trigger } from "../pubsub/helpers.ts";
 import { client, collect, connected, type Pusher, subscribed, until } from "../pusher/helpers.ts";
 
@@ -16,7 +16,7 @@ const NO_CLIENT: TestApp = {
 const SLOW: TestApp = { id: "app-3", key: "key3", secret: "secret3", max_client_events_per_sec: 2 };
 
 Deno.test("pusher-js: connect, public/private/presence channels, client events, both protocols on one channel", async (t) => {
-  const server = await startServer({ apps: [APP, NO_CLIENT, SLOW] });
+  const server = await startInProcess({ apps: [APP, NO_CLIENT, SLOW] });
   const clients: Pusher[] = [];
   const open = (
     who: { user_id: string; user_info?: Record<string, unknown> } = { user_id: "u1" },

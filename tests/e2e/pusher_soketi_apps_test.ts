@@ -2,7 +2,7 @@
 // Soketi or Reverb"): its camelCase settings apply as ours, seen through pusher-js and the
 // `pusher` library.
 import assert from "node:assert/strict";
-import { startServer, type TestApp } from "../helpers/server.ts";
+import { startInProcess, type TestApp } from "../helpers/in_process.ts";
 import { client, type Pusher, serverLib, subscribed } from "../pusher/helpers.ts";
 
 /** A Soketi app entry, keys as Soketi's array app manager documents them. */
@@ -27,7 +27,7 @@ const SOKETI_APP: TestApp = {
 };
 
 Deno.test("a Soketi app entry starts unchanged and its limits apply", async () => {
-  const server = await startServer({ apps: [SOKETI_APP] });
+  const server = await startInProcess({ apps: [SOKETI_APP] });
   const clients: Pusher[] = [];
   try {
     const a = client(server, { user_id: "alice" });

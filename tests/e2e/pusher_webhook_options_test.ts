@@ -3,7 +3,7 @@
 // unfiltered one gets them all, and custom headers go with every request beside the
 // signature the `pusher` library checks.
 import assert from "node:assert/strict";
-import { startServer, type TestApp } from "../helpers/server.ts";
+import { startInProcess, type TestApp } from "../helpers/in_process.ts";
 import { receiver } from "../helpers/webhook_receiver.ts";
 import { client, type Pusher, serverLib, subscribed } from "../pusher/helpers.ts";
 
@@ -32,7 +32,7 @@ Deno.test("webhooks: filter by channel name prefix and suffix, custom headers wi
       { url: all.url, event_types: ["channel_occupied"] },
     ],
   };
-  const server = await startServer({ apps: [APP] });
+  const server = await startInProcess({ apps: [APP] });
   const clients: Pusher[] = [];
   try {
     const p = client(server, { user_id: "alice" });

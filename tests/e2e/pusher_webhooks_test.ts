@@ -2,7 +2,7 @@
 // them, for events of both protocols, and retried through the durable outbox.
 import assert from "node:assert/strict";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer, type TestApp } from "../helpers/server.ts";
+import { startInProcess, type TestApp } from "../helpers/in_process.ts";
 import { receiver } from "../helpers/webhook_receiver.ts";
 import { token } from "../pubsub/helpers.ts";
 import { client, type Pusher, serverLib, subscribed } from "../pusher/helpers.ts";
@@ -26,7 +26,7 @@ Deno.test("Pusher webhooks: occupied/vacated, member added/removed, client event
       ],
     }],
   };
-  const server = await startServer({ apps: [APP] });
+  const server = await startInProcess({ apps: [APP] });
   const clients: Pusher[] = [];
   const phoenix = await RawSocket.connect(server.wsUrl("key1"));
   try {

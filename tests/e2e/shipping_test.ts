@@ -2,24 +2,19 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 
-/** Starts a server with the development app and reads its printed key and secret. */
+/** Starts a server with the development app and reads its key and secret. */
 async function startDevServer() {
-  const server = await startServer({ apps: null });
-  const deadline = Date.now() + 10_000;
-  while (!/app secret:\s+\S+\n/.test(server.output()) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  const key = server.output().match(/app key:\s+(\S+)/)![1];
-  const secret = server.output().match(/app secret:\s+(\S+)/)![1];
+  const server = await startInProcess({ apps: null });
+  const { key, secret } = server.devApp!;
   return { server, key, secret };
 }
 
 Deno.test("GET /sdk/client.js serves the bundled SDK with a content ETag and answers 304", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   try {
     const res = await fetch(`${server.baseUrl}/sdk/client.js`);
     assert.equal(res.status, 200);
@@ -71,7 +66,7 @@ Deno.test("lib/generated/client_bundle.ts is up to date with sdk/client (deno ta
 });
 
 Deno.test("the playground is served at / by default and turned off by --no-playground or PLAYGROUND=0", async () => {
-  const on = await startServer();
+  const on = await startInProcess();
   try {
     const page = await fetch(`${on.baseUrl}/`);
     assert.equal(page.status, 200);
@@ -82,7 +77,7 @@ Deno.test("the playground is served at / by default and turned off by --no-playg
     await on.stop();
   }
   for (const opts of [{ args: ["--no-playground"] }, { env: { PLAYGROUND: "0" } }]) {
-    const off = await startServer(opts);
+    const off = await startInProcess(opts);
     try {
       for (const path of ["/", "/playground/app.js", "/playground/api/info"]) {
         const res = await fetch(`${off.baseUrl}${path}`);
@@ -99,7 +94,7 @@ Deno.test("the playground is served at / by default and turned off by --no-playg
 });
 
 Deno.test("playground API routes act only for the development app", async () => {
-  const withFile = await startServer();
+  const withFile = await startInProcess();
   try {
     const info = await (await fetch(`${withFile.baseUrl}/playground/api/info`)).json();
     assert.equal(info.app, null);

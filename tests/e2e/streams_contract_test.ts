@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { api, doc, makeThread } from "../chat_rest/helpers.ts";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { startInProcess, type TestServer } from "../helpers/in_process.ts";
 
 interface ProductCase {
   name: string;
@@ -76,7 +76,7 @@ const CASES: ProductCase[] = [
 
 for (const product of CASES) {
   Deno.test(`stream contract (${product.name}): joiners at random moments of a write storm see exactly 1..N`, async () => {
-    const server = await startServer();
+    const server = await startInProcess();
     const sockets: RawSocket[] = [];
     try {
       await product.setup?.(server);

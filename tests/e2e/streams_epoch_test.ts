@@ -5,14 +5,14 @@
 import assert from "node:assert/strict";
 import { api, doc, makeThread } from "../chat_rest/helpers.ts";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { client, until } from "../chat_live/helpers.ts";
 import { ObjectSubscription } from "../../sdk/client/object_subscription.ts";
 import { Switchboard } from "../../sdk/server/mod.ts";
 import { Socket } from "phoenix";
 
 Deno.test("streams: chat joins during a 20-writer storm always reply with log_id and see exactly 1..N", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   try {
     await makeThread(server, "storm");
     let writing = true;
@@ -73,7 +73,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
 }, async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const ws = new Socket(`ws://127.0.0.1:${server.port}/socket`, { params: { app_key: "key1" } });
   const sb = new Switchboard({ baseUrl: server.baseUrl, appKey: "key1", appSecret: "secret1" });
   const chat = client(server);

@@ -6,12 +6,12 @@
 import assert from "node:assert/strict";
 import { api, doc, makeThread } from "../chat_rest/helpers.ts";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { RawPusher } from "../pusher/helpers.ts";
 import { Switchboard } from "../../sdk/server/mod.ts";
 
 Deno.test("streams: one position, one refusal wording and one reset encoding on every product", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const sock = await RawSocket.connect(server.wsUrl("key1"));
   const pusher = await RawPusher.connect(server, "key1");
   try {

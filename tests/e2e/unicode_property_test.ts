@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { api, doc } from "../chat_rest/helpers.ts";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { startInProcess, type TestServer } from "../helpers/in_process.ts";
 import { call, token } from "../pubsub/helpers.ts";
 import { hasProtoKey } from "../../lib/wire/codec.ts";
 
@@ -133,7 +133,7 @@ async function spaceRoundTrip(a: RawSocket, b: RawSocket, name: string, data: un
 
 Deno.test(`property: Unicode names and JSON payloads round-trip through every product (seed ${SEED})`, async () => {
   console.log(`fast-check seed ${SEED}, ${RUNS} runs per format (PROPERTY_SEED to replay)`);
-  const server = await startServer();
+  const server = await startInProcess();
   try {
     for (const format of ["", "&format=msgpack"]) {
       const a = await RawSocket.connect(server.wsUrl("key1", format));

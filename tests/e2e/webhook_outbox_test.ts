@@ -2,13 +2,13 @@
 // after it, with the same delivery id and the next attempt number.
 import assert from "node:assert/strict";
 import { api, doc, makeThread } from "../chat_rest/helpers.ts";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { receiver } from "../helpers/webhook_receiver.ts";
 
 Deno.test("webhook outbox: a retry pending at shutdown is sent after the restart", async () => {
   const hook = receiver([500]);
   try {
-    const first = await startServer();
+    const first = await startInProcess();
     try {
       await api(
         first,
@@ -34,7 +34,7 @@ Deno.test("webhook outbox: a retry pending at shutdown is sent after the restart
       await first.stop();
     }
     assert.equal(hook.got.length, 1, "the retry must not have been sent before the shutdown");
-    const again = await startServer({ dataDir: first.dataDir });
+    const again = await startInProcess({ dataDir: first.dataDir });
     try {
       const [a, b] = await hook.waitFor(2);
       assert.equal(

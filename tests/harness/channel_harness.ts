@@ -1,8 +1,10 @@
 // In-process channel harness: the products built as the server builds them (real `OrderedLog`s
 // on a real LMDB store in a temp dir, a real `Hub`), joined through a fake `JoinContext` that
 // records what the socket layer would send, in the spirit of Phoenix's `subscribe_and_join` /
-// `assert_push`. No process, no socket: a join, replay, purge or reset test runs in
-// milliseconds. What needs a process (frames on the wire, signals, the binary) stays in
+// `assert_push`. The Pusher face is built too: its REST routes answer through `http` /
+// `pusherRest`, and `pusherSocket` opens a Pusher protocol connection over a fake transport
+// that records the messages it would send. No process, no socket: a join, replay, purge or
+// reset test runs in milliseconds. What needs a process (frames on the wire, signals, the binary) stays in
 // tests/e2e/.
 import assert from "node:assert/strict";
 import { join as joinPath } from "node:path";
@@ -20,6 +22,10 @@ import { createObjects } from "../../lib/objects/mod.ts";
 import { createPubsub } from "../../lib/pubsub/mod.ts";
 import { createChat } from "../../lib/chat/mod.ts";
 import { createSpaces } from "../../lib/spaces/mod.ts";
+import { createPusher } from "../../lib/pusher/mod.ts";
+import { PusherSockets } from "../../lib/pusher/endpoint.ts";
+import { hmacHex, md5Hex } from "../../lib/pusher/signature.ts";
+import type { LiveSocket } from "../../lib/socket/endpoint.ts";
 import { ApiError } from "../../lib/http/errors.ts";
 import { NATIVE, RouteSurfaces } from "../../lib/http/surfaces.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
@@ -150,14 +156,92 @@ export class Member implements Subscriber {
   }
 }
 
+/** A Pusher message as the connection sends it (`data` as sent: a JSON string or an object). */
+export type PusherMessage = {
+  event: string;
+  channel?: string;
+  data?: any;
+  [extra: string]: unknown;
+};
+
+/** One Pusher protocol connection opened by the harness: what it was sent, in order. */
+export class PusherClient {
+  /** Every message sent to the client, in order. */
+  readonly messages: PusherMessage[] = [];
+  /** The close code and reason, once the connection closed the transport. */
+  closed?: { code: number; reason: string };
+  socket?: LiveSocket;
+  #waiters: (() => void)[] = [];
+  /** The transport the connection writes to: it records instead of sending. */
+  readonly transport = {
+    send: (data: string | Uint8Array) => {
+      this.messages.push(
+        JSON.parse(typeof data === "string" ? data : new TextDecoder().decode(data)),
+      );
+      this.#wake();
+    },
+    close: (code: number, reason: string) => {
+      this.closed ??= { code, reason };
+      this.#wake();
+    },
+    bufferedAmount: () => 0,
+  };
+
+  /** Sends a client message (`{event, data, channel}`) as a text frame. */
+  send(message: Record<string, unknown>): void {
+    this.socket!.receive(JSON.stringify(message));
+  }
+
+  /** The socket id from `pusher:connection_established`. */
+  get socketId(): string {
+    const m = this.messages.find((x) => x.event === "pusher:connection_established");
+    assert.ok(m, `not connected: ${JSON.stringify(this.messages)}`);
+    return JSON.parse(m.data).socket_id;
+  }
+
+  /** Waits until a message named `event` matching `match` arrives (default 2 s). */
+  async assertMessage(
+    event: string,
+    match: (m: PusherMessage) => boolean = () => true,
+    ms = 2000,
+  ): Promise<PusherMessage> {
+    const found = () => this.messages.find((m) => m.event === event && match(m));
+    const deadline = Date.now() + ms;
+    while (!found()) {
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        assert.fail(`no ${event} message matched; got ${JSON.stringify(this.messages)}`);
+      }
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, left);
+        this.#waiters.push(() => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+    return found()!;
+  }
+
+  /** The peer goes away, as when the client disconnects. */
+  close(): void {
+    if (this.socket && !this.socket.closed) this.socket.onTransportClosed();
+  }
+
+  #wake(): void {
+    for (const wake of this.#waiters.splice(0)) wake();
+  }
+}
+
 /** The products of one harness, built over one store and one hub. */
 export class Harness {
   readonly env: StoreEnv;
   readonly hub = new Hub();
   readonly apps: AppRegistry;
-  readonly modules: Record<"pubsub" | "objects" | "chat" | "spaces", ProductModule>;
+  readonly modules: Record<"pubsub" | "objects" | "chat" | "spaces" | "pusher", ProductModule>;
   readonly handlers: Record<string, ChannelHandler>;
   #members: Member[] = [];
+  #pusherClients: PusherClient[] = [];
   /** The products' routes mounted as lib/server.ts mounts them (without its request-wide
    * middleware: metrics, body cap, `__proto__` check, CORS). */
   #router = new Hono();
@@ -176,11 +260,14 @@ export class Harness {
       hub: this.hub,
       openLog: (name, options) => new OrderedLog(env, name, options),
     };
+    const pubsub = createPubsub(deps);
     this.modules = {
-      pubsub: createPubsub(deps),
+      pubsub,
       objects: createObjects(deps),
       chat: createChat(deps),
       spaces: createSpaces(deps),
+      // The Pusher face over the same channel service, as lib/server.ts builds it.
+      pusher: createPusher(deps, pubsub.service),
     };
     this.handlers = Object.assign({}, ...Object.values(this.modules).map((m) => m.channels ?? {}));
     // Errors answered as the server answers them: in the shape of the matched routes' surface.
@@ -267,11 +354,62 @@ export class Harness {
     }
     const res = await this.#router.request(`http://harness${path}`, init);
     const text = await res.text();
-    return { status: res.status, body: text === "" ? undefined : JSON.parse(text) };
+    let parsed: any = text;
+    try {
+      parsed = text === "" ? undefined : JSON.parse(text);
+    } catch { /* a text answer (the Pusher REST API's errors) stays text */ }
+    return { status: res.status, body: parsed };
+  }
+
+  /** Opens a Pusher protocol connection at `/app/{appKey}` (`query` as a client sends it), as
+   * the socket server opens one: decided, then opened over a transport that records what the
+   * connection sends (`connection_established` first, or `pusher:error` and a close). */
+  pusherSocket(appKey = "key1", query = "protocol=7&client=js&version=8.4.0"): PusherClient {
+    const endpoint = this.modules.pusher.endpoints!.find((e) => e instanceof PusherSockets)!;
+    const url = new URL(`http://harness/app/${encodeURIComponent(appKey)}?${query}`);
+    const decision = endpoint.decide(url, null, () => false);
+    assert.ok("accept" in decision, "the Pusher endpoint takes every upgrade");
+    const client = new PusherClient();
+    client.socket = endpoint.open(decision.accept, client.transport);
+    this.#pusherClients.push(client);
+    return client;
+  }
+
+  /** A Pusher REST request (`/apps/{id}/...`) signed with the app's key and secret, as the
+   * `pusher` server library signs it (auth_key, auth_timestamp, auth_version, body_md5). */
+  async pusherRest(
+    method: string,
+    path: string,
+    body?: unknown,
+    appKey = "key1",
+  ): Promise<{ status: number; body: any }> {
+    const app = this.apps.byKey(appKey)!;
+    const text = body === undefined ? "" : JSON.stringify(body);
+    const [pathOnly, given = ""] = path.split("?");
+    const query = new URLSearchParams(given);
+    query.set("auth_key", app.key);
+    query.set("auth_timestamp", String(Math.floor(Date.now() / 1000)));
+    query.set("auth_version", "1.0");
+    if (text) query.set("body_md5", md5Hex(text));
+    const pairs = [...query].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    const signed = [method, pathOnly, pairs.map(([k, v]) => `${k}=${v}`).join("&")].join("\n");
+    query.set("auth_signature", hmacHex(app.secret, signed));
+    const res = await this.#router.request(`http://harness${pathOnly}?${query}`, {
+      method,
+      headers: text ? { "content-type": "application/json" } : {},
+      body: text || undefined,
+    });
+    const out = await res.text();
+    let parsed: any = out;
+    try {
+      parsed = out === "" ? undefined : JSON.parse(out);
+    } catch { /* a text answer stays text */ }
+    return { status: res.status, body: parsed };
   }
 
   /** Leaves every member, closes the products and the store. */
   async close(): Promise<void> {
+    for (const c of this.#pusherClients) c.close();
     for (const m of this.#members) m.leave();
     for (const m of Object.values(this.modules)) await m.close?.();
     await this.env.close();

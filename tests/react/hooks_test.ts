@@ -24,7 +24,7 @@ import {
 } from "../../sdk/react/mod.ts";
 import { ChatClient } from "../../sdk/client/mod.ts";
 import type { AuthResult, ChannelAuthParams } from "../../sdk/client/realtime.ts";
-import { startServer, type TestServer } from "../helpers/server.ts";
+import { startInProcess, type TestServer } from "../helpers/in_process.ts";
 import { call, sdkFor, trigger } from "../pubsub/helpers.ts";
 
 configure({ asyncUtilTimeout: 5000 });
@@ -174,7 +174,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
 }, async (t) => {
-  const server = await startServer({ apps: [{ id: "app-1", key: "key1", secret: "secret1" }] });
+  const server = await startInProcess({ apps: [{ id: "app-1", key: "key1", secret: "secret1" }] });
   const endpoint = `ws://127.0.0.1:${server.port}/socket`;
   const bot = await agent(server);
   const app = (who: string, children: ReactNode) =>
