@@ -3,11 +3,11 @@
 // joining thread `x` saw the other thread's streamed text as its own pending run's. keyOf keeps
 // them apart (against the server, or the binary with SWITCHBOARD_BIN).
 import assert from "node:assert/strict";
-import { startServer } from "../helpers/server.ts";
+import { startInProcess } from "../helpers/in_process.ts";
 import { client, until } from "../chat_live/helpers.ts";
 
 Deno.test("streamed text stays with its thread and run when ids hold newlines", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const bot = client(server);
   const alice = client(server);
   const bob = client(server);
@@ -42,7 +42,7 @@ Deno.test("streamed text stays with its thread and run when ids hold newlines", 
 });
 
 Deno.test("a run whose id starts above U+FFFF is one of its thread's runs (a joiner's snapshot shows it)", async () => {
-  const server = await startServer();
+  const server = await startInProcess();
   const alice = client(server);
   const late = client(server);
   try {

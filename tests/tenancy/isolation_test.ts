@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
 import { RawSocket } from "../helpers/raw_socket.ts";
-import { startServer, type TestApp, type TestServer } from "../helpers/server.ts";
+import { startInProcess, type TestApp, type TestServer } from "../helpers/in_process.ts";
 import { call } from "../pubsub/helpers.ts";
 import { RawPusher, serverLib } from "../pusher/helpers.ts";
 import { call as consoleCall, login } from "../console/helpers.ts";
@@ -58,7 +58,7 @@ async function terminate(server: TestServer, app: TestApp, user: string): Promis
 }
 
 async function withApps(fn: (server: TestServer) => Promise<void>): Promise<void> {
-  const server = await startServer({
+  const server = await startInProcess({
     apps: APPS,
     args: ["--console-secret", "tenancy-admin-0123456789"],
   });

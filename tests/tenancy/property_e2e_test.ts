@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { createHash, createHmac } from "node:crypto";
 import fc from "fast-check";
-import { startServer, type TestApp, type TestServer } from "../helpers/server.ts";
+import { startInProcess, type TestApp, type TestServer } from "../helpers/in_process.ts";
 import { call } from "../pubsub/helpers.ts";
 import { RawPusher, serverLib } from "../pusher/helpers.ts";
 
@@ -175,7 +175,7 @@ async function checkUsers(server: TestServer, [one, two]: [[number, string], [nu
 }
 
 Deno.test("property: distinct (app, names) tuples never share data, end to end", async () => {
-  const server = await startServer({ apps: APPS });
+  const server = await startInProcess({ apps: APPS });
   try {
     const started = Date.now();
     await fc.assert(
