@@ -5,7 +5,7 @@
 // a payload reaches the promise; timeouts say what they waited for.
 import assert from "node:assert/strict";
 import { ChatClient, ConnectionError, RealtimeClient } from "../../sdk/client/mod.ts";
-import { startInProcess } from "../helpers/in_process.ts";
+import { startServer } from "../helpers/server.ts";
 import { until } from "../helpers/until.ts";
 import { sdkFor } from "../pubsub/helpers.ts";
 
@@ -27,7 +27,7 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
 }, async (t) => {
-  const server = await startInProcess({
+  const server = await startServer({
     apps: [
       { id: "app-1", key: "key1", secret: "secret1", enable_client_messages: true },
     ],
