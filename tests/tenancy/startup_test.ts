@@ -77,3 +77,13 @@ for (const c of CASES) {
     assert.doesNotMatch(stderr, /listening/i);
   });
 }
+
+// 86 three-byte characters: 258 UTF-8 bytes, but only 86 UTF-16 units (issue 12's key parts).
+Deno.test("start-up refuses an apps file with an app id outside the grammar (a long Japanese id)", async () => {
+  const { code, stderr } = await startWith([{ id: "日".repeat(86), key: "k", secret: "s" }]);
+  assert.notEqual(code, 0);
+  assert.match(
+    stderr,
+    /apps\[0\] \(id "[^"]+"\): id "[^"]+" is not 1 to 64 characters from A-Z a-z 0-9 _ -/,
+  );
+});
