@@ -5,6 +5,10 @@
 // or through other test modules (`import type` does not count: it runs nothing). Used by
 // tests/architecture/server_processes_test.ts; `deno run -A tests/architecture/server_processes.ts`
 // prints the list.
+//
+// The count is of the suite's run from source: tests/helpers/in_process.ts starts the server in
+// the test process, and the binary (through tests/helpers/server.ts) only when SWITCHBOARD_BIN is
+// set, for CI's run against the product; its import of server.ts is not followed.
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { ROOT, sourceFiles } from "./imports.ts";
@@ -14,6 +18,8 @@ const NAMES_SERVER = /main\.ts|SWITCHBOARD_BIN|dist\/switchboard|serverCommand/;
 /** Static imports and re-exports, with whether they are type-only. */
 const IMPORT =
   /(?:^|[;\n}])\s*(import|export)\s+(type\s+)?(?:[\w*${}\s,]+?\s+from\s+)?["'](\.[^"'\n]+)["']/g;
+/** Helpers that start a process only in the run against the binary (see above). */
+const IN_PROCESS_FROM_SOURCE = new Set(["tests/helpers/in_process.ts"]);
 const DYNAMIC = /\bimport\s*\(\s*["'](\.[^"'\n]+)["']\s*\)/g;
 
 /** Comment text removed (line and block comments outside strings are rare enough in tests that
@@ -50,7 +56,8 @@ export function serverProcessTests(): string[] {
     if (known !== undefined) return known;
     if (seen.has(file)) return false;
     seen.add(file);
-    const result = spawnsItself(file) || valueImports(file).some((f) => starts(f, seen));
+    const result = !IN_PROCESS_FROM_SOURCE.has(file) &&
+      (spawnsItself(file) || valueImports(file).some((f) => starts(f, seen)));
     memo.set(file, result);
     return result;
   };

@@ -5,13 +5,19 @@
 // milliseconds. Tests about the process itself (signals, exit codes, start-up output, the
 // binary, the cluster) use tests/helpers/server.ts instead; tests/architecture/
 // server_processes_test.ts bounds how many do.
-import { writeFileSync } from "node:fs";
+//
+// The binary is the product: with SWITCHBOARD_BIN set (CI's second run of the suite), the same
+// tests start the binary instead, through tests/helpers/server.ts, so every end-to-end test,
+// the property tests with arbitrary Unicode names among them, also runs against it.
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseConfig } from "../../lib/config/config.ts";
 import { configureLog } from "../../lib/log/mod.ts";
 import type { App } from "../../lib/config/apps.ts";
 import { startSwitchboard, type Switchboard } from "../../lib/server.ts";
-import type { StartOptions, TestApp, TestServer } from "./server.ts";
+import { type StartOptions, startServer, type TestApp, type TestServer } from "./server.ts";
+import { DEV_APP_FILE, type DevAppFile } from "../../lib/config/dev_app_file.ts";
+import { APP_DEFAULTS } from "../../lib/config/apps.ts";
 import { removeAtExit, tempDir } from "./temp_dir.ts";
 
 export type { StartOptions, TestApp, TestServer } from "./server.ts";
@@ -47,6 +53,7 @@ export interface InProcessServer extends TestServer {
 /** Starts the server in this process and waits until it listens. `opts.env` is read as the
  * server's environment (only its `SWITCHBOARD_*`-style settings matter). */
 export async function startInProcess(opts: StartOptions = {}): Promise<InProcessServer> {
+  if (Deno.env.get("SWITCHBOARD_BIN")) return await startBinary(opts);
   const apps = opts.apps === undefined ? APPS : opts.apps;
   const dataDir = opts.dataDir ?? tempDir("sb-inproc-");
   const args = ["--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...(opts.args ?? [])];
@@ -96,6 +103,16 @@ export async function startInProcess(opts: StartOptions = {}): Promise<InProcess
     },
     kill: () => stop(),
   };
+}
+
+/** The binary started as tests/helpers/server.ts starts it, with the development app it wrote to
+ * its data dir when started without an apps file. */
+async function startBinary(opts: StartOptions): Promise<InProcessServer> {
+  const server = await startServer(opts);
+  if (opts.apps !== null) return server;
+  const file: DevAppFile = JSON.parse(readFileSync(join(server.dataDir, DEV_APP_FILE), "utf8"));
+  const devApp = { ...APP_DEFAULTS, id: file.app_id, key: file.app_key, secret: file.app_secret };
+  return { ...server, devApp };
 }
 
 /** Runs `fn` against a fresh in-process server and always stops it afterwards. */
