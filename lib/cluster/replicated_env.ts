@@ -364,11 +364,14 @@ export class ReplicatedEnv implements Storage {
   #unsubscribeTail: (() => void) | undefined;
   #failing: string | undefined;
   #closed = false;
+  /** The local store's directory (a failed commit's error reads its free space). */
+  #path: string;
 
   constructor(path: string, link: ClusterLink, opts: ReplicationOptions) {
     // The log (a JetStream quorum) is the durable copy; the local commit need not wait for the
     // disk: a node that crashes resumes from the position its last commit recorded.
     this.#local = new StoreEnv(path, false);
+    this.#path = path;
     this.#link = link;
     this.#opts = opts;
     this.#state = this.#rawDb<number>(POSITION_DB);
@@ -1617,7 +1620,7 @@ export class ReplicatedEnv implements Storage {
         log.warn("cluster apply commit slow", { ms: Math.round(took), positions: run.length });
       }
     } catch (caught) {
-      const err = await asStorageError(caught);
+      const err = await asStorageError(caught, this.#path);
       this.#recent.rollback(before);
       this.#print.rollback(before);
       this.#chain = chainBefore;
