@@ -67,6 +67,32 @@ export function serverCommand(): { cmd: string; args: string[] } {
   return { cmd: Deno.execPath(), args: ["run", "-A", join(root, "main.ts")] };
 }
 
+/**
+ * Starts a server that must refuse to start (an apps file or flags it rejects) with `apps` as
+ * its apps file and `extra` flags; resolves with its exit code, its stderr and the apps file's
+ * path. A server that starts anyway is killed after 30 s (the caller's assertions then fail).
+ */
+export async function startRefused(
+  apps: unknown[],
+  extra: string[] = [],
+): Promise<{ code: number; stderr: string; file: string }> {
+  const dir = tempDir("sb-refused-");
+  const file = join(dir, "apps.json");
+  writeFileSync(file, JSON.stringify({ apps }));
+  const { cmd, args } = serverCommand();
+  const child = new Deno.Command(cmd, {
+    args: [...args, "--port", "0", "--host", "127.0.0.1", "--data-dir", join(dir, "data")]
+      .concat(["--apps", file, ...extra]),
+    cwd: Deno.env.get("SWITCHBOARD_BIN") ? dir : root,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  const out = await child.output();
+  clearTimeout(timer);
+  return { code: out.code, stderr: new TextDecoder().decode(out.stderr), file };
+}
+
 /** Starts a server and waits until it listens. */
 export async function startServer(opts: StartOptions = {}): Promise<TestServer> {
   const apps = opts.apps === undefined ? APPS : opts.apps;

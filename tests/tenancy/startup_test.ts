@@ -3,42 +3,9 @@
 // listening, with a message naming the app and the rule. Runs the binary when SWITCHBOARD_BIN
 // is set.
 import assert from "node:assert/strict";
-import { join } from "node:path";
-import { writeFileSync } from "node:fs";
-import { serverCommand } from "../helpers/server.ts";
-import { tempDir } from "../helpers/temp_dir.ts";
+import { startRefused as startWith } from "../helpers/server.ts";
 
-const root = new URL("../../", import.meta.url).pathname;
 const RULE = "1 to 64 characters from A-Z a-z 0-9 _ -";
-
-/** Starts the server with `apps` as its apps file; resolves with its exit code and stderr. */
-async function startWith(apps: { id: string; key: string; secret: string }[]) {
-  const dir = tempDir("sb-tenancy-start-");
-  const file = join(dir, "apps.json");
-  writeFileSync(file, JSON.stringify({ apps }));
-  const { cmd, args } = serverCommand();
-  const child = new Deno.Command(cmd, {
-    args: [
-      ...args,
-      "--port",
-      "0",
-      "--host",
-      "127.0.0.1",
-      "--data-dir",
-      join(dir, "data"),
-      "--apps",
-      file,
-    ],
-    cwd: Deno.env.get("SWITCHBOARD_BIN") ? dir : root,
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  // A server that wrongly starts is killed after 30 s (the assertion below then fails).
-  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
-  const out = await child.output();
-  clearTimeout(timer);
-  return { code: out.code, stderr: new TextDecoder().decode(out.stderr), file };
-}
 
 const CASES: { name: string; apps: { id: string; key: string; secret: string }[]; says: string }[] =
   [
