@@ -5,35 +5,12 @@
 // `any`; typed channels, members, objects and chat content in a strict TypeScript app).
 import assert from "node:assert/strict";
 import { copyFileSync, cpSync, existsSync, readdirSync, readFileSync } from "node:fs";
-import { homedir } from "node:os";
 import { join } from "node:path";
 import { startServer } from "../helpers/server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
-import { BUN, consumer, DENO, freePort, root, run, runOk, start } from "./helpers.ts";
+import { BUN, consumer, DENO, freePort, nodeBinary, root, run, runOk, start } from "./helpers.ts";
 
 const FIXTURES = join(root, "tests/packages/fixtures/failures");
-
-/** A Node 20 binary: the machine's `node` (CI's consumer tests run the packages on 20). */
-async function node20(dir: string): Promise<string> {
-  const version = (await runOk("node", ["--version"], { cwd: dir })).trim();
-  assert.match(version, /^v20\./, "the machine's node is Node 20");
-  return "node";
-}
-
-/** A Node 22 binary: the one .ci/run keeps, else the `node@22` package from npm. */
-async function node22(dir: string): Promise<string> {
-  const cached = join(homedir(), ".cache/switchboard-node22/node_modules/.bin/node");
-  if (existsSync(cached)) return cached;
-  await runOk("npm", [
-    "install",
-    "--no-audit",
-    "--no-fund",
-    "--prefix",
-    join(dir, "node22"),
-    "node@22",
-  ], { cwd: dir });
-  return join(dir, "node22/node_modules/.bin/node");
-}
 
 Deno.test({
   name: "packages: no transport, a wrong key and a 2 MB publish under Node 20, Node 22, Deno, Bun",
@@ -45,8 +22,8 @@ Deno.test({
   const server = await startServer({ apps: [{ id: "app-1", key: "key1", secret: "secret1" }] });
   try {
     const runtimes: [string, string, string[]][] = [
-      ["node20", await node20(dir), ["failures.mjs"]],
-      ["node22", await node22(dir), ["failures.mjs"]],
+      ["node20", await nodeBinary(dir, 20), ["failures.mjs"]],
+      ["node22", await nodeBinary(dir, 22), ["failures.mjs"]],
       ["deno", DENO, ["run", "-A", "failures.mjs"]],
       ["bun", BUN, ["failures.mjs"]],
     ];
@@ -100,7 +77,7 @@ Deno.test({
   }
   assert.ok(!existsSync(join(bare, "node_modules/ws")));
   copyFileSync(join(FIXTURES, "no-ws.mjs"), join(bare, "no-ws.mjs"));
-  const r = await run(await node20(dir), ["no-ws.mjs"], {
+  const r = await run(await nodeBinary(dir, 20), ["no-ws.mjs"], {
     cwd: bare,
     env: { ...Deno.env.toObject(), SB_ENDPOINT: "ws://127.0.0.1:9/socket" },
   });
@@ -119,7 +96,7 @@ Deno.test({
 }, async () => {
   const { dir } = await consumer();
   copyFileSync(join(FIXTURES, "late-server.mjs"), join(dir, "late-server.mjs"));
-  for (const node of [await node20(dir), await node22(dir)]) {
+  for (const node of [await nodeBinary(dir, 20), await nodeBinary(dir, 22)]) {
     const port = freePort();
     const client = start(node, ["late-server.mjs"], {
       cwd: dir,
@@ -148,7 +125,7 @@ Deno.test({
 Deno.test("packages: require('@switchboard/server') works on Node 20 and 22", async () => {
   const { dir } = await consumer();
   copyFileSync(join(FIXTURES, "require.cjs"), join(dir, "require.cjs"));
-  for (const node of [await node20(dir), await node22(dir)]) {
+  for (const node of [await nodeBinary(dir, 20), await nodeBinary(dir, 22)]) {
     const out = await runOk(node, ["require.cjs"], { cwd: dir });
     assert.deepEqual(JSON.parse(out.trim().split("\n").at(-1)!), {
       Switchboard: "function",

@@ -4,7 +4,8 @@
 // the AI SDK, ws, zod). One install per test process, shared by every test of tests/packages/
 // (npm from the registry is the slow part). Plus small process helpers.
 import { type ChildProcess, spawn } from "node:child_process";
-import { copyFileSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
 import { join } from "node:path";
 import { tempDir } from "../helpers/temp_dir.ts";
 export { until } from "../helpers/until.ts";
@@ -165,3 +166,23 @@ export function freePort(): number {
 /** The repository's deno and bun, for running consumer code under those runtimes. */
 export const DENO = Deno.execPath();
 export const BUN = bin("bun");
+
+/**
+ * A Node.js binary of major version `major` for the consumer in `dir`: the machine's `node` when
+ * it is that version, the Node 22 that .ci/run keeps, else the `node@{major}` package from npm
+ * installed into `dir`.
+ */
+export async function nodeBinary(dir: string, major: 20 | 22): Promise<string> {
+  const version = await run("node", ["--version"], { cwd: dir }).catch(() => ({
+    code: 1,
+    out: "",
+  }));
+  if (version.code === 0 && version.out.trim().startsWith(`v${major}.`)) return "node";
+  const kept = join(homedir(), `.cache/switchboard-node${major}/node_modules/.bin/node`);
+  if (existsSync(kept)) return kept;
+  const prefix = join(dir, `node${major}`);
+  await runOk("npm", ["install", "--no-audit", "--no-fund", "--prefix", prefix, `node@${major}`], {
+    cwd: dir,
+  });
+  return join(prefix, "node_modules/.bin/node");
+}

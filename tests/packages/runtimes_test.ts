@@ -6,25 +6,7 @@ import assert from "node:assert/strict";
 import { copyFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { startServer } from "../helpers/server.ts";
-import { BUN, consumer, DENO, root, run, runOk } from "./helpers.ts";
-
-/** A Node 20 binary: the machine's when it is 20, else the `node@20` package from npm. */
-async function node20(dir: string): Promise<string> {
-  const version = await run("node", ["--version"], { cwd: dir }).catch(() => ({
-    code: 1,
-    out: "",
-  }));
-  if (version.code === 0 && version.out.trim().startsWith("v20.")) return "node";
-  await runOk("npm", [
-    "install",
-    "--no-audit",
-    "--no-fund",
-    "--prefix",
-    join(dir, "node20"),
-    "node@20",
-  ], { cwd: dir });
-  return join(dir, "node20/node_modules/.bin/node");
-}
+import { BUN, consumer, DENO, nodeBinary, root, run, runOk } from "./helpers.ts";
 
 Deno.test({
   name: "packages: client + server from tarballs in a .mjs under Node 20, Deno and Bun",
@@ -35,7 +17,7 @@ Deno.test({
   copyFileSync(join(root, "tests/packages/fixtures/consumer.mjs"), join(dir, "consumer.mjs"));
   const server = await startServer({ apps: [{ id: "app-1", key: "key1", secret: "secret1" }] });
   try {
-    const node = await node20(dir);
+    const node = await nodeBinary(dir, 20);
     const nodeVersion = (await runOk(node, ["--version"], { cwd: dir })).trim();
     assert.match(nodeVersion, /^v20\./);
     const runtimes: [string, string, string[]][] = [
