@@ -31,6 +31,7 @@ import { createPubsub } from "./pubsub/mod.ts";
 import { createPusher } from "./pusher/mod.ts";
 import { isPusherRestPath } from "./pusher/rest.ts";
 import { createChat } from "./chat/mod.ts";
+import { routeTemplate } from "./chat/rest/lazy.ts";
 import { createSpaces } from "./spaces/mod.ts";
 import { createShipping } from "../routes/shipping.ts";
 import type { ClusterNode } from "./cluster/mod.ts";
@@ -233,7 +234,8 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
   const http = new Hono();
   // Errors are answered in the shape of the surface whose routes matched (lib/http/surfaces.ts).
   const surfaces = new RouteSurfaces();
-  // Request metrics by route template (bounded labels), measured around everything else;
+  // Request metrics by route template (bounded labels; chat REST's from its routes, built on
+  // first use: lib/chat/rest/lazy.ts), measured around everything else;
   // every 4xx/5xx is logged (the app key is public; credentials and bodies are never logged).
   http.use("*", async (c, next) => {
     const started = performance.now();
@@ -241,7 +243,7 @@ export async function startSwitchboard(config: Config): Promise<Switchboard> {
     const app = c.req.header("x-app-key") ?? (c.get as (k: string) => App | undefined)("app")?.key; // Pusher REST, chat
     observe(
       c.req.method,
-      c.req.routePath,
+      routeTemplate(c),
       c.req.path,
       c.res.status,
       performance.now() - started,

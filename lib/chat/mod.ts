@@ -1,9 +1,9 @@
-// The chat product's entry: builds the shared services, the REST routes, the bot webhooks and
-// the live thread channel (`createChat`).
+// The chat product's entry: builds the shared services, the REST routes (built on their first
+// request), the bot webhooks and the live thread channel (`createChat`).
 import type { ProductDeps, ProductModule } from "../product.ts";
 import { CHAT } from "../http/surfaces.ts";
 import { createChatLive } from "./live/mod.ts";
-import { chatRestRoutes } from "./rest/mod.ts";
+import { lazyChatRestRoutes } from "./rest/lazy.ts";
 import { type ChatServices, createChatServices } from "./services.ts";
 import { chatOutbox, WebhookDispatcher } from "./webhooks/dispatcher.ts";
 
@@ -16,7 +16,7 @@ export function createChat(deps: ProductDeps): ProductModule & { services: ChatS
   const outbox = chatOutbox(deps.env);
   const webhooks = new WebhookDispatcher(services.store, deps.apps, outbox, services.threadLog);
   return {
-    routes: chatRestRoutes(deps.apps, services),
+    routes: lazyChatRestRoutes(deps.apps, services),
     surface: CHAT,
     channels: { chat: live.handler },
     services,

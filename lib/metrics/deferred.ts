@@ -6,7 +6,8 @@
  * (counters take the accumulated adds in their scrape-time `collect`, histograms answer
  * `get()` in prom-client's shape).
  */
-import client from "prom-client";
+import type * as client from "prom-client";
+import { Counter } from "./prom.ts";
 
 type Labels = Record<string, string>;
 
@@ -28,7 +29,7 @@ export function deferredCounter(
   labelNames: string[],
 ): (labels: Labels) => CounterChild {
   const pending: { labels: Labels; n: number }[] = [];
-  new client.Counter({
+  new Counter({
     name,
     help,
     labelNames,

@@ -6,12 +6,12 @@
  * and receiver URL (operator configuration, at most 1,000 pairs per kind) and the app id of a
  * per-app limit refusal (apps come from the apps file).
  */
-import client from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "./prom.ts";
 import { deferredCounter, deferredHistogram } from "./deferred.ts";
 
 /** The process's registry, served at `GET /metrics`. */
-export const registry = new client.Registry();
-client.collectDefaultMetrics({ register: registry, prefix: "switchboard_" });
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: "switchboard_" });
 // Per-space heap gauges read `v8.getHeapSpaceStatistics()`, which in Bun walks the whole heap
 // on the JS thread (235 ms at 2M objects): every scrape would stall every socket and request.
 // The heap's total and used bytes (`switchboard_nodejs_heap_size_*`) stay.
@@ -24,7 +24,7 @@ for (const part of ["total", "used", "available"]) {
 for (const m of registry.getMetricsAsArray()) {
   if (m.name.startsWith("switchboard_nodejs_eventloop_lag")) registry.removeSingleMetric(m.name);
 }
-new client.Gauge({
+new Gauge({
   name: "switchboard_nodejs_eventloop_lag_seconds",
   help: "Event loop lag: how late a zero-delay timer set at scrape time fired.",
   registers: [registry],
@@ -36,9 +36,9 @@ new client.Gauge({
 });
 
 const counter = (name: string, help: string, labelNames: string[] = []) =>
-  new client.Counter({ name, help, labelNames, registers: [registry] });
+  new Counter({ name, help, labelNames, registers: [registry] });
 
-const connections = new client.Gauge({
+const connections = new Gauge({
   name: "switchboard_connections",
   help: "Open WebSocket connections.",
   labelNames: ["protocol"],
@@ -90,7 +90,7 @@ const replayed = counter(
   "switchboard_replay_entries_total",
   "Log entries pushed as replay on joins.",
 );
-const commits = new client.Histogram({
+const commits = new Histogram({
   name: "switchboard_lmdb_commit_seconds",
   help: "Durable write transaction latency (commit and fsync), including failed ones.",
   buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
@@ -137,7 +137,7 @@ const outboxGauge = (
   help: string,
   pick: (s: { depth: number; bytes: number; oldestAgeSeconds: number }) => number,
 ) =>
-  new client.Gauge({
+  new Gauge({
     name,
     help,
     labelNames: ["kind"],
@@ -331,7 +331,7 @@ export function limitRefusalCounts(appId: string): Record<string, number> {
 /** Adds a gauge whose value is read at scrape time (e.g. the LMDB file size). */
 export function gaugeFrom(name: string, help: string, read: () => number): void {
   registry.removeSingleMetric(name); // a second server in one process replaces the reader
-  new client.Gauge({
+  new Gauge({
     name,
     help,
     registers: [registry],
