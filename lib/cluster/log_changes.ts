@@ -6,6 +6,7 @@
 import type { Key } from "lmdb";
 import { entryRecord, type LogDbNames, logDbNames, type StoredEntry } from "../store/log_layout.ts";
 import type {
+  HistoryReplaced,
   LogChangeListener,
   RemoteChanges,
   StreamChange,
@@ -17,8 +18,8 @@ export type Write = [0, string, Key, unknown] | [1, string, Key];
 
 /** The changes a write set makes to the ordered log laid out in `names`: one per stream whose
  * head or epoch it writes, with its new epoch if it purged the stream (a purge removes the
- * head row just before it writes the epoch) or renewed it (an epoch written alone: entries
- * kept), and the entries it appends (after that purge), in position order. */
+ * head row just before it writes the epoch; an epoch written alone renews it, entries kept),
+ * and the entries it appends (after that purge), in position order. */
 export function streamChanges(names: LogDbNames, writes: Write[]): StreamChange[] {
   const changes = new Map<string, StreamChange>();
   const change = (stream: string) => {
@@ -38,7 +39,7 @@ export function streamChanges(names: LogDbNames, writes: Write[]): StreamChange[
       if (w[0] === 0 && headRemoved.delete(c.stream)) {
         c.purged = w[3] as string;
         appended.delete(c.stream);
-      } else if (w[0] === 0) c.renewed = w[3] as string;
+      }
     } else if (w[1] === names.entries && w[0] === 0) {
       const key = w[2] as [string, number];
       let list = appended.get(key[0]);
@@ -54,16 +55,6 @@ export function streamChanges(names: LogDbNames, writes: Write[]): StreamChange[
 
 /** How an ordered log's entries database is named (`logDbNames`). */
 const ENTRIES_SUFFIX = logDbNames("").entries;
-
-/** Per ordered log (by name), the streams with entries among `keys` (`[db, key]` pairs a
- * write set wrote) and the lowest position written in each. */
-export function streamsWritten(keys: Iterable<[string, Key]>): Map<string, Map<string, number>> {
-  const out = new Map<string, Map<string, number>>();
-  for (const [log, streams] of rangesWritten(keys)) {
-    out.set(log, new Map([...streams].map(([s, [from]]) => [s, from])));
-  }
-  return out;
-}
 
 /** Per ordered log (by name), the streams with entries among `keys` (`[db, key]` pairs write
  * sets wrote) and the lowest and highest position written in each. */
@@ -92,8 +83,8 @@ export function rangesWritten(
 /**
  * The ordered logs' listeners of a replicated store: `applying` and `applied` take the write
  * sets of other nodes around the local commit that applies them and tell each log's listeners
- * the changes to that log; `replaced` and `unsure` tell them what a rebuilt store means for
- * what they derived from it and for clients' positions (see `LogChangeListener`).
+ * the changes to that log; `replaced` and `historyReplaced` tell them what a rebuilt store
+ * means for what they derived from it and for clients' positions (see `LogChangeListener`).
  */
 export class LogChangeFeed implements RemoteChanges {
   #logs: { name: string; names: LogDbNames; listener: LogChangeListener }[] = [];
@@ -110,29 +101,17 @@ export class LogChangeFeed implements RemoteChanges {
     for (const { listener } of this.#logs) listener.replaced();
   }
 
-  /** Streams, per log name, whose clients may hold entries of another history from the
-   * position given on (`"all"`: every stream of every log), until `until` (see
-   * `LogChangeListener.unsure`). */
-  unsure(streams: Map<string, Map<string, number>> | "all", until: number): void {
+  /** Clients may hold entries of another history in the streams named per log name (`"all"`:
+   * every stream of every log), until `until` or, inside a write transaction, for good (see
+   * `HistoryReplaced`). */
+  historyReplaced(streams: Map<string, Map<string, UnsureRange>> | "all", until?: number): void {
     for (const { name, listener } of this.#logs) {
       const mine = streams === "all" ? "all" : streams.get(name);
-      if (mine) listener.unsure(mine, until);
+      if (mine) listener.historyReplaced({ streams: mine, until } as HistoryReplaced);
     }
   }
 
-  /** Inside a write transaction: gives the streams named, per log name, a new epoch each, and
-   * records the `ranges` given for them (see `LogChangeListener.renewEpochs`). */
-  renewEpochs(
-    streams: Map<string, Iterable<string>>,
-    ranges?: Map<string, Map<string, UnsureRange>>,
-  ): void {
-    for (const { name, listener } of this.#logs) {
-      const mine = streams.get(name);
-      if (mine) listener.renewEpochs([...mine], ranges?.get(name));
-    }
-  }
-
-  /** Every stream with a head row in each followed log, from position 1 (what `unsure` names
+  /** Every stream with a head row in each followed log, from position 1 (what a report names
    * when a node cannot tell which streams it wrote); `keysOf` lists a database's keys. */
   everyStream(keysOf: (db: string) => Iterable<Key>): Map<string, Map<string, number>> {
     const out = new Map<string, Map<string, number>>();

@@ -5,7 +5,8 @@
  * wrote after the last one a majority confirmed up to its head, under a report id), and this module
  * owns what follows from such a report on every node:
  * - the window (`UNSURE_MS`) in which every node resets a resume of those streams at or past
- *   the first unsure position, whatever its epoch (told to the ordered logs as `unsure`);
+ *   the first unsure position, whatever its epoch (told to the ordered logs:
+ *   `HistoryReplaced`);
  * - the epoch renewal that makes it last, which depends on no single node: the stopped node
  *   and every node that heard the report list its streams in a node-local database
  *   (`PENDING_DB`, kept across restarts and store replacements), and any of them that takes
@@ -103,13 +104,6 @@ export function newReport(nodeId: string): string {
   return `${nodeId}:${bytes}`;
 }
 
-/** The lowest position of each stream (what the ordered logs' window needs). */
-function firsts(streams: StreamRanges): Map<string, Map<string, number>> {
-  return new Map(
-    [...streams].map(([name, list]) => [name, new Map([...list].map(([s, [from]]) => [s, from]))]),
-  );
-}
-
 /** `a` widened to cover `b` (a `null` end is no end). */
 function widen(a: UnsureRange | undefined, b: UnsureRange): UnsureRange {
   if (!a) return b;
@@ -187,7 +181,7 @@ export class UnsureStreams {
       from,
       streams: streams === "all" ? "all" : [...streams.values()].reduce((n, m) => n + m.size, 0),
     });
-    this.#host.changes.unsure(streams === "all" ? "all" : firsts(streams), until);
+    this.#host.changes.historyReplaced(streams, until);
     const tell = () => {
       try {
         this.#tell();
@@ -250,7 +244,7 @@ export class UnsureStreams {
           );
         }
       }
-      this.#host.changes.unsure(streams === "all" ? "all" : firsts(streams), until);
+      this.#host.changes.historyReplaced(streams, until);
     } catch {
       return; // not such a message
     }
@@ -471,7 +465,6 @@ export class UnsureStreams {
   #renewIn(batch: [[string, string, string], UnsureRange][]): number {
     const pending = this.#host.db<Pending>(PENDING_DB);
     const done = this.#host.db<number>(RENEWED_DB);
-    const streams = new Map<string, Set<string>>();
     const ranges: StreamRanges = new Map();
     let count = 0;
     for (const [key, range] of batch) {
@@ -479,15 +472,12 @@ export class UnsureStreams {
       if (done.get(key) !== undefined) continue;
       done.put(key, Date.now());
       const [, name, stream] = key;
-      let list = streams.get(name);
-      if (!list) streams.set(name, list = new Set());
-      list.add(stream);
       let known = ranges.get(name);
       if (!known) ranges.set(name, known = new Map());
       known.set(stream, widen(known.get(stream), range));
       count++;
     }
-    if (count > 0) this.#host.changes.renewEpochs(streams, ranges);
+    if (count > 0) this.#host.changes.historyReplaced(ranges);
     return count;
   }
 

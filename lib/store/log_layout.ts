@@ -4,13 +4,13 @@ import type { LogRecord } from "../streams/stream_log.ts";
 
 /** The databases of the ordered log named `name`: entries keyed `[stream, position]`, head rows
  * keyed by stream, epochs keyed by stream, and (clustered mode only) the positions of a stream
- * whose clients may hold entries of another history, keyed `[stream, from]` with the last such
- * position (or null) as value (`UnsureRange`). */
+ * whose clients may hold entries of another history, for good (`HistoryReplaced`), keyed
+ * `[stream, from]` with the last such position (or null) as value. */
 export interface LogDbNames {
   entries: string;
   meta: string;
   epochs: string;
-  unsure: string;
+  replaced: string;
 }
 
 /** The databases of the ordered log named `name`. */
@@ -19,7 +19,7 @@ export function logDbNames(name: string): LogDbNames {
     entries: `${name}:entries`,
     meta: `${name}:meta`,
     epochs: `${name}:epochs`,
-    unsure: `${name}:unsure`,
+    replaced: `${name}:unsure`,
   };
 }
 

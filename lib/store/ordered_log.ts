@@ -10,7 +10,7 @@ import type {
   PublishFn,
   StreamLog,
 } from "../streams/stream_log.ts";
-import type { Commits, Storage, StreamChange, UnsureRange } from "./storage.ts";
+import type { Commits, HistoryReplaced, Storage, StreamChange } from "./storage.ts";
 import { logDbNames, type StoredEntry, unpackEntry as unpack } from "./log_layout.ts";
 
 export type { LogRecord, Prepared, PublishFn } from "../streams/stream_log.ts";
@@ -64,14 +64,12 @@ export class OrderedLog implements StreamLog {
   #trackers = new Map<string, Tracker>();
   #followers: LogFollower[] = [];
   #staged: boolean;
-  /** Streams whose clients may hold entries of another history (see `unsureFrom`): the
-   * lowest such position and until when; `#unsureAll`: every stream, until then. */
-  #unsure = new Map<string, { from: number; until: number }>();
-  #unsureAll = 0;
-  #unsureSwept = 0;
-  /** Clustered mode: per stream, the positions its clients may hold entries of another
-   * history at, for good (see `otherHistoryAt`; `LogDbNames.unsure`). */
-  #otherHistory: Table<number | null> | undefined;
+  /** Clustered mode only (see `HistoryReplaced`): the ranges recorded for good
+   * (`LogDbNames.replaced`); for a while, per stream its first position and until when, and
+   * until when every stream. */
+  #replaced: Table<number | null> | undefined;
+  #window = new Map<string, { from: number; until: number }>();
+  #windowAll = 0;
 
   /**
    * The log named `name` in `env`. `staged`: every `prepare` and `apply` of this log's
@@ -85,13 +83,12 @@ export class OrderedLog implements StreamLog {
     this.#log = env.db(names.entries);
     this.#meta = env.db(names.meta);
     this.#epochs = env.db(names.epochs);
-    if (env.remote) this.#otherHistory = env.db(names.unsure);
+    if (env.remote) this.#replaced = env.db(names.replaced);
     env.remote?.follow(name, {
       applying: (changes) => this.#remoteApplying(changes),
       applied: (changes, ok) => this.#remoteApplied(changes, ok),
-      replaced: () => this.#replaced(),
-      unsure: (streams, until) => this.#markUnsure(streams, until),
-      renewEpochs: (streams, ranges) => void this.#renewIn(streams, ranges),
+      replaced: () => this.#storeReplaced(),
+      historyReplaced: (change) => this.#historyReplaced(change),
     });
   }
 
@@ -260,47 +257,42 @@ export class OrderedLog implements StreamLog {
     tracker.waiters.push({ position, fn, dropped });
   }
 
-  /** See `StreamLog.unsureFrom` (told by the store: `LogChangeListener.unsure`). */
-  unsureFrom(stream: string): number | undefined {
-    if (this.#unsure.size === 0 && this.#unsureAll === 0) return undefined;
+  /** See `StreamLog.replacedAt` (told by the store: `HistoryReplaced`); on one node, false. */
+  replacedAt(stream: string, position: number, epoch?: string): boolean {
+    if (!this.#replaced || !(position >= 1)) return false;
     const now = Date.now();
-    if (this.#unsureAll > now) return 1;
-    this.#unsureAll = 0;
-    const mark = this.#unsure.get(stream);
-    if (mark && mark.until > now) return mark.from;
-    if (now - this.#unsureSwept >= 1000) {
-      this.#unsureSwept = now;
-      for (const [s, m] of this.#unsure) if (m.until <= now) this.#unsure.delete(s);
-    }
-    return undefined;
-  }
-
-  /** See `StreamLog.otherHistoryAt` (recorded by an epoch renewal with ranges: `renewEpochs`). */
-  otherHistoryAt(stream: string, position: number): boolean {
-    if (!this.#otherHistory || !(position >= 1)) return false;
-    for (
-      const { value } of this.#otherHistory.getRange({
-        start: [stream, 0],
-        end: [stream, position + 1],
-      })
-    ) {
-      if (value === null || value >= position) return true;
-    }
+    const mark = this.#window.get(stream);
+    if (this.#windowAll > now || (mark && mark.until > now && position >= mark.from)) return true;
+    if (epoch !== undefined) return false;
+    const ranges = this.#replaced.getRange({ start: [stream, 0], end: [stream, position + 1] });
+    for (const { value } of ranges) if (value === null || value >= position) return true;
     return false;
   }
 
-  /** Notes streams whose clients may hold entries of another history (see `unsureFrom`). */
-  #markUnsure(streams: Map<string, number> | "all", until: number): void {
-    if (streams === "all") {
-      this.#unsureAll = Math.max(this.#unsureAll, until);
+  /** For a while: noted in memory. For good: new epochs and the ranges written in the running
+   * transaction, a range already recorded from the same position widened. */
+  #historyReplaced(change: HistoryReplaced): void {
+    if (change.until === undefined) {
+      for (const [stream, [from, to]] of change.streams) {
+        this.#epochs.put(stream, newEpoch());
+        const known = this.#replaced!.get([stream, from]);
+        const end = to === null || known === null ? null : Math.max(to, known ?? to);
+        this.#replaced!.put([stream, from], end);
+      }
       return;
     }
-    for (const [stream, from] of streams) {
-      const mark = this.#unsure.get(stream);
-      this.#unsure.set(stream, {
-        from: Math.min(from, mark?.from ?? from),
-        until: Math.max(until, mark?.until ?? until),
-      });
+    const { streams, until } = change;
+    const now = Date.now();
+    for (const [s, m] of this.#window) if (m.until <= now) this.#window.delete(s);
+    if (streams === "all") this.#windowAll = Math.max(this.#windowAll, until);
+    else {
+      for (const [stream, [from]] of streams) {
+        const mark = this.#window.get(stream);
+        this.#window.set(stream, {
+          from: Math.min(from, mark?.from ?? from),
+          until: Math.max(until, mark?.until ?? until),
+        });
+      }
     }
   }
 
@@ -312,7 +304,7 @@ export class OrderedLog implements StreamLog {
    * so the entries applied from now on are published in order from there. The trackers stay
    * the same objects: appends still under way settle on them.
    */
-  #replaced(): void {
+  #storeReplaced(): void {
     for (const [stream, t] of this.#trackers) {
       const dropped = t.waiters.splice(0);
       t.ready.clear();
@@ -357,35 +349,6 @@ export class OrderedLog implements StreamLog {
       done();
       this.#release(stream, tracker);
     }
-  }
-
-  /**
-   * Gives each of `streams` a new epoch and keeps its entries, head and positions: a client
-   * position of an earlier epoch then resumes with a reset (a full snapshot), one of the new
-   * epoch with a replay. Nothing is published (live subscribers keep their delivery; their
-   * next resume is a reset). Resolves with the new epochs once durable.
-   */
-  renew(streams: string[], ranges?: Map<string, UnsureRange>): Promise<Map<string, string>> {
-    return this.#commits.run(() => this.#renewIn(streams, ranges));
-  }
-
-  /** `renew`'s writes, inside the running transaction; `ranges` (clustered mode) are recorded
-   * for `otherHistoryAt`, a range already recorded from the same position widened. */
-  #renewIn(streams: string[], ranges?: Map<string, UnsureRange>): Map<string, string> {
-    const epochs = new Map<string, string>();
-    for (const stream of streams) {
-      const epoch = newEpoch();
-      this.#epochs.put(stream, epoch);
-      epochs.set(stream, epoch);
-      const range = ranges?.get(stream);
-      if (range && this.#otherHistory) {
-        const [from, to] = range;
-        const known = this.#otherHistory.get([stream, from]);
-        const end = to === null || known === null ? null : Math.max(to, known ?? to);
-        this.#otherHistory.put([stream, from], end);
-      }
-    }
-    return epochs;
   }
 
   /**

@@ -39,9 +39,6 @@ export interface StreamChange {
   stream: string;
   /** The stream's new epoch when the change purged it (told first). */
   purged?: string;
-  /** The stream's new epoch when the change renewed it without a purge (entries kept; see
-   * `LogChangeListener.renewEpochs`). */
-  renewed?: string;
   /** Entries appended (after the purge, if any), in position order; none for a trim. */
   appended: LogRecord[];
 }
@@ -55,24 +52,28 @@ export interface LogChangeListener {
   /** The store under the log was replaced (a node that stopped itself rebuilt it): whatever
    * was derived from the old store in memory is void, and joins waiting on it are dropped. */
   replaced(): void;
-  /** Clients may hold entries of another history (those a node published before it found
-   * itself diverged) in these streams, from the position given on (`"all"`: every stream,
-   * any position), until `until` (ms since the epoch): a join resuming at or past it gets a
-   * reset instead of a replay. */
-  unsure(streams: Map<string, number> | "all", until: number): void;
-  /** Runs inside a write transaction of the store: gives each of `streams` a new epoch, its
-   * entries kept, so every client position of an earlier epoch resumes with a reset (a node
-   * does this, in one replicated write, for the streams a node that stopped itself named
-   * `unsure`); with `ranges`, also records per stream the positions its clients may hold of
-   * another history, so a resume there without an epoch is a reset for good (see
-   * `UnsureRange`). */
-  renewEpochs(streams: string[], ranges?: Map<string, UnsureRange>): void;
+  /** Clients may hold entries of another history in some streams (see `HistoryReplaced`). */
+  historyReplaced(change: HistoryReplaced): void;
 }
 
-/** Positions of one stream a node that diverged may have sent its subscribers entries of
- * another history at: from the first it wrote after the last position a majority confirmed
- * up to its head when it stopped (`null`: no known end). */
+/** Positions of one stream at which a client may hold entries of another history: from the
+ * first a diverged node wrote after the last position a majority confirmed, up to its head
+ * when it stopped (`null`: no known end). */
 export type UnsureRange = [from: number, to: number | null];
+
+/**
+ * Clients may hold entries of another history (a clustered node that found itself diverged
+ * published entries the majority never holds) in these streams of an ordered log, so a join
+ * resuming such a position gets a reset, never a replay (`StreamLog.replacedAt`):
+ * - with `until` (ms since the epoch), for a while: a resume at or past a stream's first
+ *   position, whatever its epoch (`"all"`: every stream, any position);
+ * - without, for good, told inside a write transaction of the store: each stream gets a new
+ *   epoch, its entries kept (a resume of an older epoch is reset), and its range is recorded
+ *   (a resume without an epoch inside it is reset).
+ */
+export type HistoryReplaced =
+  | { streams: Map<string, UnsureRange> | "all"; until: number }
+  | { streams: Map<string, UnsureRange>; until?: undefined };
 
 /** Other nodes' changes to the ordered logs of a replicated store. */
 export interface RemoteChanges {

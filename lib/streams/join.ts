@@ -30,8 +30,7 @@ export interface ReplayOutcome {
    * `none`: no position given (or nothing to replay); `complete`: every entry after it was
    * pushed; `partial`: some were no longer retained and were skipped; `reset`: the client's
    * position is unusable here (older than the retained history with `gap: "reset"`, from
-   * another epoch, or one the client may hold entries of another history at: `unsureFrom`,
-   * `otherHistoryAt`),
+   * another epoch, or one the client may hold entries of another history at: `replacedAt`),
    * nothing was replayed and the snapshot stands alone.
    */
   replay: "none" | "complete" | "partial" | "reset";
@@ -92,16 +91,12 @@ export async function joinStream<E, S>(
 
   let pos = spec.from?.offset;
   let partial = false;
-  // A position from another epoch, or one a client may hold entries of another history at
-  // (a clustered node that diverged published them: `unsureFrom` for a while whatever the
-  // epoch, `otherHistoryAt` for good when the client sends no epoch), is not resumed.
-  const epochless = spec.from?.epoch === undefined;
-  const unsure = (at: number | undefined) =>
-    at !== undefined &&
-    (at >= (log.unsureFrom?.(stream) ?? Infinity) ||
-      (epochless && log.otherHistoryAt?.(stream, at) === true));
+  // A position from another epoch, or one the client may hold entries of another history
+  // at (a clustered node that diverged sent them), is not resumed.
+  const replaced = (at: number | undefined) =>
+    at !== undefined && log.replacedAt(stream, at, spec.from?.epoch);
   let reset = (spec.from?.epoch !== undefined && spec.from.epoch !== log.epoch(stream)) ||
-    unsure(pos);
+    replaced(pos);
   if (reset) pos = undefined;
   // Long backlog: bounded chunks, each after the socket has drained.
   while (pos !== undefined) {
@@ -143,7 +138,7 @@ export async function joinStream<E, S>(
           let first = log.first(stream);
           let replay: ReplayOutcome["replay"] = reset ? "reset" : "none";
           // A position beyond the head belongs to another life of the stream (it was purged).
-          if (pos !== undefined && (pos > n || unsure(spec.from?.offset))) {
+          if (pos !== undefined && (pos > n || replaced(spec.from?.offset))) {
             pos = undefined;
             replay = "reset";
           }

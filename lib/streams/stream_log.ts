@@ -73,19 +73,10 @@ export interface StreamLog {
   /** `dropped` runs instead of `fn` when the wait became void (clustered mode: the store was
    * replaced under the log, so position `position` of the old store may never be published). */
   whenPublished(stream: string, position: number, fn: () => void, dropped?: () => void): void;
-  /**
-   * The lowest position of `stream` from which a client's copy may hold entries of another
-   * history (clustered mode: for a while after a node that diverged rebuilt its store), or
-   * undefined: a client resuming at or past it gets a reset (a full snapshot), never a replay.
-   */
-  unsureFrom?(stream: string): number | undefined;
-  /**
-   * Whether a client that resumes `stream` at `position` without an epoch may hold entries of
-   * another history there, for good (clustered mode: the positions a node that diverged may
-   * have sent its subscribers, recorded when the stream's epoch was renewed for it): such a
-   * resume gets a reset, never a replay.
-   */
-  otherHistoryAt?(stream: string, position: number): boolean;
+  /** Whether a client resuming `stream` at `position` (with `epoch`, if it sent one) may hold
+   * entries of another history there (clustered mode: a node that diverged sent them; see
+   * `HistoryReplaced`): such a resume gets a reset, never a replay. */
+  replacedAt(stream: string, position: number, epoch?: string): boolean;
   purge(stream: string, apply?: () => void, publish?: (epoch: string) => void): Promise<string>;
   trim(stream: string, opts: { maxCount?: number; maxAgeMs?: number }): Promise<number>;
   /** Registers a follower of other nodes' writes (never called on one node alone). */

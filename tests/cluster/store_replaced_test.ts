@@ -13,7 +13,7 @@ import { OrderedLog } from "../../lib/store/ordered_log.ts";
 import type { StoreEnv } from "../../lib/store/env.ts";
 import type { Storage } from "../../lib/store/storage.ts";
 import { logDbNames } from "../../lib/store/log_layout.ts";
-import { LogChangeFeed, streamsWritten, type Write } from "../../lib/cluster/log_changes.ts";
+import { LogChangeFeed, rangesWritten, type Write } from "../../lib/cluster/log_changes.ts";
 import { joinStream } from "../../lib/streams/join.ts";
 import type { JoinContext } from "../../lib/socket/handler.ts";
 import { tempStore } from "../helpers/temp_store.ts";
@@ -149,12 +149,12 @@ Deno.test("store replaced: a resume at or past a position of another history is 
   const log = new OrderedLog(storage, "log");
   for (let i = 1; i <= 6; i++) await log.append("s", () => ({ entries: [`e-${i}`], result: null }));
   await log.append("other", () => ({ entries: ["x"], result: null }));
-  const written = streamsWritten([[names.entries, ["s", 4]], [names.entries, ["s", 5]], [
+  const written = rangesWritten([[names.entries, ["s", 4]], [names.entries, ["s", 5]], [
     "objects:state",
     "k",
   ]]);
-  assert.deepEqual([...written], [["log", new Map([["s", 4]])]]);
-  feed.unsure(written, Date.now() + 60_000);
+  assert.deepEqual([...written], [["log", new Map([["s", [4, 5]]])]]);
+  feed.historyReplaced(written, Date.now() + 60_000);
 
   const past = join(log, "s", { offset: 4, epoch: "0" });
   assert.equal(await past.done, true);
@@ -172,7 +172,7 @@ Deno.test("store replaced: a resume at or past a position of another history is 
   assert.equal(other.seen.reply?.replay, "complete", "a stream not written meanwhile");
 
   // Every stream: any resume is reset; once the time is over, replays again.
-  feed.unsure("all", Date.now() + 50);
+  feed.historyReplaced("all", Date.now() + 50);
   const all = join(log, "other", { offset: 1, epoch: "0" });
   await all.done;
   assert.equal(all.seen.reply?.replay, "reset");

@@ -1,10 +1,10 @@
-// The epoch renewal of the ordered log (`OrderedLog.renew`, and `renewEpochs` told by a
-// replicated store through `LogChangeFeed`), over real LMDB: a stream gets a new epoch with its
-// entries, head and positions kept; a client position of the old epoch then resumes with a
-// reset (a full snapshot), one of the new epoch with a replay. Another node's renewal reaches
-// this node's logs as a renewal, never as a purge: nothing is deleted, no purge is told, and
-// live delivery goes on in order. With the unsure positions recorded (clustered mode), a resume
-// without an epoch resets inside them, for good, and replays outside them.
+// The epoch renewal of the ordered log (a `HistoryReplaced` for good, told by a replicated
+// store through `LogChangeFeed`), over real LMDB: a stream gets a new epoch with its entries,
+// head and positions kept; a client position of the old epoch then resumes with a reset (a
+// full snapshot), one of the new epoch with a replay. Another node's renewal reaches this
+// node's logs as a renewal, never as a purge: nothing is deleted, no purge is told, and live
+// delivery goes on in order. With the unsure positions recorded, a resume without an epoch
+// resets inside them, for good, and replays outside them. On one node nothing is consulted.
 import assert from "node:assert/strict";
 import { OrderedLog } from "../../lib/store/ordered_log.ts";
 import { DirectCommits } from "../../lib/store/direct_commits.ts";
@@ -47,17 +47,37 @@ async function join(log: OrderedLog, stream: string, from?: { offset: number; ep
 
 const one = (e: string) => () => ({ entries: [e], result: null });
 
-Deno.test("OrderedLog.renew() gives a new epoch and keeps the entries; an old cursor resets, a new one replays", async () => {
+/** `env` as a replicated store whose other nodes' changes `feed` tells (see store_replaced_test). */
+function replicated(env: StoreEnv) {
+  const feed = new LogChangeFeed();
+  const target = { transaction: <T>(fn: () => T) => Promise.resolve(env.root.transactionSync(fn)) };
+  const storage = {
+    db: (name: string) => env.db(name),
+    commits: new DirectCommits(target),
+    remote: feed,
+  } as unknown as Storage;
+  /** Renews `streams` of the log `log` for good, with their ranges, in one transaction. */
+  const renew = (streams: [string, number, number | null][], log = "log") =>
+    storage.commits.run(() =>
+      feed.historyReplaced(
+        new Map([[log, new Map(streams.map(([s, from, to]) => [s, [from, to]]))]]),
+      )
+    );
+  return { storage, feed, renew };
+}
+
+Deno.test("epoch renewal gives a new epoch and keeps the entries; an old cursor resets, a new one replays", async () => {
   const { env } = tempStore();
-  const log = new OrderedLog(env);
+  const { storage, renew } = replicated(env);
+  const log = new OrderedLog(storage, "log");
   for (const e of ["a", "b", "c", "d"]) await log.append("s", one(e));
   await log.append("other", one("x"));
   const before = await join(log, "s", { offset: 0 });
   const old = before.reply!.epoch as string;
   assert.equal(old, "0");
 
-  const renewed = await log.renew(["s"]);
-  const epoch = renewed.get("s")!;
+  await renew([["s", 9, 9]]);
+  const epoch = log.epoch("s");
   assert.match(epoch, /^[0-9a-f]{8}$/);
   assert.equal(log.epoch("s"), epoch);
   assert.equal(log.epoch("other"), "0", "only the streams named");
@@ -86,23 +106,12 @@ Deno.test("OrderedLog.renew() gives a new epoch and keeps the entries; an old cu
   // Appends go on at the next position, in the new epoch; another renewal, another epoch.
   assert.equal((await log.append("s", one("e"))).position, 5);
   assert.equal(log.epoch("s"), epoch);
-  assert.notEqual((await log.renew(["s"])).get("s"), epoch);
+  await renew([["s", 9, 9]]);
+  assert.notEqual(log.epoch("s"), epoch);
   // Read back from storage by another log over the same environment.
-  assert.equal(new OrderedLog(env).epoch("s"), log.epoch("s"));
+  assert.equal(new OrderedLog(env, "log").epoch("s"), log.epoch("s"));
   await env.close();
 });
-
-/** `env` as a replicated store whose other nodes' changes `feed` tells (see store_replaced_test). */
-function replicated(env: StoreEnv) {
-  const feed = new LogChangeFeed();
-  const target = { transaction: <T>(fn: () => T) => Promise.resolve(env.root.transactionSync(fn)) };
-  const storage = {
-    db: (name: string) => env.db(name),
-    commits: new DirectCommits(target),
-    remote: feed,
-  } as unknown as Storage;
-  return { storage, feed };
-}
 
 Deno.test("epoch renewal: another node's renewal is told as a renewal, not a purge; delivery goes on in order", async () => {
   const names = logDbNames("log");
@@ -120,7 +129,6 @@ Deno.test("epoch renewal: another node's renewal is told as a renewal, not a pur
   assert.deepEqual(streamChanges(names, purge), [{ stream: "s", purged: "p1", appended: [] }]);
   assert.deepEqual(streamChanges(names, [[0, names.epochs, "s", "r1"]]), [{
     stream: "s",
-    renewed: "r1",
     appended: [],
   }]);
   // In one batch: a purge, an append, then a renewal of the same stream.
@@ -130,11 +138,10 @@ Deno.test("epoch renewal: another node's renewal is told as a renewal, not a pur
   }], [0, names.epochs, "s", "r2"]]);
   assert.equal(mixed.length, 1);
   assert.equal(mixed[0].purged, "p1");
-  assert.equal(mixed[0].renewed, "r2");
   assert.deepEqual(mixed[0].appended.map((r) => r.position), [1]);
 
   const { env } = tempStore();
-  const { storage, feed } = replicated(env);
+  const { storage, feed, renew } = replicated(env);
   const log = new OrderedLog(storage, "log");
   const seen: string[] = [];
   log.follow({
@@ -162,9 +169,8 @@ Deno.test("epoch renewal: another node's renewal is told as a renewal, not a pur
   assert.deepEqual(current.pushed, [3]);
 
   // The store's own renewal (a rebuilt node's replicated write) runs inside its transaction.
-  await storage.commits.run(() =>
-    feed.renewEpochs(new Map([["log", ["s"]], ["elsewhere", ["s"]]]))
-  );
+  await renew([["s", 1, 1]]);
+  await renew([["s", 1, 1]], "elsewhere");
   assert.notEqual(log.epoch("s"), "r1");
   assert.equal(log.head("s"), 3);
   await env.close();
@@ -172,20 +178,12 @@ Deno.test("epoch renewal: another node's renewal is told as a renewal, not a pur
 
 Deno.test("epoch renewal with unsure positions: a resume without an epoch resets inside them and replays outside", async () => {
   const { env } = tempStore();
-  const { storage, feed } = replicated(env);
+  const { storage, renew } = replicated(env);
   const log = new OrderedLog(storage, "log");
   for (const e of ["a", "b", "c", "d", "e", "f"]) await log.append("s", one(e));
   await log.append("t", one("x"));
   // Positions 3-4 of `s` unsure; `t` from 1 with no known end; `u` has no entries yet.
-  await storage.commits.run(() =>
-    feed.renewEpochs(
-      new Map([["log", ["s", "t", "u"]]]),
-      new Map([[
-        "log",
-        new Map<string, [number, number | null]>([["s", [3, 4]], ["t", [1, null]], ["u", [1, 2]]]),
-      ]]),
-    )
-  );
+  await renew([["s", 3, 4], ["t", 1, null], ["u", 1, 2]]);
   const epoch = log.epoch("s");
   assert.notEqual(epoch, "0");
   assert.equal(log.head("s"), 6, "entries kept");
@@ -208,23 +206,18 @@ Deno.test("epoch renewal with unsure positions: a resume without an epoch resets
   assert.deepEqual((await join(log, "s", { offset: 3, epoch })).pushed, [4, 5, 6]);
   assert.equal((await join(log, "s", { offset: 2, epoch: "0" })).reply!.replay, "reset");
   assert.equal((await join(log, "t", { offset: 1 })).reply!.replay, "reset", "no known end");
-  assert.equal(log.otherHistoryAt("u", 2), true, "a stream the majority never wrote yet");
-  assert.equal(log.otherHistoryAt("u", 3), false);
+  assert.equal(log.replacedAt("u", 2), true, "a stream the majority never wrote yet");
+  assert.equal(log.replacedAt("u", 3), false);
   // A second range from the same position widens it.
-  await storage.commits.run(() =>
-    feed.renewEpochs(
-      new Map([["log", ["s"]]]),
-      new Map([["log", new Map([["s", [3, 5] as [number, number]]])]]),
-    )
-  );
-  assert.equal(log.otherHistoryAt("s", 5), true);
-  assert.equal(log.otherHistoryAt("s", 6), false);
-  // On one node (no other nodes' changes) nothing is recorded nor consulted.
+  await renew([["s", 3, 5]]);
+  assert.equal(log.replacedAt("s", 5), true);
+  assert.equal(log.replacedAt("s", 6), false);
+  // On one node (no other nodes' changes) nothing is consulted, over the same store too.
   const { env: single } = tempStore();
   const alone = new OrderedLog(single, "log");
   await alone.append("s", one("a"));
-  await alone.renew(["s"], new Map([["s", [1, 1]]]));
-  assert.equal(alone.otherHistoryAt("s", 1), false);
+  assert.equal(alone.replacedAt("s", 1), false);
+  assert.equal(new OrderedLog(env, "log").replacedAt("u", 2), false);
   await single.close();
   await env.close();
 });
