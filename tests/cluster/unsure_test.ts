@@ -194,7 +194,7 @@ Deno.test("unsure markers: pruned once old, unless their report is still listed;
   const [{ env: envA }, { env: envC }, { env }] = [tempStore(), tempStore(), tempStore()];
   const a = node(envA, "a");
   const c = node(envC, "c");
-  const b = node(env, "b", 300);
+  const b = node(env, "b", 3000);
   try {
     await b.log.append("s", one("p"));
     await b.log.append("t", one("q"));
@@ -216,7 +216,7 @@ Deno.test("unsure markers: pruned once old, unless their report is still listed;
 
     // b lists a's report again (as the stopped node does): its marker stays while listed.
     env.root.transactionSync(() => b.unsure.keep("a:r1", ranges([["s", 1, 1]])));
-    await new Promise((r) => setTimeout(r, 400));
+    await new Promise((r) => setTimeout(r, 3100));
     // (Its own timer prunes too, every second: the rows tell, not the count.)
     await b.unsure.prune();
     assert.deepEqual(rows(env, RENEWED_DB).map(([k]) => k), [["a:r1", "log", "s"]]);
@@ -229,7 +229,7 @@ Deno.test("unsure markers: pruned once old, unless their report is still listed;
     await b.unsure.renew();
     assert.deepEqual(rows(env, PENDING_DB), []);
     assert.deepEqual([b.log.epoch("s"), b.log.epoch("t")], epochs);
-    await new Promise((r) => setTimeout(r, 400));
+    await new Promise((r) => setTimeout(r, 3100));
     await b.unsure.prune();
     assert.deepEqual(rows(env, RENEWED_DB), []);
     // What protects a subscriber is kept: the epochs and the unsure positions.
