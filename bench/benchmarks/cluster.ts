@@ -2,14 +2,20 @@
 // writers on one hot object and on 10k objects (spread over the 3 nodes in the cluster), and
 // fan-out latency from a write on one node to a subscriber (on another node in the cluster).
 // NATS: a 3-server loopback JetStream cluster of Debian's nats-server (2.9, no fsync: see
-// docs/cluster.md), so cluster rows show the protocol's cost, not a disk's.
+// docs/cluster.md), so cluster rows show the protocol's cost, not a disk's. Beside them: where
+// a clustered batch's milliseconds go (each node's `/metrics` phases over the measured window),
+// and the bound: JetStream alone on the same 3 servers, 64 closed-loop publishers.
 import { APP, CpuMeter, runGenerator, type Served, startSwitchboard } from "../lib/proc.ts";
 import { type BenchContext, type BenchReport, pending } from "../lib/report.ts";
 import { round } from "../lib/stats.ts";
 import { findProgram } from "../lib/peers.ts";
 import { startNatsCluster } from "../../tests/cluster/nats_servers.ts";
 
+/** Bytes per write in the bound's messages: about an increment's write set in the log. */
+const BOUND_BYTES = 120;
+
 interface ClusterResult {
+  writes: number;
   perSecond: number;
   p50: number;
   p99: number;
@@ -18,6 +24,32 @@ interface ClusterResult {
   fanP50?: number;
   fanP99?: number;
   fanCount?: number;
+}
+
+/** The clustered write phases (`lib/metrics/cluster.ts`), in order. */
+const PHASES = ["queued", "wait_apply", "speculate", "publish", "read", "apply", "confirm"];
+
+/** Sum (seconds) and count per phase of `switchboard_cluster_write_phase_seconds` on the
+ * nodes at `bases`, added up (a node that does not answer counts nothing). */
+async function scrapePhases(bases: string[]): Promise<Map<string, [number, number]>> {
+  const out = new Map<string, [number, number]>(PHASES.map((p) => [p, [0, 0]]));
+  const re = /^switchboard_cluster_write_phase_seconds_(sum|count)\{phase="(\w+)"[^}]*\} (\S+)$/;
+  for (const base of bases) {
+    const text = await fetch(`${base}/metrics`).then((r) => r.text()).catch(() => "");
+    for (const line of text.split("\n")) {
+      const m = re.exec(line);
+      const v = m && out.get(m[2]);
+      if (v) v[m[1] === "sum" ? 0 : 1] += Number(m[3]);
+    }
+  }
+  return out;
+}
+
+interface Phases {
+  /** Mean ms per batch, by phase, over the measured window. */
+  ms: Record<string, number>;
+  /** Writes acknowledged per batch acknowledged. */
+  perBatch: number;
 }
 
 /** Runs the single-node and 3-node rows. */
@@ -31,12 +63,20 @@ export async function cluster(ctx: BenchContext): Promise<BenchReport> {
   const writers = 64;
   const fanRate = 200;
   const fanSeconds = ctx.seconds(3, 1);
-  const results: { mode: string; objects: number; r: ClusterResult; cpu: number }[] = [];
+  const results: {
+    mode: string;
+    objects: number | string;
+    r: ClusterResult;
+    cpu: number;
+    phases?: Phases;
+  }[] = [];
 
   const run = async (mode: string, nodes: Served[]) => {
     for (const objects of [1, many]) {
       ctx.log(`${mode}: ${writers} writers, ${objects} object(s)`);
       const meters = nodes.map((n) => new CpuMeter(n.pid));
+      const bases = nodes.map((n) => n.baseUrl);
+      const scrapes: Partial<Record<string, Promise<Map<string, [number, number]>>>> = {};
       const r = await runGenerator<ClusterResult>("bun", "gen/cluster_gen.ts", {
         bases: nodes.map((n) => n.baseUrl),
         objects,
@@ -48,8 +88,22 @@ export async function cluster(ctx: BenchContext): Promise<BenchReport> {
         writeBase: nodes[0].baseUrl,
         subBase: nodes[nodes.length - 1].baseUrl,
         tag: mode,
-      }, (name) => meters.forEach((m) => m.mark(name)));
-      results.push({ mode, objects, r, cpu: meters.reduce((s, m) => s + m.share, 0) });
+      }, (name) => {
+        meters.forEach((m) => m.mark(name));
+        if (nodes.length > 1) scrapes[name] = scrapePhases(bases);
+      });
+      let phases: Phases | undefined;
+      if (scrapes.start && scrapes.end) {
+        const [a, b] = [await scrapes.start, await scrapes.end];
+        const ms: Record<string, number> = {};
+        for (const p of PHASES) {
+          const n = b.get(p)![1] - a.get(p)![1];
+          ms[p] = n > 0 ? round(((b.get(p)![0] - a.get(p)![0]) / n) * 1000, 1) : NaN;
+        }
+        const batches = b.get("confirm")![1] - a.get("confirm")![1];
+        phases = { ms, perBatch: batches > 0 ? round(r.writes / batches, 1) : NaN };
+      }
+      results.push({ mode, objects, r, cpu: meters.reduce((s, m) => s + m.share, 0), phases });
     }
   };
 
@@ -63,6 +117,21 @@ export async function cluster(ctx: BenchContext): Promise<BenchReport> {
   const nats = await startNatsCluster(3);
   const nodes: Served[] = [];
   try {
+    // The bound first, on the fresh servers (the nodes' log stream not there yet).
+    for (const batched of [false, true]) {
+      const mode = batched ? "JetStream alone, batched" : "JetStream alone";
+      ctx.log(`${mode}: ${writers} publishers over 3 servers, stream with 3 replicas`);
+      const r = await runGenerator<ClusterResult>("bun", "gen/jetstream_bound_gen.ts", {
+        urls: nats.urls,
+        concurrency: writers,
+        seconds,
+        warmup,
+        bytes: BOUND_BYTES,
+        batched,
+        stream: batched ? "boundb" : "bound",
+      });
+      results.push({ mode, objects: "-", r, cpu: 0 });
+    }
     for (let i = 0; i < 3; i++) {
       const urls = [...nats.urls.slice(i), ...nats.urls.slice(0, i)].join(",");
       nodes.push(
@@ -93,11 +162,15 @@ export async function cluster(ctx: BenchContext): Promise<BenchReport> {
     "fan-out p50/p99 ms",
     "server cpu (sum)",
     "errors",
+    "writes/batch",
+    `ms per batch: ${PHASES.join(" / ")}`,
   ];
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
-  for (const { mode, objects, r, cpu } of results) {
-    const base = results.find((x) => x.mode === "one node" && x.objects === objects)!.r;
+  for (const { mode, objects, r, cpu, phases } of results) {
+    const base = results.find((x) =>
+      x.mode === "one node" && x.objects === (objects === "-" ? many : objects)
+    )!.r;
     const ratio = round(r.perSecond / base.perSecond, 3);
     const fan = r.fanP50 !== undefined ? `${r.fanP50} / ${r.fanP99}` : null;
     rows.push([
@@ -109,8 +182,12 @@ export async function cluster(ctx: BenchContext): Promise<BenchReport> {
       r.p99,
       ratio,
       fan,
-      `${Math.round(cpu * 100)}%`,
+      cpu > 0 ? `${Math.round(cpu * 100)}%` : "-",
       r.errors,
+      phases?.perBatch ?? null,
+      phases
+        ? PHASES.map((p) => phases.ms[p]).join(" / ")
+        : null,
     ]);
     data.push({
       mode,
@@ -125,6 +202,7 @@ export async function cluster(ctx: BenchContext): Promise<BenchReport> {
       fanoutSamples: r.fanCount,
       serverCpuSum: round(cpu, 2),
       errors: r.errors,
+      ...(phases ? { writesPerBatch: phases.perBatch, phaseMs: phases.ms } : {}),
     });
   }
   return {
@@ -137,6 +215,8 @@ export async function cluster(ctx: BenchContext): Promise<BenchReport> {
       `increments acknowledged when durable; in the cluster, writers are spread round-robin over the 3 nodes (app ${APP.id}).`,
       `fan-out: ${fanRate} writes/s for ${fanSeconds} s on the first node, one subscriber on the last node (the same node for one node); latency from the write's send time to its delivery.`,
       "NATS: 3 nats-server 2.9 processes on loopback, stream with 3 replicas; 2.9 acknowledges before fsync, so cluster rows measure replication, not the disk.",
+      `ms per batch: mean over the measured window of each phase (switchboard_cluster_write_phase_seconds on every node's /metrics; a retried batch counts each attempt); writes/batch: writes acknowledged per batch confirmed.`,
+      `JetStream alone: the bound any design that acknowledges a write once the stream stored it reaches with ${writers} closed-loop writers here: ${writers} publishers over one connection per server, each publishing a ${BOUND_BYTES}-byte message with a message id to a stream with 3 replicas and waiting for its ack; batched: one publisher per connection sends every write waiting on it as one message. Its ratio is to one node on ${many} objects.`,
     ],
   };
 }

@@ -82,6 +82,7 @@ if (cfg.fanRate > 0) {
 }
 
 done({
+  writes: writes.writes,
   perSecond: writes.perSecond,
   p50: writes.p50,
   p99: writes.p99,
