@@ -13,6 +13,9 @@ import type {
   UnsureRange,
 } from "../store/storage.ts";
 
+/** Per ordered log (by name), streams and their positions of another history. */
+type PerLog = Map<string, Map<string, UnsureRange>>;
+
 /** One replicated write: `[0, db, key, value]` puts, `[1, db, key]` removes. */
 export type Write = [0, string, Key, unknown] | [1, string, Key];
 
@@ -104,7 +107,9 @@ export class LogChangeFeed implements RemoteChanges {
   /** Clients may hold entries of another history in the streams named per log name (`"all"`:
    * every stream of every log), until `until` or, inside a write transaction, for good (see
    * `HistoryReplaced`). */
-  historyReplaced(streams: Map<string, Map<string, UnsureRange>> | "all", until?: number): void {
+  historyReplaced(streams: PerLog | "all", until: number): void;
+  historyReplaced(streams: PerLog): void;
+  historyReplaced(streams: PerLog | "all", until?: number): void {
     for (const { name, listener } of this.#logs) {
       const mine = streams === "all" ? "all" : streams.get(name);
       if (mine) listener.historyReplaced({ streams: mine, until } as HistoryReplaced);
