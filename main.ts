@@ -19,11 +19,11 @@ async function main() {
     return console.log(`backup written to ${config.backupPath}`);
   }
   if (config.command === "cluster-status") {
-    const { clusterStatus } = await import("./lib/cluster/refound.ts");
+    const { clusterStatus } = await import("./lib/cluster/divergence/refound.ts");
     return console.log(await clusterStatus([config.dataDir, ...config.otherDataDirs!]));
   }
   if (config.command === "cluster-refound") {
-    const { refound } = await import("./lib/cluster/refound.ts");
+    const { refound } = await import("./lib/cluster/divergence/refound.ts");
     const nats = config.nats!.split(",").map((u) => u.trim()).filter(Boolean);
     try {
       return console.log(

@@ -7,7 +7,7 @@
 // and the namespace is deleted when the run ends, failed or not).
 //
 // A node fed other messages by a NATS replica that diverged stops itself (`lib/cluster/
-// agreement.ts`) and rebuilds its store by itself (`lib/cluster/rebuild.ts`); once writes stop,
+// agreement.ts`) and rebuilds its store by itself (`lib/cluster/divergence/rebuild.ts`); once writes stop,
 // such nodes must be back (ready) within 2 minutes, and are checked like the others. One fault
 // makes that happen on purpose, since JetStream does it only now and then: node 1 is restarted
 // with the fault hooks of a diverged replica (`SWITCHBOARD_FAULT_FORK_AT` a few hundred
@@ -74,7 +74,7 @@ async function readyWithin(server: TestServer, ms: number): Promise<boolean> {
 
 /** How far ahead of the newest acknowledged position the forked node is fed another message. */
 const FORK_AHEAD = 300;
-/** A node's answer once it stopped itself (`lib/cluster/agreement.ts`). */
+/** A node's answer once it stopped itself (`lib/cluster/divergence/agreement.ts`). */
 const DIVERGED = /applied the log differently from a majority of the nodes/;
 const LISTS = 3;
 const COUNTERS = 3;
@@ -629,7 +629,7 @@ export async function clusterNemesis(budget: NemesisBudget): Promise<PartResult>
       }
     }
     // How stopped nodes got back: refused rebuilds (the log lost history they confirmed) and
-    // the snapshots taken on their request (`lib/cluster/rebuild.ts` `wantSnapshot`).
+    // the snapshots taken on their request (`lib/cluster/divergence/rebuild.ts` `wantSnapshot`).
     const logs = cluster.nodes.map((n, i) => earlier[i] + n.output()).join("\n");
     counts["rebuilds refused"] =
       logs.match(/ERROR +cluster unavailable: the log no longer holds/g)?.length ?? 0;

@@ -4,8 +4,8 @@
 // without saying it diverged. And the last position a majority confirmed (where a stopped node's
 // clients may start to hold another history).
 import assert from "node:assert/strict";
-import { positionDigest, WindowFingerprint } from "../../lib/cluster/fingerprint.ts";
-import { PeerAgreement } from "../../lib/cluster/agreement.ts";
+import { positionDigest, WindowFingerprint } from "../../lib/cluster/divergence/history.ts";
+import { PeerAgreement } from "../../lib/cluster/divergence/agreement.ts";
 
 /** A history of `n` positions (`odd`: another message at position 5). */
 function history(n: number, odd = false): WindowFingerprint {

@@ -2,8 +2,8 @@
 // one node other messages): the window fingerprint, and the peer checks that hold an
 // acknowledgement until a majority applied the log alike and stop a node a majority disagrees with.
 import assert from "node:assert/strict";
-import { positionDigest, WindowFingerprint } from "../../lib/cluster/fingerprint.ts";
-import { PeerAgreement } from "../../lib/cluster/agreement.ts";
+import { positionDigest, WindowFingerprint } from "../../lib/cluster/divergence/history.ts";
+import { PeerAgreement } from "../../lib/cluster/divergence/agreement.ts";
 
 const batches = (from: number, to: number) =>
   Array.from({ length: to - from + 1 }, (_, i) => [from + i, `b${from + i}`] as const);

@@ -1,5 +1,5 @@
 // A stopped node that the log cannot bring back asks the others for a snapshot and rebuilds
-// from it, without an operator (lib/cluster/rebuild.ts `wantSnapshot`, lib/cluster/
+// from it, without an operator (lib/cluster/divergence/rebuild.ts `wantSnapshot`, lib/cluster/
 // snapshots.ts). Node 3 is fed another message at position 40 and stops; from then on it reads
 // yet another message at a later position (as from a stream leader whose replica diverged
 // there: the nemesis runs in

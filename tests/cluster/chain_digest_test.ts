@@ -1,5 +1,5 @@
-// The replicated store's chained digest of its history (lib/cluster/fingerprint.ts
-// `chainDigest`, compared by a rebuild's guard, lib/cluster/confirmed_guard.ts), driven through
+// The replicated store's chained digest of its history (lib/cluster/divergence/history.ts
+// `chainDigest`, compared by a rebuild's guard, lib/cluster/divergence/guard.ts), driven through
 // the in-memory stand-in of the JetStream link:
 // - every position applied keeps the digest in its record, and every 4096 positions for good
 //   (`cluster:chain`), equal to the chain of the batch ids the log holds, across a restart;
@@ -9,8 +9,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { ClusterLink } from "../../lib/cluster/link.ts";
-import { CHAIN_CHECKPOINT_EVERY } from "../../lib/cluster/confirmed_guard.ts";
-import { CHAIN_START, chainDigest } from "../../lib/cluster/fingerprint.ts";
+import { CHAIN_CHECKPOINT_EVERY } from "../../lib/cluster/divergence/guard.ts";
+import { CHAIN_START, chainDigest } from "../../lib/cluster/divergence/history.ts";
 import { ReplicatedEnv } from "../../lib/cluster/replicated_env.ts";
 import { StoreEnv } from "../../lib/store/env.ts";
 import { tempDir } from "../helpers/temp_dir.ts";

@@ -1,5 +1,5 @@
 // A node that missed the others' reports learns from their heartbeats what a majority
-// confirmed (lib/cluster/claims.ts), so its rebuild guard keeps that history. Node 3 drops the
+// confirmed (lib/cluster/divergence/history.ts), so its rebuild guard keeps that history. Node 3 drops the
 // others' reports of positions past 10 (SWITCHBOARD_FAULT_DEAF_AFTER: reports core NATS lost),
 // so on its own it knows only position 10 as confirmed, while nodes 1 and 2 confirm every
 // position. Node 3 is then fed another message at position 40 (FORK_AT); it hears no report

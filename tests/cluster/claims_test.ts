@@ -1,9 +1,9 @@
-// The judging of other nodes' claims of what a majority confirmed (lib/cluster/claims.ts):
+// The judging of other nodes' claims of what a majority confirmed (lib/cluster/divergence/history.ts):
 // learned when the claimed digest is this node's, contradicted when it is not, waited for when
 // this node has not applied that far, dropped when it keeps no digest there, and forgotten
 // with a replaced store.
 import assert from "node:assert/strict";
-import { ConfirmedClaims } from "../../lib/cluster/claims.ts";
+import { ConfirmedClaims } from "../../lib/cluster/divergence/history.ts";
 
 /** Claims judged against a history whose digest at position p is `h<p>` (from `kept` on),
  * applied up to `applied.at`. */

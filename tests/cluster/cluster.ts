@@ -33,7 +33,7 @@ export interface ClusterOptions {
 }
 
 /** Node environment in which the healthy nodes do not hear a stopped node ask for a snapshot
- * (`lib/cluster/rebuild.ts` `wantSnapshot`): one reaching the position it disagrees at, or its
+ * (`lib/cluster/divergence/rebuild.ts` `wantSnapshot`): one reaching the position it disagrees at, or its
  * confirmed one, would end a refusal or a hold (asked_snapshot_test.ts runs those). */
 export const NO_ASKED_SNAPSHOT = { SWITCHBOARD_FAULT_IGNORE_SNAPSHOT_ASKS: "1" };
 

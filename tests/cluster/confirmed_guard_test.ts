@@ -1,5 +1,5 @@
 // A node that stopped itself never rebuilds onto a log that lost history a majority confirmed
-// (lib/cluster/confirmed_guard.ts). Node 3 is fed another message at one position (the fault
+// (lib/cluster/divergence/guard.ts). Node 3 is fed another message at one position (the fault
 // hook SWITCHBOARD_FAULT_FORK_AT) and stops; from then on it reads yet another message at an
 // earlier position, one a majority confirmed long before (SWITCHBOARD_FAULT_OTHER_AT, as from a
 // stream leader whose replica diverged there). It then keeps its store: it refuses the rebuild,
@@ -17,8 +17,8 @@ import {
   firstConfirmedMismatch,
   type KeptHistory,
   type PositionRecord,
-} from "../../lib/cluster/confirmed_guard.ts";
-import { CHAIN_START, chainDigest } from "../../lib/cluster/fingerprint.ts";
+} from "../../lib/cluster/divergence/guard.ts";
+import { CHAIN_START, chainDigest } from "../../lib/cluster/divergence/history.ts";
 
 /** Positions start at 1; every write of this test before the fork is one position (after it,
  * the healthy nodes' epoch renewal of the stream node 3 named takes positions too). */

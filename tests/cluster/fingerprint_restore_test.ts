@@ -1,10 +1,10 @@
-// The fingerprint a restarted node rebuilds from its store (lib/cluster/fingerprint.ts): only
+// The fingerprint a restarted node rebuilds from its store (lib/cluster/divergence/history.ts): only
 // the positions whose whole window the store kept are known; before them the rebuilt
 // fingerprints would lack older positions and differ from the other nodes' (a restarted node
 // then took a message speculated a few positions before its restart point for one written on
 // another history, skipped it alone, and stopped itself as diverged: seen in the nemesis).
 import assert from "node:assert/strict";
-import { positionDigest, WindowFingerprint } from "../../lib/cluster/fingerprint.ts";
+import { positionDigest, WindowFingerprint } from "../../lib/cluster/divergence/history.ts";
 
 Deno.test("fingerprint: a rebuilt window knows no fingerprint before its first complete position", () => {
   const live = new WindowFingerprint(8);

@@ -193,7 +193,7 @@ Deno.test({
   },
 });
 
-// The same for a refused rebuild (lib/cluster/confirmed_guard.ts): node 3, once stopped, reads
+// The same for a refused rebuild (lib/cluster/divergence/guard.ts): node 3, once stopped, reads
 // another message at a position a majority confirmed, so every rebuild is refused; it is not
 // tried again, reading the log, while what it reads is unchanged, the log growing past the
 // refused position included, and is once the stream gets another leader.

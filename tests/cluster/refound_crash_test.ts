@@ -1,4 +1,4 @@
-// A `switchboard cluster refound` that crashes part way, run again (lib/cluster/refound.ts,
+// A `switchboard cluster refound` that crashes part way, run again (lib/cluster/divergence/refound.ts,
 // docs/cluster.md "When every node refuses to rebuild (operator)"). For each crash point of the
 // fault hook SWITCHBOARD_FAULT_REFOUND_EXIT_AFTER, on a cluster whose every node refuses to
 // rebuild (refound_setup.ts, as in refound_test.ts) and is stopped:
@@ -13,8 +13,8 @@
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { connect } from "nats";
-import { SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "../../lib/cluster/rebuild.ts";
-import { FAULT_EXIT_CODE } from "../../lib/cluster/refound.ts";
+import { SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "../../lib/cluster/divergence/rebuild.ts";
+import { FAULT_EXIT_CODE } from "../../lib/cluster/divergence/refound.ts";
 import { LOCK_FILE } from "../../lib/store/lock.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { cli, logState, startAfterRefound, startRefusingCluster } from "./refound_setup.ts";

@@ -1,5 +1,5 @@
 /**
- * Test helper for the operator's refound (lib/cluster/refound.ts), shared by refound_test.ts
+ * Test helper for the operator's refound (lib/cluster/divergence/refound.ts), shared by refound_test.ts
  * and refound_crash_test.ts: the binary's `switchboard cluster ...` commands, a cluster whose
  * every node refuses to rebuild, and the restart the docs prescribe once the log is re-founded,
  * checking that every node takes writes and holds every acknowledged write.

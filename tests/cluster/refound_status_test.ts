@@ -1,11 +1,11 @@
-// `switchboard cluster status` (lib/cluster/refound.ts) on stores made here: it reads each
+// `switchboard cluster status` (lib/cluster/divergence/refound.ts) on stores made here: it reads each
 // store's diverged mark, confirmed position and kept records, and tells which store holds every
 // other one's confirmed history, compared as the rebuild guard compares it (batch ids of the
 // kept records, chained digests for what lies before them).
 import assert from "node:assert/strict";
 import { StoreEnv, storePath } from "../../lib/store/env.ts";
-import { CHAIN_START, chainDigest } from "../../lib/cluster/fingerprint.ts";
-import { clusterStatus, lacks, readStore, refound } from "../../lib/cluster/refound.ts";
+import { CHAIN_START, chainDigest } from "../../lib/cluster/divergence/history.ts";
+import { clusterStatus, lacks, readStore, refound } from "../../lib/cluster/divergence/refound.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 
 /** A store that applied `batches` (position i + 1 holds batches[i]), keeping a record of the

@@ -1,4 +1,4 @@
-// The operator's way back when every node refuses to rebuild (lib/cluster/refound.ts,
+// The operator's way back when every node refuses to rebuild (lib/cluster/divergence/refound.ts,
 // docs/cluster.md "When every node refuses to rebuild (operator)"). Node 3 is fed another
 // message at position 40 and stops; node 1 another one at 60, and nodes 1 and 2 then disagree
 // with each other and with node 3: every node stops. Every node then reads yet another message

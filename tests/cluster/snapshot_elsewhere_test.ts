@@ -1,5 +1,5 @@
 // A stopped node's rebuild reads the newest snapshot from another NATS server when the one it
-// is connected to answers the object store's requests with 503 (lib/cluster/rebuild.ts
+// is connected to answers the object store's requests with 503 (lib/cluster/divergence/rebuild.ts
 // `rebuildSource`): in nemesis run A5 a node stopped as diverged stayed on such a server and
 // could not rebuild for minutes. Here the node's first server is a plain nats-server whose
 // JetStream is a stand-in (tests/cluster/fake_jetstream.ts) that serves the log's requests
@@ -13,7 +13,11 @@ import { join } from "node:path";
 import { Readable } from "node:stream";
 import { connect } from "nats";
 import { ClusterLink } from "../../lib/cluster/link.ts";
-import { rebuildSource, SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "../../lib/cluster/rebuild.ts";
+import {
+  rebuildSource,
+  SNAPSHOT_BUCKET,
+  SNAPSHOT_OBJECT,
+} from "../../lib/cluster/divergence/rebuild.ts";
 import { StoreEnv } from "../../lib/store/env.ts";
 import { until } from "./cluster.ts";
 import { fakeOn, plainServer } from "./fake_jetstream.ts";

@@ -1,5 +1,5 @@
 // What a clustered node's ordered logs do when the node rebuilt its store (it applied the log
-// differently from a majority of the nodes, lib/cluster/rebuild.ts), told through the storage
+// differently from a majority of the nodes, lib/cluster/divergence/rebuild.ts), told through the storage
 // seam's typed changes (`LogChangeFeed.replaced` / `unsure`), over real LMDB:
 // - a join waiting for a position of the old store at the swap is dropped (it never replies
 //   with the old store's snapshot), and live delivery of the stream goes on from the new

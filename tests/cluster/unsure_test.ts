@@ -1,4 +1,4 @@
-// The report of a node that stopped itself as diverged (`lib/cluster/unsure.ts`), over real
+// The report of a node that stopped itself as diverged (`lib/cluster/divergence/unsure.ts`), over real
 // LMDB with an ordered log: a node that hears it lists the streams and renews each once per
 // report, recording the unsure positions (a resume without an epoch inside them resets, outside
 // replays); a renewal found done renews nothing; a report naming every stream renews every
@@ -18,7 +18,7 @@ import {
   type StreamRanges,
   UNSURE_SUBJECT,
   UnsureStreams,
-} from "../../lib/cluster/unsure.ts";
+} from "../../lib/cluster/divergence/unsure.ts";
 import { tempStore } from "../helpers/temp_store.ts";
 import { until } from "./cluster.ts";
 import { Packr } from "msgpackr";

@@ -1,78 +1,60 @@
 /**
- * The operator's way back when every node refuses to rebuild (`confirmed_guard.ts`: the log no
- * longer holds writes a majority confirmed, as after nats-server 2.9.10's replicas numbered the
- * same messages differently). Two offline commands, run with every node stopped:
- *
- * - `switchboard cluster status --data-dir DIR [OTHER_DIR ...]` (`clusterStatus`): what each
- *   store holds (position applied, diverged mark, the last position a majority confirmed, the
- *   positions it keeps a record of) and, given several stores (copies of the other nodes' data
- *   dirs), whether each holds every other one's confirmed history, compared as the guard does
- *   (batch ids of the kept records and the chained digests): the store to re-found on is one
- *   that holds them all.
- * - `switchboard cluster refound --data-dir DIR --nats URLS [OTHER_DIR ...]` (`refound`): makes
- *   that store the new base of the log. It refuses while a node runs (the data dir's lock, or a
- *   heartbeat on `sb.nodes`), when the store is not marked diverged, and when a store given
- *   beside it holds confirmed history it lacks. Else: the store's copy, without its node-local
- *   databases and its diverged mark, becomes the only snapshot (the object store
- *   `sb-snapshots` is emptied first) at its position A; the log stream is deleted and made
- *   again, empty, starting at A + 1 (nats-server 2.9.10 has no `first_seq`: a purge up to
- *   A + 1 moves an empty stream's first sequence there; log positions are stream sequences);
- *   and, last, the store itself drops its diverged mark and lists every stream for the epoch
- *   renewal (`unsure.ts`, a report naming every stream), so every subscriber resumes with a
- *   fresh snapshot, whatever history it was sent. The other nodes, started on their kept
- *   stores, rebuild from that snapshot through `rebuild.ts`, and the guard checks that it
- *   holds their confirmed history.
- *
- * A run that fails part way is run again: each run does the whole (the fault hook
- * `SWITCHBOARD_FAULT_REFOUND_EXIT_AFTER`, `exitAfter`, lets tests/cluster/refound_crash_test.ts
- * crash it between the steps).
+ * The operator's way back when every node refuses to rebuild (the log lost writes a majority
+ * confirmed, as after nats-server 2.9.10's replicas numbered messages differently); offline,
+ * every node stopped (docs/cluster.md, runbook):
+ * - `switchboard cluster status --data-dir DIR [OTHER_DIR ...]`: what each store holds and,
+ *   given copies of the other nodes' data dirs, whether each holds every other one's confirmed
+ *   history, compared as the rebuild guard does (`guard.ts`): the base is one that holds them all.
+ * - `switchboard cluster refound --data-dir DIR --nats URLS [OTHER_DIR ...]`: refuses while a
+ *   node runs (the lock, or a heartbeat), when the store is not marked diverged, or when a store
+ *   given beside it holds confirmed history it lacks. Else its copy (no diverged mark) becomes the
+ *   only snapshot at its position A; the log is made again, empty, next position A + 1 (2.9.10
+ *   has no `first_seq`: a purge to A + 1 moves an empty stream's first sequence there); last, the
+ *   store drops its mark and lists every stream for the epoch renewal (`unsure.ts`). The others,
+ *   started on their kept stores, rebuild from that snapshot.
+ * A run that fails part way is run again (`SWITCHBOARD_FAULT_REFOUND_EXIT_AFTER` crashes it
+ * between the steps for tests).
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import process from "node:process";
 import { connect, type JetStreamManager, type NatsConnection, StorageType } from "nats";
-import "./nats_transport.ts";
-import { putFile } from "./object_put.ts";
-import type { Database, Key } from "lmdb";
-import { ConfigError } from "../config/config.ts";
-import { StoreEnv, storePath } from "../store/env.ts";
-import { DataDirLockedError, lockDataDir } from "../store/lock.ts";
-import {
-  firstConfirmedMismatch,
-  type KeptHistory,
-  type PositionRecord,
-} from "./confirmed_guard.ts";
-import { LOG_STREAM, logStreamConfig } from "./link.ts";
-import { DIVERGED_KEY, SNAPSHOT_BUCKET, SNAPSHOT_OBJECT } from "./rebuild.ts";
+import "../nats_transport.ts";
+import { putFile } from "../object_put.ts";
+import { ConfigError } from "../../config/config.ts";
+import { StoreEnv, storePath } from "../../store/env.ts";
+import { DataDirLockedError, lockDataDir } from "../../store/lock.ts";
+import { firstConfirmedMismatch, type KeptHistory, keptHistory } from "./guard.ts";
+import { LOG_STREAM, logStreamConfig } from "../link.ts";
 import {
   CONFIRMED_KEY,
+  DIVERGED_KEY,
   POSITION_DB,
+  SNAPSHOT_BUCKET,
+  SNAPSHOT_OBJECT,
   UNSURE_FROM_KEY,
   UNSURE_REPORT_KEY,
-} from "./replicated_env.ts";
-import { readyRestored } from "./snapshots.ts";
+} from "./rebuild.ts";
+import { readyRestored } from "../snapshots.ts";
 import { newReport, PENDING_DB } from "./unsure.ts";
-import { heartbeatSender, NODES_SUBJECT } from "./nodes.ts";
+import { heartbeatSender, NODES_SUBJECT } from "../nodes.ts";
 
 /** How long the refound listens for a heartbeat before it changes anything. */
 const LISTEN_MS = 3500;
-/** A replica its leader has not heard from for this long (ns) counts as offline: nats-server
- * 2.9.10 sets no `offline` flag for a killed server's replica, only its `active` grows (a live
- * replica's stays under about 1.5 s). */
+/** A replica its leader has not heard from this long (ns) is offline (2.9.10 sets no `offline`
+ * flag for a killed server's replica; a live one's `active` stays under about 1.5 s). */
 const SILENT_REPLICA_NS = 5e9;
 /** How long a JetStream request is retried (a stream just made has no leader for a moment). */
 const RETRY_MS = 30_000;
+/** The marks a node sets when it stops itself, cleared from the new base. */
+const MARKS = [DIVERGED_KEY, UNSURE_FROM_KEY, CONFIRMED_KEY, UNSURE_REPORT_KEY];
 
 /** The exit code of a refound crashed by the fault hook (`exitAfter`). */
 export const FAULT_EXIT_CODE = 70;
 
-/**
- * The fault hook `SWITCHBOARD_FAULT_REFOUND_EXIT_AFTER` (tests only): when it names `step`
- * (`snapshot`: the snapshot stored, the log untouched; `stream`: the log made again and purged,
- * the store still marked), the process exits there at once, as a crash would: nothing is closed,
- * released or removed.
- */
+/** The fault hook: exits at once after `step` when `SWITCHBOARD_FAULT_REFOUND_EXIT_AFTER` names
+ * it (`snapshot`: stored, log untouched; `stream`: log made again, store still marked). */
 function exitAfter(step: "snapshot" | "stream"): void {
   if (process.env.SWITCHBOARD_FAULT_REFOUND_EXIT_AFTER !== step) return;
   console.error(`switchboard: fault hook: cluster refound exits after the ${step} step`);
@@ -82,15 +64,13 @@ function exitAfter(step: "snapshot" | "stream"): void {
 /** What one store holds, as the status prints it. */
 export interface StoreStatus {
   dir: string;
-  /** The log position applied. */
   applied: number;
   /** The diverged mark's reason (undefined: not marked). */
   diverged?: string;
-  /** The last position a majority confirmed when it stopped (0: none known). */
+  /** The last position a majority confirmed when it stopped (its whole store when unmarked). */
   confirmed: number;
   /** The lowest and highest positions it keeps a record of. */
   records: [number, number] | undefined;
-  /** Its history: records and chained-digest checkpoints. */
   history: KeptHistory;
 }
 
@@ -122,38 +102,17 @@ export async function readStore(dataDir: string): Promise<StoreStatus> {
   }
 }
 
-/** A store's kept history, as the guard reads it (`replicated_env.ts` `#refused`). */
-function keptHistory(recent: Database<unknown, Key>, chain: Database<unknown, Key>): KeptHistory {
-  const records = new Map<number, PositionRecord>();
-  for (const { key, value } of recent.getRange()) {
-    const { b, c } = Array.isArray(value) ? {} : (value as { b?: string; c?: string });
-    if (typeof key === "number" && b !== undefined) {
-      records.set(key, c === undefined ? { b } : { b, c });
-    }
-  }
-  const checkpoints = new Map<number, string>();
-  for (const { key, value } of chain.getRange()) {
-    if (typeof key === "number" && typeof value === "string") checkpoints.set(key, value);
-  }
-  return { records, checkpoints };
-}
-
-/**
- * Whether `base` holds `other`'s confirmed history, compared as the guard will compare it when
- * `other` rebuilds from a snapshot of `base`: undefined when it does, else why not.
- */
+/** Whether `base` holds `other`'s confirmed history, compared as the guard will when `other`
+ * rebuilds from a snapshot of `base`: undefined when it does, else why not. */
 export async function lacks(base: StoreStatus, other: StoreStatus): Promise<string | undefined> {
   if (other.confirmed <= 0) return undefined;
   if (base.applied < other.confirmed) {
     return `${other.dir} confirmed up to position ${other.confirmed}, past ${base.dir}'s position ${base.applied}`;
   }
-  const upTo = (h: KeptHistory): KeptHistory => ({
-    records: new Map([...h.records].filter(([s]) => s <= other.confirmed)),
-    checkpoints: new Map([...h.checkpoints].filter(([s]) => s <= other.confirmed)),
-  });
+  const upTo = <V>(m: Map<number, V>) => new Map([...m].filter(([s]) => s <= other.confirmed));
   const mismatch = await firstConfirmedMismatch({
     confirmed: other.confirmed,
-    mine: upTo(other.history),
+    mine: { records: upTo(other.history.records), checkpoints: upTo(other.history.checkpoints) },
     sourcePosition: base.applied,
     source: base.history,
     read: () => Promise.resolve(undefined),
@@ -165,48 +124,38 @@ export async function lacks(base: StoreStatus, other: StoreStatus): Promise<stri
   return `${base.dir} holds another history than ${other.dir} confirmed, ${where}`;
 }
 
-/** The stores among `stores` that hold every other one's confirmed history. */
-async function bases(stores: StoreStatus[]): Promise<StoreStatus[]> {
-  const out: StoreStatus[] = [];
-  for (const s of stores) {
-    const missing = await Promise.all(stores.filter((o) => o !== s).map((o) => lacks(s, o)));
-    if (missing.every((m) => m === undefined)) out.push(s);
-  }
-  return out;
-}
-
 /** `switchboard cluster status`: the report printed for `dirs` (see the module comment). */
 export async function clusterStatus(dirs: string[]): Promise<string> {
   const stores = await Promise.all(dirs.map(readStore));
   const lines: string[] = [];
   for (const s of stores) {
-    lines.push(`${s.dir}:`);
-    lines.push(`  position applied:        ${s.applied}`);
-    lines.push(`  diverged:                ${s.diverged ? `yes (${s.diverged})` : "no"}`);
+    const records = s.records ? `positions ${s.records[0]}-${s.records[1]}` : "none";
     lines.push(
+      `${s.dir}:`,
+      `  position applied:        ${s.applied}`,
+      `  diverged:                ${s.diverged ? `yes (${s.diverged})` : "no"}`,
       `  confirmed by a majority: up to position ${s.confirmed}${
         s.diverged ? "" : " (not marked: its whole store)"
       }`,
-    );
-    lines.push(
-      `  records kept:            ${
-        s.records ? `positions ${s.records[0]}-${s.records[1]}` : "none"
-      }`,
+      `  records kept:            ${records}`,
     );
   }
   if (stores.length > 1) {
+    const bases: StoreStatus[] = [];
     for (const s of stores) {
+      let all = true;
       for (const o of stores) {
         if (o === s) continue;
         const why = await lacks(s, o);
+        if (why) all = false;
         lines.push(`${s.dir} holds ${o.dir}'s confirmed history: ${why ? `no (${why})` : "yes"}`);
       }
+      if (all) bases.push(s);
     }
-    const ok = await bases(stores);
     lines.push(
-      ok.length
+      bases.length
         ? `re-found on: ${
-          ok.sort((a, b) => b.applied - a.applied)[0].dir
+          bases.sort((a, b) => b.applied - a.applied)[0].dir
         } (holds every confirmed history given)`
         : "re-found on: none of these (no store holds every confirmed history given; do not re-found)",
     );
@@ -218,7 +167,6 @@ export async function clusterStatus(dirs: string[]): Promise<string> {
 export interface RefoundOptions {
   /** The chosen node's data dir. */
   dataDir: string;
-  /** NATS server URLs. */
   nats: string[];
   /** Copies of the other nodes' data dirs, checked before anything changes. */
   others: string[];
@@ -226,7 +174,7 @@ export interface RefoundOptions {
   listenMs?: number;
 }
 
-/** Retries `fn` while JetStream answers 503 or times out (a stream without a leader yet). */
+/** Retries `fn` while JetStream fails (a stream without a leader yet), for `RETRY_MS`. */
 async function retried<T>(fn: () => Promise<T>): Promise<T> {
   const deadline = Date.now() + RETRY_MS;
   for (;;) {
@@ -239,7 +187,7 @@ async function retried<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Running nodes heard on `sb.nodes` (their heartbeats, `nodes.ts`, every second) within `ms`. */
+/** Running nodes heard on `sb.nodes` (heartbeats every second) within `ms`. */
 async function runningNodes(nc: NatsConnection, ms: number): Promise<string[]> {
   const heard = new Set<string>();
   const sub = nc.subscribe(NODES_SUBJECT, {
@@ -256,22 +204,36 @@ async function runningNodes(nc: NatsConnection, ms: number): Promise<string[]> {
   return [...heard];
 }
 
-/** Deletes stream `name`, if it exists. */
-async function deleteStream(jsm: JetStreamManager, name: string): Promise<void> {
-  await retried(async () => {
+/** `fn`, or undefined when the stream it reaches does not exist. */
+async function unlessMissing<T>(fn: () => Promise<T>): Promise<T | undefined> {
+  return await retried(async () => {
     try {
-      await jsm.streams.delete(name);
+      return await fn();
     } catch (err) {
-      if (/not found/i.test(String(err))) return;
+      if (/not found/i.test(String(err))) return undefined;
       throw err;
     }
   });
 }
 
-/**
- * `switchboard cluster refound` (see the module comment). Returns the lines to print; throws
- * ConfigError (nothing changed) when it refuses.
- */
+/** Removes the marks a stopped node set from the store at `path`, listing every stream for the
+ * epoch renewal under `report` when given. */
+async function clearMarks(path: string, report?: string): Promise<void> {
+  const store = new StoreEnv(path, true);
+  try {
+    const state = store.db(POSITION_DB);
+    const pending = report ? store.db(PENDING_DB) : undefined;
+    await store.root.transaction(() => {
+      for (const key of MARKS) state.remove(key);
+      if (report) pending?.put([report, "", ""], "all");
+    });
+  } finally {
+    await store.close();
+  }
+}
+
+/** `switchboard cluster refound` (see the module comment): the lines to print; throws
+ * ConfigError (nothing changed) when it refuses. */
 export async function refound(opts: RefoundOptions): Promise<string> {
   const chosen = await readStore(opts.dataDir);
   if (!chosen.diverged) {
@@ -308,17 +270,10 @@ export async function refound(opts: RefoundOptions): Promise<string> {
         }; stop every node first (nothing changed)`,
       );
     }
-    const jsm = await retried(() => nc!.jetstreamManager({ timeout: 2000 }));
+    const jsm: JetStreamManager = await retried(() => nc!.jetstreamManager({ timeout: 2000 }));
     const replicas = logStreamConfig(nc).num_replicas;
     // Every replica of the old log up: one that comes back later could bring its old history.
-    const old = await retried(async () => {
-      try {
-        return await jsm.streams.info(LOG_STREAM);
-      } catch (err) {
-        if (/not found/i.test(String(err))) return undefined;
-        throw err;
-      }
-    });
+    const old = await unlessMissing(() => jsm.streams.info(LOG_STREAM));
     const offline = (old?.cluster?.replicas ?? []).filter((r) =>
       r.offline || (r.active ?? 0) > SILENT_REPLICA_NS
     ).map((r) => r.name);
@@ -330,7 +285,7 @@ export async function refound(opts: RefoundOptions): Promise<string> {
       );
     }
 
-    // The snapshot: the store's copy without node-local rows and without the diverged mark.
+    // The snapshot: the store's copy without node-local rows and without the marks.
     const file = join(work, "snapshot.mdb");
     const source = new StoreEnv(storePath(opts.dataDir), false);
     try {
@@ -339,26 +294,12 @@ export async function refound(opts: RefoundOptions): Promise<string> {
       await source.close();
     }
     const position = await readyRestored(file);
-    const copy = new StoreEnv(file, false);
-    try {
-      const state = copy.db(POSITION_DB);
-      for (const key of [DIVERGED_KEY, UNSURE_FROM_KEY, CONFIRMED_KEY, UNSURE_REPORT_KEY]) {
-        state.removeSync(key);
-      }
-    } finally {
-      await copy.close();
-    }
-
-    // The only snapshot, at the store's position.
-    await deleteStream(jsm, `OBJ_${SNAPSHOT_BUCKET}`);
+    await clearMarks(file);
+    await unlessMissing(() => jsm.streams.delete(`OBJ_${SNAPSHOT_BUCKET}`));
     const js = nc.jetstream();
     const options = { replicas, storage: StorageType.File };
-    await retried(() =>
-      putFile(js, SNAPSHOT_BUCKET, options, {
-        name: SNAPSHOT_OBJECT,
-        description: String(position),
-      }, file)
-    );
+    const meta = { name: SNAPSHOT_OBJECT, description: String(position) };
+    await retried(() => putFile(js, SNAPSHOT_BUCKET, options, meta, file));
     const objects = await retried(() => js.views.os(SNAPSHOT_BUCKET, options));
     const info = await retried(() => objects.info(SNAPSHOT_OBJECT));
     if (Number(info?.description) !== position) {
@@ -367,7 +308,7 @@ export async function refound(opts: RefoundOptions): Promise<string> {
     exitAfter("snapshot");
 
     // The log, empty, its next position right after the snapshot's.
-    await deleteStream(jsm, LOG_STREAM);
+    await unlessMissing(() => jsm.streams.delete(LOG_STREAM));
     await retried(() => jsm.streams.add(logStreamConfig(nc!)));
     if (position > 0) await retried(() => jsm.streams.purge(LOG_STREAM, { seq: position + 1 }));
     const { state } = await retried(() => jsm.streams.info(LOG_STREAM));
@@ -380,22 +321,9 @@ export async function refound(opts: RefoundOptions): Promise<string> {
     }
     exitAfter("stream");
 
-    // Last, the store itself: it is the base; every stream's epoch is renewed once it takes
-    // writes (a report naming every stream, `unsure.ts`).
-    const store = new StoreEnv(storePath(opts.dataDir), true);
+    // Last, the store itself: the base, every stream's epoch renewed once it takes writes.
     const report = newReport("refound");
-    try {
-      const state = store.db(POSITION_DB);
-      const pending = store.db(PENDING_DB);
-      await store.root.transaction(() => {
-        for (const key of [DIVERGED_KEY, UNSURE_FROM_KEY, CONFIRMED_KEY, UNSURE_REPORT_KEY]) {
-          state.remove(key);
-        }
-        pending.put([report, "", ""], "all");
-      });
-    } finally {
-      await store.close();
-    }
+    await clearMarks(storePath(opts.dataDir), report);
     return [
       `re-founded the cluster log on ${opts.dataDir} at position ${position}`,
       `  snapshot ${SNAPSHOT_BUCKET}/${SNAPSHOT_OBJECT} at position ${position}; log ${LOG_STREAM} empty, next position ${
