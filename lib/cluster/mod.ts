@@ -18,6 +18,7 @@ import { startOccupancy } from "./occupancy.ts";
 import { startPresence } from "./presence.ts";
 import { restoreIfBehind, startSnapshots } from "./snapshots.ts";
 import { ReplicatedEnv, UNSURE_MS } from "./replicated_env.ts";
+import { APPLIED_SUBJECT, HEAD_SUBJECT } from "./replica/state.ts";
 
 export { ClusterLink } from "./link.ts";
 export { ReplicatedEnv } from "./replicated_env.ts";
@@ -53,15 +54,27 @@ export async function openCluster(
     await link.close();
     throw err;
   });
-  const env = new ReplicatedEnv(storePath, link, {
+  const opts = {
     writeDeadlineMs: tunable("SWITCHBOARD_CLUSTER_WRITE_DEADLINE_MS", 10_000),
+    rebuildPauseMs: tunable("SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS", 1000),
+    unsureMs: tunable("SWITCHBOARD_CLUSTER_UNSURE_MS", UNSURE_MS),
+  };
+  const faults = {
     dropRate: tunable("SWITCHBOARD_FAULT_DROP_LOG_DELIVERY", 0),
     forkAt: tunable("SWITCHBOARD_FAULT_FORK_AT", 0),
     otherAt: tunable("SWITCHBOARD_FAULT_OTHER_AT", 0),
     deafAfter: tunable("SWITCHBOARD_FAULT_DEAF_AFTER", 0),
-    rebuildPauseMs: tunable("SWITCHBOARD_CLUSTER_REBUILD_PAUSE_MS", 1000),
-    unsureMs: tunable("SWITCHBOARD_CLUSTER_UNSURE_MS", UNSURE_MS),
-  });
+    headSubject: HEAD_SUBJECT,
+    appliedSubject: APPLIED_SUBJECT,
+  };
+  let env: ReplicatedEnv;
+  // Test-time faults (`lib/faults/`): the store reads the log through a wrapper playing them.
+  if (faults.dropRate > 0 || faults.forkAt > 0 || faults.otherAt > 0 || faults.deafAfter > 0) {
+    const { FaultyLog } = await import("../faults/faulty_log.ts");
+    const faulty = new FaultyLog(link, faults);
+    env = new ReplicatedEnv(storePath, link, opts, faulty);
+    faulty.watch(env);
+  } else env = new ReplicatedEnv(storePath, link, opts);
   const stops: (() => void)[] = [];
   return {
     link,

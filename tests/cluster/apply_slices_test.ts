@@ -28,7 +28,6 @@ Deno.test("catch-up: a backlog is applied in slices, the event loop turning betw
   }
   const env = new ReplicatedEnv(join(tempDir("sb-slices-"), "store.mdb"), stream.link, {
     writeDeadlineMs: 10_000,
-    dropRate: 0,
   });
   const db = env.db("objects");
   // Looks at the store whenever the event loop turns during the catch-up.

@@ -59,7 +59,7 @@ Deno.test({
   async fn() {
     const stream = filledStream();
     const path = join(tempDir("sb-chain-"), "store.mdb");
-    let env = new ReplicatedEnv(path, stream.link, { writeDeadlineMs: 10_000, dropRate: 0 });
+    let env = new ReplicatedEnv(path, stream.link, { writeDeadlineMs: 10_000 });
     await env.start(20_000);
     assert.equal(env.applied, POSITIONS);
     await env.close();
@@ -92,7 +92,6 @@ Deno.test({
     } as unknown as ClusterLink;
     env = new ReplicatedEnv(path, link, {
       writeDeadlineMs: 10_000,
-      dropRate: 0,
       rebuildPauseMs: 50,
     });
     try {

@@ -129,7 +129,6 @@ async function replicas(deadlineMs: number) {
   const envs = await Promise.all(["a", "b"].map(async (node) => {
     const env = new ReplicatedEnv(join(tempDir("sb-repl-"), "store.mdb"), fakeLink(stream, node), {
       writeDeadlineMs: deadlineMs,
-      dropRate: 0,
     });
     env.db("objects"); // opened up front, as the products open theirs
     await env.start(5000);

@@ -64,7 +64,6 @@ async function restored(file: string): Promise<string> {
 async function declared(path: string, write?: [string, string]) {
   const env = new ReplicatedEnv(path, { nodeId: "restored" } as unknown as ClusterLink, {
     writeDeadlineMs: 1000,
-    dropRate: 0,
   });
   try {
     const outbox = env.nodeLocal<string>("test:outbox");

@@ -22,7 +22,7 @@ import { fakeStream } from "./fake_link.ts";
 async function node(writeDeadlineMs = 10_000) {
   const stream = fakeStream();
   const path = join(tempDir("sb-spec-"), "store.mdb");
-  const env = new ReplicatedEnv(path, stream.link, { writeDeadlineMs, dropRate: 0 });
+  const env = new ReplicatedEnv(path, stream.link, { writeDeadlineMs });
   env.db("objects");
   await env.start(5000);
   return { stream, env, path };

@@ -42,7 +42,6 @@ const STORES: { name: string; place: () => Place }[] = [
         open: async () => {
           const env = new ReplicatedEnv(path, stream.link, {
             writeDeadlineMs: 20_000,
-            dropRate: 0,
           });
           await env.start(10_000);
           return env;

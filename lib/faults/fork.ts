@@ -2,12 +2,14 @@
  * The fault hook `SWITCHBOARD_FAULT_FORK_AT` (tests only): what a NATS stream replica that
  * diverged feeds one node at one log position. The node applies, instead of the message the
  * stream holds there, another one: another batch id (so its fingerprint differs from the
- * others', `agreement.ts`) with the same writes, except that every entry the message appends to
+ * others', `lib/cluster/agreement.ts`) with the same writes, except that every entry the message appends to
  * an ordered log has its last text changed. So a subscriber of such a stream on that node is
  * published an entry the other nodes never hold, as it would be by a real diverged replica.
  */
-import type { Write } from "./log_changes.ts";
 import { logDbNames } from "../store/log_layout.ts";
+
+/** A write as a log message holds it: `[0, db, key, value]` puts, `[1, db, key]` removes. */
+export type Write = [0, string, unknown, unknown] | [1, string, unknown];
 
 /** What the forked copy of an entry's last text gets appended. */
 export const FORKED_MARK = " (forked)";

@@ -1,0 +1,365 @@
+/**
+ * The apply part of the replicated store: every node, the writer included, applies the log
+ * strictly in order, at each position the message read from the stream's leader there
+ * (`READ_AHEAD` positions at a time; a publish ack, a consumer's delivery and another node's
+ * announcement only say how far to read: a consumer lives on any replica, and a replica may
+ * have diverged). Each run of messages is applied in one local commit, skipping write sets
+ * that read a key written after their `base` (`conflicts.ts`), or speculated on another
+ * history; it resolves the writes waiting for their batch and the waits for a position.
+ */
+import type { Key } from "lmdb";
+import { asStorageError, StorageUnavailableError } from "../../store/errors.ts";
+import { log } from "../../log/mod.ts";
+import { chainDigest, positionDigest } from "../fingerprint.ts";
+import { CHAIN_CHECKPOINT_EVERY } from "../confirmed_guard.ts";
+import {
+  BEHIND,
+  codec,
+  CONFLICT_WINDOW,
+  type LogMessage,
+  type Outcome,
+  type ReplicaState,
+} from "./state.ts";
+
+/** Log messages applied per local commit, at most, their bytes, and the time spent decoding
+ * them: a catch-up is applied in bounded slices, and the event loop turns between slices, so
+ * requests (`/readyz`) are answered meanwhile. Only where slices end depends on these. */
+const MAX_APPLY = 128;
+const MAX_APPLY_BYTES = 256 * 1024;
+const MAX_APPLY_DECODE_MS = 10;
+/** Log positions read from the stream at once, at most. */
+const READ_AHEAD = 64;
+/** Reads failing this long on one NATS server while the log grows (others' writes get in, or
+ * this node's publishes are stored) make the node move to another server; while it does not
+ * grow (JetStream has no leader: every server fails alike), only after `READS_STUCK_MS`.
+ * Reads refused with 10008 ("JetStream temporarily unavailable") never do: the link looks for
+ * a server that answers itself (`ClusterLink#seek`). */
+const READS_FAILING_MS = 6000;
+const READS_STUCK_MS = 24_000;
+
+/** A wait for a log position to be applied (or for a batch's outcome). */
+interface Waiter {
+  seq: number;
+  outcome?: Outcome;
+  wake: () => void;
+}
+
+/** See the module comment; `afterApply` is called after each local commit. */
+export class Applier {
+  #waiters: Waiter[] = [];
+  #repairTimer: ReturnType<typeof setTimeout> | undefined;
+  #consumer: { stop(): void } | undefined;
+  /** The last position the consumer delivered, and for how many tail checks in a row it was
+   * behind the position applied (a consumer served by a lagging replica). */
+  #consumerSeq = 0;
+  #consumerBehind = 0;
+  /** When a read last failed, since when reads have failed without a success, the log's last
+   * position known then, and whether the last read found the position not there yet. */
+  #repairFailedAt = 0;
+  #readsFailingSince = 0;
+  #tailWhenFailing = 0;
+  #repairEmpty = false;
+  /** Highest position known to exist that repair should reach. */
+  #repairTarget = 0;
+
+  constructor(private s: ReplicaState, private afterApply: () => void) {}
+
+  /** (Re)starts the log consumer after the position applied. Its deliveries only say that a
+   * position exists: the content is read from the stream's leader, alike for every node. */
+  follow(): void {
+    const s = this.s;
+    this.#consumer?.stop();
+    this.#consumerSeq = s.applied;
+    this.#consumerBehind = 0;
+    this.#consumer = s.log.follow(s.applied + 1, (seq) => {
+      this.#consumerSeq = seq;
+      this.hint(seq);
+    });
+  }
+
+  /** Position `seq` exists (a delivery, an announcement): read up to it. */
+  hint(seq: number): void {
+    this.s.knownTail = Math.max(this.s.knownTail, seq);
+    if (seq > this.s.applied) this.scheduleRepair(seq);
+  }
+
+  /** Stops reading the log (a node that stopped itself, a store being replaced, a close):
+   * nothing read is applied; with `consumer`, the consumer stops too. */
+  halt(consumer: boolean): void {
+    if (consumer) {
+      this.#consumer?.stop();
+      this.#consumer = undefined;
+    }
+    clearTimeout(this.#repairTimer);
+    this.#repairTimer = undefined;
+    this.s.buffer.clear();
+  }
+
+  #feed(seq: number, data: Uint8Array): void {
+    const s = this.s;
+    if (s.replacing || s.diverged) return;
+    if (seq <= s.applied || s.buffer.has(seq)) return;
+    s.buffer.set(seq, data);
+    void this.#drain();
+  }
+
+  async #drain(): Promise<void> {
+    const s = this.s;
+    if (s.applying || s.replacing) return;
+    let done!: () => void;
+    s.applying = new Promise((r) => (done = r));
+    try {
+      while (s.buffer.has(s.applied + 1) && !s.diverged) {
+        const run: { seq: number; msg: LogMessage }[] = [];
+        let bytes = 0;
+        const t0 = performance.now();
+        for (
+          let q = s.applied + 1;
+          s.buffer.has(q) && run.length < MAX_APPLY && bytes < MAX_APPLY_BYTES &&
+          performance.now() - t0 < MAX_APPLY_DECODE_MS;
+          q++
+        ) {
+          const data = s.buffer.get(q)!;
+          bytes += data.byteLength;
+          run.push({ seq: q, msg: codec.unpack(data) as LogMessage });
+        }
+        try {
+          s.applyingRun = this.#apply(run);
+          await s.applyingRun;
+        } catch (err) {
+          s.failing = err instanceof StorageUnavailableError ? err.reason : String(err);
+          log.error("cluster apply failed; retrying", { error: String(err) });
+          if (s.closed) break;
+          await new Promise((r) => setTimeout(r, 500));
+          continue;
+        } finally {
+          s.applyingRun = undefined;
+        }
+        for (const { seq } of run) s.buffer.delete(seq);
+        // More to apply: let timers and requests run first (the position applied is already
+        // recorded, so nothing waits on a half-applied run).
+        if (s.buffer.has(s.applied + 1)) await new Promise((r) => setTimeout(r, 0));
+      }
+    } finally {
+      s.applying = undefined;
+      done();
+    }
+    if (s.buffer.size > 0) this.scheduleRepair();
+  }
+
+  /** Applies consecutive log messages in one local commit (skipping stale write sets), then
+   * tells the hooks. */
+  async #apply(run: { seq: number; msg: LogMessage }[]): Promise<void> {
+    const s = this.s;
+    const me = s.link.nodeId;
+    const own = new Map<LogMessage, Outcome>();
+    const fresh: { seq: number; msg: LogMessage }[] = [];
+    const written: [number, [string, Key][], string, string | undefined][] = [];
+    const before = s.applied;
+    const chainBefore = s.chain;
+    for (const item of run) {
+      const { seq, msg } = item;
+      // A batch id seen again (a retried publish stored twice) is skipped: its first
+      // occurrence decided it.
+      const id = msg.a ?? msg.b;
+      const repeat = s.recent.repeated(id);
+      const outcome = msg.o === me && !repeat ? s.awaiting.get(id) : undefined;
+      if (outcome) own.set(msg, outcome);
+      // A write set speculated on another history (its writer's fingerprint at `base` is not
+      // ours) is skipped like a conflicting one, by every node that shares our history.
+      const known = msg.h === undefined ? undefined : s.print.at(msg.base);
+      const forked = known !== undefined && known !== msg.h;
+      const stale = repeat || forked || s.recent.stale(msg.base, seq, msg.r);
+      const keys: [string, Key][] = stale
+        ? []
+        : msg.w.filter((w) => !s.localDbs.has(w[1])).map((w) => [w[1], w[2]]);
+      s.recent.record(seq, keys, id);
+      s.print.add(seq, positionDigest(id, !stale));
+      if (s.chain !== undefined) s.chain = chainDigest(s.chain, seq, id);
+      written.push([seq, keys, id, s.chain]);
+      if (!stale) fresh.push(item);
+      if (outcome) {
+        outcome.done = stale ? "stale" : null;
+        outcome.seq = seq;
+      }
+    }
+    const remote = fresh.filter(({ msg }) => !own.has(msg)).flatMap(({ msg }) => msg.w);
+    s.changes.applying(remote);
+    const last = run[run.length - 1].seq;
+    try {
+      // One batch of lmdb-js's write thread: this thread only encodes the puts and removes; the
+      // write thread takes the lock, writes them in one transaction, commits and flushes. A
+      // synchronous commit waited for lock, disk and pages here (50-150 ms per apply on a loaded
+      // machine, seconds in a catch-up). No speculation runs while this is pending (`commit`).
+      const t0 = performance.now();
+      let held = 0;
+      await s.local.root.batch(() => {
+        const c0 = performance.now();
+        for (const { msg } of fresh) s.write(msg.w, msg.o === me);
+        for (const [seq, keys, batch, chain] of written) {
+          s.recentDb.put(
+            seq,
+            chain === undefined ? { w: keys, b: batch } : { w: keys, b: batch, c: chain },
+          );
+          if (chain !== undefined && seq % CHAIN_CHECKPOINT_EVERY === 0) s.chainDb.put(seq, chain);
+          if (seq - CONFLICT_WINDOW > 0) s.recentDb.remove(seq - CONFLICT_WINDOW);
+        }
+        s.positions.put("applied", last);
+        held = performance.now() - c0;
+      });
+      const took = performance.now() - t0;
+      if (held >= 50) {
+        log.warn("cluster apply held the thread", { ms: Math.round(held), positions: run.length });
+      }
+      if (took >= 2000) {
+        log.warn("cluster apply commit slow", { ms: Math.round(took), positions: run.length });
+      }
+    } catch (caught) {
+      const err = await asStorageError(caught, s.path);
+      s.recent.rollback(before);
+      s.print.rollback(before);
+      s.chain = chainBefore;
+      for (const o of own.values()) o.done = null;
+      s.changes.applied(remote, false);
+      throw err;
+    }
+    s.applied = last;
+    s.lastApply = Date.now();
+    s.knownTail = Math.max(s.knownTail, last);
+    s.reportApplied();
+    s.peers.applied(last);
+    this.afterApply();
+    for (const [msg, o] of own) {
+      if (o.done === null && fresh.some((f) => f.msg === msg)) o.done = "applied";
+    }
+    s.changes.applied(remote, true);
+    const due: Waiter[] = [];
+    const waiting: Waiter[] = [];
+    for (const w of this.#waiters) {
+      (w.seq <= last || (w.outcome && w.outcome.done !== null) ? due : waiting).push(w);
+    }
+    this.#waiters = waiting;
+    for (const w of due) w.wake();
+  }
+
+  /** Resolves true once position `seq` is applied here (or `outcome` is decided), false at
+   * `deadline`. Fetches missing messages from the stream when they do not arrive on their own. */
+  waitApplied(seq: number, deadline: number, outcome?: Outcome): Promise<boolean> {
+    if (this.s.applied >= seq || (outcome && outcome.done !== null)) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#waiters = this.#waiters.filter((w) => w !== waiter);
+        resolve(false);
+      }, Math.max(0, deadline - Date.now()));
+      const waiter = {
+        seq,
+        outcome,
+        wake: () => {
+          clearTimeout(timer);
+          resolve(true);
+        },
+      };
+      this.#waiters.push(waiter);
+      this.scheduleRepair(seq);
+    });
+  }
+
+  /** Reads the positions after the one applied, up to the highest known to exist (`upTo`, a
+   * waiter's, a buffered one's), from the stream's leader, `READ_AHEAD` at a time. */
+  scheduleRepair(upTo = 0): void {
+    const s = this.s;
+    this.#repairTarget = Math.max(this.#repairTarget, upTo);
+    if (this.#repairTimer || s.closed || s.replacing || s.diverged) return;
+    const pause = Date.now() - this.#repairFailedAt < 1000 ? 250 : this.#repairEmpty ? 20 : 0;
+    this.#repairTimer = setTimeout(async () => {
+      let want = this.#repairTarget;
+      for (const w of this.#waiters) want = Math.max(want, w.seq);
+      for (const q of s.buffer.keys()) want = Math.max(want, q);
+      this.#repairEmpty = false;
+      try {
+        for (
+          let from = s.applied + 1;
+          from <= want && !s.closed && !this.#repairEmpty;
+          from += READ_AHEAD
+        ) {
+          const seqs: number[] = [];
+          for (let q = from; q <= Math.min(want, from + READ_AHEAD - 1); q++) {
+            if (!s.buffer.has(q) && q > s.applied) seqs.push(q);
+          }
+          const read = await Promise.all(seqs.map((q) => s.log.read(q)));
+          for (const [i, data] of read.entries()) {
+            if (!data) {
+              this.#repairEmpty = true; // not stored yet (a hint ahead of the leader)
+              break;
+            }
+            this.#feed(seqs[i], data);
+          }
+        }
+        this.#readsFailingSince = 0;
+      } catch (err) {
+        this.#readFailed(err);
+      }
+      this.#repairTimer = undefined;
+      if (s.applied >= this.#repairTarget) this.#repairTarget = 0;
+      if (this.#waiters.length > 0 || s.buffer.size > 0 || this.#repairTarget > s.applied) {
+        this.scheduleRepair();
+      }
+    }, pause);
+  }
+
+  /** A read failed: logged once a second at most, retried after a pause (no stream leader
+   * yet). A server that answers pings but whose JetStream requests keep failing is left for
+   * another (a nemesis node stayed on one for minutes, every read timing out), sooner when the
+   * log is seen growing meanwhile: else JetStream itself elects, every server fails alike, and
+   * a move only costs a dial. */
+  #readFailed(err: unknown): void {
+    const s = this.s;
+    const now = Date.now();
+    if (now - this.#repairFailedAt > 1000) {
+      log.warn("cluster repair read failed", { error: String(err) });
+    }
+    this.#repairFailedAt = now;
+    if (this.#readsFailingSince === 0) {
+      this.#readsFailingSince = now;
+      this.#tailWhenFailing = s.knownTail;
+    } else if (s.link.connected()) {
+      const failing = now - this.#readsFailingSince;
+      const refused = /\(10008\)/.test(String(err));
+      const grows = s.knownTail > this.#tailWhenFailing;
+      if (!refused && failing >= (grows ? READS_FAILING_MS : READS_STUCK_MS)) {
+        this.#readsFailingSince = now;
+        this.#tailWhenFailing = s.knownTail;
+        s.link.moveOn("cluster reads keep failing on this NATS server; moving to another", {
+          error: String(err),
+          failing_ms: failing,
+          log_grew: grows,
+        });
+      }
+    }
+  }
+
+  /** Compares with the log's bounds now and then: a dropped or delayed last message shows no
+   * gap, a consumer may lag, the log may be compacted past this node. */
+  async checkTail(): Promise<void> {
+    const s = this.s;
+    if (s.closed || !s.link.connected()) return;
+    try {
+      const { first, last } = await s.link.bounds();
+      s.knownTail = Math.max(s.knownTail, last);
+      // A consumer left behind the position applied for 3 checks in a row is re-created.
+      this.#consumerBehind = this.#consumerSeq < s.applied ? this.#consumerBehind + 1 : 0;
+      if (this.#consumerBehind >= 3 && !s.closed) {
+        log.warn("cluster log consumer behind; re-creating it", {
+          consumer: this.#consumerSeq,
+          applied: s.applied,
+        });
+        this.follow();
+      }
+      if (first > s.applied + 1 && s.failing !== BEHIND) {
+        s.failing = BEHIND;
+        log.error(BEHIND, { applied: s.applied, log_first: first });
+      }
+      if (last > s.applied) this.scheduleRepair(last);
+    } catch { /* the next check tries again */ }
+  }
+}

@@ -1,0 +1,274 @@
+/**
+ * The state the parts of the replicated store share (`propose.ts`, `apply.ts`, `recover.ts`;
+ * `replicated_env.ts` is their facade): the local LMDB environment and its cluster databases,
+ * the position applied with its history (recent writes, fingerprints, chained digest), the
+ * writes queued and out, the log buffered, the link, and whether the node stopped itself.
+ */
+import type { Database, Key } from "lmdb";
+import { Packr } from "msgpackr";
+import { StoreEnv } from "../../store/env.ts";
+import { type ReadSet, RecentWrites } from "../conflicts.ts";
+import { LogChangeFeed, type Write } from "../log_changes.ts";
+import type { ClusterLink } from "../link.ts";
+import { CHAIN_START, positionDigest, WindowFingerprint } from "../fingerprint.ts";
+import type { PeerAgreement } from "../agreement.ts";
+import type { UnsureStreams } from "../unsure.ts";
+import type { RunningJob, SnapshotRun } from "../replicated_table.ts";
+
+/** The database recording the log position applied (key `applied`). */
+export const POSITION_DB = "cluster:state";
+/** The database listing the node-local databases declared (`nodeLocal`), by name: their rows
+ * are one node's, so a node starting from another's snapshot clears them (`snapshots.ts`). */
+export const NODE_LOCAL_DB = "cluster:node-local";
+/** The key of `POSITION_DB` set in a store restored from a snapshot that listed no node-local
+ * databases (an earlier version's): each database declared node-local is then emptied on its
+ * first declaration (`nodeLocal`; see `readyRestored` in `snapshots.ts`). */
+export const UNLISTED_NODE_LOCAL = "unlisted-node-local";
+/** The database of each recent position's keys written, batch id and chained digest. */
+export const RECENT_DB = "cluster:recent";
+/** The database keeping the chained digest (`fingerprint.ts` `chainDigest`) every
+ * `CHAIN_CHECKPOINT_EVERY` positions, for good (kept alike on every node by the apply). */
+export const CHAIN_DB = "cluster:chain";
+/** Databases applied only on the node that wrote them, before any is declared (the first two
+ * are kept alike on every node by the apply itself). */
+const CLUSTER_LOCAL_DBS = [POSITION_DB, RECENT_DB, NODE_LOCAL_DB];
+
+/** Positions a write set's `base` may lag behind the position it lands at before it counts as
+ * stale whatever it read (the window of written keys every node keeps). */
+export const CONFLICT_WINDOW = 4096;
+
+/** Why a node cannot go on (see `snapshots.ts`: a restart restores the newest snapshot). */
+export const BEHIND =
+  "cluster unavailable: the log was compacted past this node's position; restart the node";
+/** Core NATS subject on which a writer announces the position at which it found its batch in
+ * the stream (a hint only: the others read that position from the stream, never from it). */
+export const HEAD_SUBJECT = "sb.head";
+/** Core NATS subject on which each node reports its fingerprint at the position it reached
+ * (`agreement.ts`). */
+export const APPLIED_SUBJECT = "sb.applied";
+
+export const codec = new Packr(
+  { useRecords: false, int64AsNumber: true } as ConstructorParameters<typeof Packr>[0],
+);
+
+/** One log message: the writing node, its message id, the position its reads saw, what it read
+ * and its write set, the writer's fingerprint at `base` (absent from older nodes), and, for a
+ * batch published again under a new message id, its first id (`a`: both count as one batch). */
+export interface LogMessage {
+  o: string;
+  b: string;
+  a?: string;
+  base: number;
+  r: ReadSet;
+  w: Write[];
+  h?: string;
+}
+
+/** A recent position's record in `RECENT_DB` (older stores kept the keys alone). */
+export type RecentRecord = [string, Key][] | { w: [string, Key][]; b?: string; c?: string };
+
+/** How a batch written here ended when the log reached it, and at which position. */
+export interface Outcome {
+  done: "applied" | "stale" | null;
+  seq: number;
+}
+
+/** A queued write transaction. */
+export interface Task {
+  fn: () => unknown;
+  /** When the write's answer is due (its arrival plus the write deadline). */
+  deadline: number;
+  /** Told the log position of the write once applied (read-your-writes). */
+  position?: (seq: number) => void;
+  resolve: (v: unknown) => void;
+  reject: (e: unknown) => void;
+  result?: unknown;
+  writes?: Write[];
+  /** Set once the task ran against the log's tail as it was after a failure. */
+  checked?: boolean;
+}
+
+/** What the replica reads the log through: the link itself, or a test's wrapper around it
+ * that plays faults (`lib/faults/`). */
+export type LogAccess = Pick<ClusterLink, "read" | "follow" | "subscribe">;
+
+/** Tunables, mostly for tests. */
+export interface ReplicationOptions {
+  /** A write not applied within this many ms fails with 503 (its outcome is then unknown). */
+  writeDeadlineMs: number;
+  /** How long a node that stopped itself waits before it rebuilds its store (default 1000 ms;
+   * doubled at each further attempt). */
+  rebuildPauseMs?: number;
+  /** How long joins of the streams a stopped node names get a reset by that alone (default
+   * `UNSURE_MS`). */
+  unsureMs?: number;
+}
+
+/** See the module comment. Fields are shared by the parts; each part's own stay with it. */
+export class ReplicaState {
+  /** The LMDB environment the log is applied into. */
+  readonly local: StoreEnv;
+  /** Databases applied only on the node that wrote them (`Storage.nodeLocal`). */
+  readonly localDbs = new Set(CLUSTER_LOCAL_DBS);
+  readonly changes = new LogChangeFeed();
+  readonly positions: Database<number, Key>;
+  readonly recentDb: Database<RecentRecord, Key>;
+  readonly chainDb: Database<string, Key>;
+  #raw = new Map<string, Database>();
+  /** The running job, as the tables see it (`ReplicatedTable`). */
+  recording: Write[] | null = null;
+  reading: ReadSet | null = null;
+  spec: SnapshotRun | null = null;
+  readonly job: RunningJob;
+  recent!: RecentWrites;
+  print!: WindowFingerprint;
+  peers!: PeerAgreement;
+  unsure!: UnsureStreams;
+  applied: number;
+  /** The chained digest at the position applied (undefined: unknown, a store written by a
+   * version without it; none is then recorded until the store is replaced). */
+  chain: string | undefined;
+  /** Set once a majority of the nodes applied the log differently: no more writes here. */
+  diverged: string | undefined;
+  /** Set from then until the rebuilt store caught up and a majority confirmed it. */
+  rebuilding: string | undefined;
+  /** While the store is being replaced: nothing is applied. */
+  replacing = false;
+  closed = false;
+  failing: string | undefined;
+  queue: Task[] = [];
+  /** Batches out (published, no outcome yet), with when each went out. */
+  inflight = new Set<{ since: number }>();
+  /** Batches written here and not yet reached by the log. */
+  awaiting = new Map<string, Outcome>();
+  /** When this node last had a batch found in the log, and last applied anything. */
+  lastAppend = Date.now();
+  lastApply = Date.now();
+  /** The log's last position as last seen (for the lag). */
+  knownTail = 0;
+  buffer = new Map<number, Uint8Array>();
+  /** The drain of the buffered log, and the one commit of it running. */
+  applying: Promise<void> | undefined;
+  applyingRun: Promise<void> | undefined;
+  #tailRequest: Promise<number> | undefined;
+
+  constructor(
+    readonly path: string,
+    readonly link: ClusterLink,
+    readonly log: LogAccess,
+    readonly opts: ReplicationOptions,
+  ) {
+    // The log (a JetStream quorum) is the durable copy; the local commit need not wait for the
+    // disk: a node that crashes resumes from the position its last commit recorded.
+    this.local = new StoreEnv(path, false);
+    this.positions = this.rawDb<number>(POSITION_DB);
+    this.applied = this.positions.get("applied") ?? 0;
+    this.recentDb = this.rawDb(RECENT_DB);
+    this.chainDb = this.rawDb<string>(CHAIN_DB);
+    this.loadHistory();
+    for (const name of this.rawDb(NODE_LOCAL_DB).getKeys()) this.localDbs.add(name as string);
+    // deno-lint-ignore no-this-alias
+    const s = this;
+    this.job = {
+      get recording() {
+        return s.recording;
+      },
+      get reading() {
+        return s.reading;
+      },
+      get spec() {
+        return s.spec;
+      },
+    };
+  }
+
+  /** Whether this node stopped itself and has not yet rebuilt its store and been confirmed. */
+  get stopped(): boolean {
+    return this.diverged !== undefined || this.rebuilding !== undefined;
+  }
+
+  /** A database as stored, outside the replicated write path. */
+  rawDb<V>(name: string): Database<V, Key> {
+    let db = this.#raw.get(name);
+    if (!db) {
+      db = this.local.db(name);
+      this.#raw.set(name, db);
+    }
+    return db as Database<V, Key>;
+  }
+
+  /** Loads the recent writes, fingerprints and chained digest of the positions the store keeps
+   * (up to the one applied). */
+  loadHistory(): void {
+    const stored: [number, [string, Key][], string?][] = [];
+    for (
+      const { key, value } of this.recentDb.getRange({ start: this.applied - CONFLICT_WINDOW + 1 })
+    ) {
+      stored.push(
+        Array.isArray(value) ? [key as number, value] : [key as number, value.w, value.b],
+      );
+    }
+    this.recent = new RecentWrites(CONFLICT_WINDOW, stored);
+    // A position whose write set was skipped recorded no keys (an applied one always has some).
+    this.print = new WindowFingerprint(
+      CONFLICT_WINDOW,
+      stored.sort((a, b) => a[0] - b[0]).map((
+        [seq, keys, batch],
+      ) => [seq, positionDigest(batch, keys.length > 0)]),
+    );
+    const record = this.recentDb.get(this.applied);
+    this.chain = this.applied === 0
+      ? CHAIN_START
+      : record && !Array.isArray(record)
+      ? record.c
+      : undefined;
+  }
+
+  /** The chained digest at `seq` as the store keeps it (a recent record or a checkpoint), or
+   * undefined. Never `chain`: an apply in flight moved it before its commit lands. */
+  chainAt(seq: number): string | undefined {
+    if (seq > this.applied || seq <= 0) return undefined;
+    const record = this.recentDb.get(seq);
+    if (record && !Array.isArray(record) && record.c !== undefined) return record.c;
+    return this.chainDb.get(seq);
+  }
+
+  /** Writes a write set to the raw databases (inside a transaction). */
+  write(writes: Write[], mine: boolean): void {
+    for (const w of writes) {
+      if (!mine && this.localDbs.has(w[1])) continue;
+      const db = this.rawDb(w[1]);
+      if (w[0] === 0) db.put(w[2], w[3]);
+      else db.remove(w[2]);
+    }
+  }
+
+  /** Tells the other nodes the fingerprint at the position applied (`agreement.ts`). */
+  reportApplied(): void {
+    const report = {
+      n: this.link.nodeId,
+      q: this.applied,
+      h: this.print.at(this.applied),
+      ...(this.diverged ? { d: 1 } : {}),
+    };
+    this.link.publish(APPLIED_SUBJECT, codec.pack(report));
+  }
+
+  /** The log's last position; concurrent callers share one request. */
+  tail(): Promise<number> {
+    this.#tailRequest ??= this.link.lastSeq().finally(() => (this.#tailRequest = undefined));
+    return this.#tailRequest;
+  }
+}
+
+/** `seq` as 8 bytes (big-endian float), as announced on `HEAD_SUBJECT`. */
+export function encodeSeq(seq: number): Uint8Array {
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setFloat64(0, seq);
+  return out;
+}
+
+/** The inverse of `encodeSeq` (NaN for anything else). */
+export function decodeSeq(data: Uint8Array): number {
+  return data.byteLength === 8 ? new DataView(data.buffer, data.byteOffset).getFloat64(0) : NaN;
+}
