@@ -217,7 +217,7 @@ export class ReplicatedEnv implements Storage {
   db<V = unknown>(name: string): Table<V> {
     let table = this.#tables.get(name);
     if (!table) {
-      table = new ReplicatedTable(name, this.#s.rawDb(name), this.#s.job);
+      table = new ReplicatedTable(name, this.#s.rawDb(name), this.#s);
       this.#tables.set(name, table);
     }
     return table as ReplicatedTable<V>;

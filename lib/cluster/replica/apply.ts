@@ -1,11 +1,10 @@
 /**
- * The apply part of the replicated store: every node, the writer included, applies the log
- * strictly in order, at each position the message read from the stream's leader there
- * (`READ_AHEAD` positions at a time; a publish ack, a consumer's delivery and another node's
- * announcement only say how far to read: a consumer lives on any replica, and a replica may
- * have diverged). Each run of messages is applied in one local commit, skipping write sets
- * that read a key written after their `base` (`conflicts.ts`), or speculated on another
- * history; it resolves the writes waiting for their batch and the waits for a position.
+ * The apply part of the replicated store: every node, the writer included, applies the log in
+ * order, at each position the message read from the stream's leader (a publish ack, a
+ * consumer's delivery, another node's announcement only say how far to read: a consumer lives
+ * on any replica, and a replica may have diverged). Each run of messages is one local commit,
+ * skipping write sets that read a key written after their `base` (`conflicts.ts`) or were
+ * speculated on another history; it decides the batches written here and wakes the waits.
  */
 import type { Key } from "lmdb";
 import { asStorageError, StorageUnavailableError } from "../../store/errors.ts";
@@ -21,9 +20,8 @@ import {
   type ReplicaState,
 } from "./state.ts";
 
-/** Log messages applied per local commit, at most, their bytes, and the time spent decoding
- * them: a catch-up is applied in bounded slices, and the event loop turns between slices, so
- * requests (`/readyz`) are answered meanwhile. Only where slices end depends on these. */
+/** A catch-up is applied in slices bounded by messages, bytes and decoding time, the event
+ * loop turning between them (`/readyz` is answered meanwhile). */
 const MAX_APPLY = 128;
 const MAX_APPLY_BYTES = 256 * 1024;
 const MAX_APPLY_DECODE_MS = 10;
@@ -53,8 +51,7 @@ export class Applier {
    * behind the position applied (a consumer served by a lagging replica). */
   #consumerSeq = 0;
   #consumerBehind = 0;
-  /** When a read last failed, since when reads have failed without a success, the log's last
-   * position known then, and whether the last read found the position not there yet. */
+  /** Read failures (see `#readFailed`), and whether the last read found nothing yet. */
   #repairFailedAt = 0;
   #readsFailingSince = 0;
   #tailWhenFailing = 0;
@@ -187,10 +184,9 @@ export class Applier {
     s.changes.applying(remote);
     const last = run[run.length - 1].seq;
     try {
-      // One batch of lmdb-js's write thread: this thread only encodes the puts and removes; the
-      // write thread takes the lock, writes them in one transaction, commits and flushes. A
-      // synchronous commit waited for lock, disk and pages here (50-150 ms per apply on a loaded
-      // machine, seconds in a catch-up). No speculation runs while this is pending (`commit`).
+      // One batch of lmdb-js's write thread: this thread only encodes; a synchronous commit
+      // waited here for lock, disk and pages (50-150 ms per apply on a loaded machine). No
+      // speculation runs while it is pending.
       const t0 = performance.now();
       let held = 0;
       await s.local.root.batch(() => {
@@ -307,11 +303,10 @@ export class Applier {
     }, pause);
   }
 
-  /** A read failed: logged once a second at most, retried after a pause (no stream leader
-   * yet). A server that answers pings but whose JetStream requests keep failing is left for
-   * another (a nemesis node stayed on one for minutes, every read timing out), sooner when the
-   * log is seen growing meanwhile: else JetStream itself elects, every server fails alike, and
-   * a move only costs a dial. */
+  /** A read failed: logged once a second at most, retried after a pause. A server whose
+   * JetStream requests keep failing is left for another (a nemesis node stayed on one for
+   * minutes), sooner when the log grows meanwhile (else JetStream elects, every server fails
+   * alike, and a move only costs a dial). */
   #readFailed(err: unknown): void {
     const s = this.s;
     const now = Date.now();

@@ -1,15 +1,11 @@
 /**
- * The write path of the replicated store. A write transaction runs speculatively, on an LMDB
- * read snapshot with its puts and removes kept in memory over it (`overlay.ts`: the main thread
- * never waits for LMDB's write lock), recording each key it reads and each write it makes,
- * against the local state at log position `base`. The batch's write sets are appended to the
- * log; the transaction resolves once this node applied the batch from the stream (`apply.ts`)
- * and a majority of the nodes applied the log alike that far (`agreement.ts`); a skipped one
- * runs again on fresh state; one not applied within the write deadline (counted from the
- * request's arrival) fails with 503. A publish whose reply is lost is retried with the same
- * message id (stored once); while one batch waits for a late reply the next ones go out beside
- * it. Products keep their code: a transaction may run more than once, so it must be a plain
- * function of the stored state, which it already is.
+ * The write path of the replicated store. A write transaction runs speculatively against the
+ * local state at log position `base`, recording what it reads and writes; the batch's write
+ * sets are appended to the log, and the transaction resolves once this node applied the batch
+ * from the stream (`apply.ts`) and a majority applied the log alike that far (`agreement.ts`).
+ * A skipped one runs again on fresh state; one not applied within the write deadline (from the
+ * request's arrival) fails with 503. A transaction may thus run more than once: products' are
+ * plain functions of the stored state.
  */
 import type { Transaction } from "lmdb";
 import { StorageUnavailableError } from "../../store/errors.ts";
@@ -123,13 +119,12 @@ export class Proposer {
   }
 
   /**
-   * Runs `tasks` speculatively, one after the other against the state at the position applied
-   * (`base`), each seeing the writes of the ones before it and its own; records what they read
-   * and write; undoes their writes. Drops a task that throws (see `#fail`) and runs the rest
-   * again. The run reads a read snapshot with the writes kept in memory over it, so it never
-   * takes LMDB's write lock (a write transaction waited here while lmdb-js's write thread
-   * committed: 100-300 ms on a loaded machine); a run that calls something the overlay cannot
-   * serve exactly goes again in a write transaction, aborted afterwards.
+   * Runs `tasks` one after the other against the state at the position applied (`base`), each
+   * seeing the writes before it; records their reads and writes, undoes the writes; drops a
+   * task that throws (`#fail`) and runs the rest again. The run reads an LMDB snapshot with the
+   * writes kept in memory over it (`overlay.ts`), never waiting for the write lock (100-300 ms
+   * on a loaded machine); a call the overlay cannot serve exactly runs it again in a write
+   * transaction, aborted afterwards.
    */
   #speculate(tasks: Task[]): { base: number; tasks: Task[]; reads: ReadSet } {
     const s = this.s;
@@ -207,9 +202,8 @@ export class Proposer {
     const s = this.s;
     let lastError = "log did not settle";
     for (;;) {
-      // Speculate only with no apply pending (one may start between the end of the awaited one
-      // and this continuation); a catch-up applies for seconds, so the wait ends at the
-      // batch's deadline.
+      // Speculate only with no apply pending; a catch-up may apply for seconds: the wait ends at
+      // the batch's deadline.
       while (s.applying) {
         const left = Math.min(...tasks.map((t) => t.deadline)) - Date.now();
         if (left <= 0) return this.#missedDeadline(tasks, lastError);
@@ -266,13 +260,12 @@ export class Proposer {
       const outcome: Outcome = { done: null, seq: 0 };
       s.awaiting.set(batch, outcome);
       lastError = await this.#append(message, data, outcome, deadline) ?? lastError;
-      // From here on an apply treats the batch as another node's (its hooks publish it); one
-      // already running counts it as ours and sets the outcome: let that one commit finish.
+      // From here on an apply treats the batch as another node's; one running counts it as ours
+      // and sets the outcome: let that commit finish.
       s.awaiting.delete(batch);
       if (s.applyingRun) await s.applyingRun.catch(() => {});
-      // Applied here: acknowledged once enough other nodes applied the log alike that far. The
-      // others read the position from the stream; this only tells them it exists. Meanwhile the
-      // next batch may go out (it runs on state that includes this one).
+      // Applied here: acknowledged once a majority applied the log alike that far. The others
+      // are told the position exists; the next batch may go out meanwhile.
       if (outcome.done === "applied") {
         s.link.publish(HEAD_SUBJECT, encodeSeq(outcome.seq));
         s.inflight.delete(out);
@@ -313,13 +306,10 @@ export class Proposer {
     for (const t of tasks) t.reject(err);
   }
 
-  /**
-   * Publishes `message`, packed as `data`, until the log, as read from the stream, holds it
-   * (`outcome` set by the apply) or `deadline` passes. A publish without a reply is retried
-   * with the same message id (JetStream stores it once); a reply's position is only where to
-   * read: once applied that far without finding the batch, it is published again. Returns the
-   * last error seen, if any.
-   */
+  /** Publishes `message` (packed as `data`) until the log as read from the stream holds it
+   * (`outcome` set by the apply) or `deadline` passes; returns the last error seen. A publish
+   * without a reply is retried under the same message id (stored once); a reply's position is
+   * only where to read: applied that far without the batch, it is published again. */
   async #append(
     message: LogMessage,
     data: Uint8Array,
@@ -351,9 +341,8 @@ export class Proposer {
         batch,
       });
       // A duplicate pointing at another message: the leader's duplicate table disagrees with its
-      // log (a diverged replica, nats-server 2.9.10) and would answer every retry alike for its
-      // whole window. Published under a new message id naming the first (`a`): the apply
-      // counts both as one batch, whichever it meets first.
+      // log (a diverged replica) for its whole window. Published under a new message id naming
+      // the first (`a`): the apply counts both as one batch.
       if (r.duplicate) {
         message = { ...message, b: crypto.randomUUID(), a: batch };
         data = codec.pack(message);
@@ -364,12 +353,9 @@ export class Proposer {
     return lastError;
   }
 
-  /**
-   * A transaction that threw (a 404, a 409) may have read state this node has not caught up
-   * with (another node's write on its way): before the error stands, this node catches up
-   * with the log's tail and runs the task once more, so a failure is as current as a success
-   * (which the conflict check keeps current).
-   */
+  /** A transaction that threw (a 404, a 409) may have read state not yet caught up with: it
+   * runs once more after catching up with the log's tail, so a failure is as current as a
+   * success (which the conflict check keeps current). */
   #fail(task: Task, error: unknown, base: number): void {
     const s = this.s;
     if (task.checked) return task.reject(error);

@@ -40,15 +40,12 @@ import {
   type ReplicaState,
 } from "./state.ts";
 
-/** The key (in the position database) of the first position a stopped node applied after the
- * last one a majority confirmed (its clients' copies may differ from there). */
+/** Keys of the position database set when a node stops itself: the first position it applied
+ * after the last one a majority confirmed (its clients' copies may differ from there), the id of
+ * the report it tells (`unsure.ts`; the same across restarts, so each stream is renewed once),
+ * and the last position confirmed (a rebuild ending on another history there is refused). */
 export const UNSURE_FROM_KEY = "diverged_from";
-/** The key (in the position database) of the id of the report a stopped node tells
- * (`unsure.ts`): the same across its restarts, so each stream is renewed once for it. */
 export const UNSURE_REPORT_KEY = "unsure_report";
-/** The key (in the position database) of the last position a majority confirmed when this
- * node stopped itself: its store's history up to there is acknowledged, and a rebuild that
- * would end on another history there is refused (`confirmed_guard.ts`). */
 export const CONFIRMED_KEY = "confirmed";
 
 /** The longest pause before a rebuild attempt (doubling from `rebuildPauseMs` at each attempt
@@ -69,8 +66,7 @@ export class Recovery {
   /** What the last rebuild read from NATS (`#readInputs`), read as it began. */
   #rebuildRead: RebuildInputs | undefined;
   /** Set while the next rebuild is held (`#stillHeld`): the others' reports when the rebuilt
-   * store was found disagreeing (none for a refused rebuild: they do not decide a refusal),
-   * what that rebuild read, and whether the hold was logged (it then looks every pause). */
+   * store disagreed (none for a refusal), what that rebuild read, whether it was logged. */
   #hold: Hold | undefined;
   /** The last position a majority confirmed when this node stopped itself (0: none known; see
    * `CONFIRMED_KEY`), raised by the claims it hears while stopped. */
@@ -111,9 +107,8 @@ export class Recovery {
     if (rebuilt) wantSnapshot(s.link, seq);
   }
 
-  /** What this node's heartbeats claim a majority confirmed (`claims.ts`): when stopped, the
-   * position it knew confirmed then (its store untouched since); else the highest its peers'
-   * reports or claims showed. Undefined when it knows none or keeps no digest there. */
+  /** What this node's heartbeats claim a majority confirmed (`claims.ts`): when stopped, what
+   * it knew confirmed then; else the highest its peers' reports or claims showed. */
   claim(): Claim | undefined {
     const s = this.s;
     if (s.replacing) return undefined;
@@ -131,17 +126,13 @@ export class Recovery {
     if (verdict) this.#onVerdict(verdict);
   }
 
-  /** Registers `fn`, called each time this node replaced its store, before anything of the
-   * new store is applied (what it told clients from the old one is void). */
+  /** Registers `fn`, called each time this node replaced its store (`ReplicatedEnv`). */
   onRebuilt(fn: () => void): void {
     this.#onRebuilt.push(fn);
   }
 
-  /**
-   * A claim judged: a stopped node that learns its history was confirmed further than it knew
-   * keeps that much more from a rebuild (`#refused`); any other node whose history is not the
-   * one a majority confirmed stops as one the majority disagrees with does.
-   */
+  /** A claim judged: a stopped node that learns its history was confirmed further keeps that
+   * much more from a rebuild (`#refused`); any other node not on that history stops. */
   #onVerdict(verdict: Verdict): void {
     const s = this.s;
     if (verdict.kind === "learned") {
@@ -159,8 +150,7 @@ export class Recovery {
       void s.rawDb<number>(POSITION_DB).put(CONFIRMED_KEY, verdict.at).catch(() => {});
       return;
     }
-    // Also a node rebuilding on a replaced store (not yet confirmed, so it acknowledges nothing):
-    // else it would serve once the others on the same log confirm it.
+    // Also a node rebuilding on a replaced store: else it would serve once confirmed.
     if (s.diverged !== undefined) return;
     this.#stopSelf(
       `cluster unavailable: this node applied the log differently from a majority of the nodes (the history ${verdict.node} ` +
@@ -168,12 +158,10 @@ export class Recovery {
     );
   }
 
-  /**
-   * A majority of the nodes applied the log otherwise: no more writes (the queued ones fail),
-   * nothing more applied or published from the log until the store is replaced, the store is
-   * marked diverged (a restart rebuilds it too), the others are told (also which streams'
-   * subscribers may hold the other history: `#markUnsure`), and a rebuild is scheduled.
-   */
+  /** A majority applied the log otherwise: no more writes (the queued ones fail), nothing more
+   * applied until the store is replaced, the store marked diverged (a restart rebuilds it too),
+   * the others told (and which streams' subscribers may hold the other history), a rebuild
+   * scheduled. */
   #stopSelf(reason: string, hold?: Hold): void {
     const s = this.s;
     const first = !s.diverged && !s.rebuilding;
@@ -206,13 +194,9 @@ export class Recovery {
     this.scheduleRebuild();
   }
 
-  /**
-   * This node applied positions `from` on (up to the one applied) on another history than the
-   * majority, and published their entries to its subscribers: every node is told which streams
-   * under `report` (`unsure.ts`: the streams those positions wrote, with the first and last
-   * position written in each; every stream when the positions kept do not reach back to
-   * `from`); returns the streams to list for the epoch renewal.
-   */
+  /** Positions `from` on were applied (and published) on another history: every node is told
+   * which streams they wrote under `report` (`unsure.ts`; every stream when the positions kept
+   * do not reach back to `from`); returns the streams to list for the epoch renewal. */
   #markUnsure(from: number, report: string): StreamRanges {
     const s = this.s;
     if (from <= s.applied - CONFLICT_WINDOW) return s.unsure.stopped(report, from, "all");
@@ -223,11 +207,8 @@ export class Recovery {
     return s.unsure.stopped(report, from, rangesWritten(keys));
   }
 
-  /**
-   * A store marked diverged before a restart (or a crash during a rebuild) is rebuilt before
-   * the node serves; returns whether it still is stopped (refused or failed: it serves 503 and
-   * tries again later).
-   */
+  /** A store marked diverged before a restart (or a crash in a rebuild) is rebuilt before the
+   * node serves; returns whether it is still stopped (refused or failed: 503, tried later). */
   async startMarked(marked: string): Promise<boolean> {
     const s = this.s;
     s.diverged = s.rebuilding = marked;
@@ -236,8 +217,7 @@ export class Recovery {
     const from = position.get(UNSURE_FROM_KEY) ?? 1;
     // A store marked by an earlier version kept only the first unsure position.
     this.#confirmed = position.get(CONFIRMED_KEY) ?? from - 1;
-    // Its subscribers may have moved to other nodes meanwhile: they are told again, under the
-    // same report (and the streams listed for the epoch renewal, for an earlier version's store).
+    // Its subscribers may have moved to other nodes meanwhile: told again, under the same report.
     const state = s.rawDb<string>(POSITION_DB);
     const report = state.get(UNSURE_REPORT_KEY) ?? newReport(s.link.nodeId);
     const streams = this.#markUnsure(from, report);
@@ -245,9 +225,7 @@ export class Recovery {
       state.put(UNSURE_REPORT_KEY, report);
       s.unsure.keep(report, streams);
     });
-    // A failed attempt (a read that failed: its NATS server refuses JetStream requests, an
-    // election) is tried again later like a refused one, not thrown: the process would exit,
-    // and restart into the same failure.
+    // A failed read is tried again later like a refusal, not thrown (a restart fails alike).
     const outcome = await this.#replace().catch((err) => {
       log.warn("cluster rebuild failed; trying again later", { error: String(err) });
       return "failed" as const;
@@ -261,9 +239,7 @@ export class Recovery {
   scheduleRebuild(): void {
     const s = this.s;
     if (this.#rebuildTimer || s.closed) return;
-    // Once held (looked at after the usual pause, found unchanged), what it depends on is
-    // looked at every pause, no attempt counted: a change starts the rebuild at once, never
-    // sooner than the usual pause after the last attempt.
+    // Once held, what it depends on is looked at every pause, no attempt counted.
     const base = s.opts.rebuildPauseMs ?? 1000;
     const held = this.#hold?.logged === true;
     const pause = held
@@ -284,11 +260,8 @@ export class Recovery {
     clearTimeout(this.#rebuildTimer);
   }
 
-  /**
-   * Replaces this node's store with one the majority agrees with (`rebuild.ts`), follows the
-   * log from there, and once caught up with the log's tail and confirmed by a majority of the
-   * nodes takes writes again.
-   */
+  /** Replaces the store with one the majority agrees with (`rebuild.ts`), follows the log, and
+   * takes writes again once caught up with its tail and confirmed by a majority. */
   async #rebuild(): Promise<void> {
     const s = this.s;
     if (!s.diverged || s.closed) return;
@@ -333,12 +306,9 @@ export class Recovery {
     void s.unsure.renew();
   }
 
-  /**
-   * Swaps the store for the rebuild source in one local commit, with nothing applied
-   * meanwhile, and resets what this node remembers of the old history; "closed" when it was
-   * closed on the way, "refused" when the source or the log holds another history at a
-   * position a majority confirmed (`#refused`: nothing is replaced).
-   */
+  /** Swaps the store for the rebuild source in one local commit, nothing applied meanwhile,
+   * and forgets the old history; "refused" (nothing replaced) when the source or the log holds
+   * another history at a position a majority confirmed (`#refused`). */
   async #replace(): Promise<"replaced" | "refused" | "closed"> {
     const s = this.s;
     // Read first: anything that changes while the rebuild reads ends a later hold.
@@ -364,10 +334,9 @@ export class Recovery {
       s.applied = source.position;
       s.loadHistory();
       s.buffer.clear();
-      // What the ordered logs derived from the old store (positions published, joins waiting
-      // for one) is void: they start again from the new one, before anything is applied to it.
+      // What the ordered logs derived from the old store, and what clients were told from it,
+      // is void before anything of the new one is applied.
       s.changes.replaced();
-      // And whatever clients were told from it: before anything of the new store is published.
       for (const fn of this.#onRebuilt) {
         try {
           fn();
@@ -389,17 +358,15 @@ export class Recovery {
     s.lastApply = Date.now();
     this.apply.follow();
     s.reportApplied();
-    // The peers' latest reports judged now, up to the position rebuilt: a store rebuilt from a
-    // snapshot at the log's tail applies nothing more until the next write (in an idle cluster
-    // it would wait for a majority until then).
+    // The peers' latest reports judged now: a store rebuilt at the log's tail may apply nothing
+    // more until the next write.
     s.peers.applied(s.applied);
     this.apply.scheduleRepair(s.knownTail);
     return "replaced";
   }
 
-  /** What a rebuild reads from NATS (`rebuild.ts` `rebuildInputs`) and the stream leader
-   * elections heard so far (a leader that lost the stream and won it back between two looks
-   * may hold other messages); undefined when it could not be read. */
+  /** What a rebuild reads from NATS (`rebuildInputs`) and the leader elections heard (a leader
+   * re-elected between two looks may hold other messages); undefined when unreadable. */
   async #readInputs(): Promise<RebuildInputs | undefined> {
     const elections = this.elections;
     const read = await rebuildInputs(this.s.link).catch(() => undefined);
@@ -410,17 +377,11 @@ export class Recovery {
 
   /**
    * Whether the next rebuild is still held. A rebuild's outcome is a function of what it reads
-   * from NATS (`#readInputs`: the leader's replica of the log, its bounds, the newest snapshot)
-   * and, once its store is replaced, of the others' reports it is judged by
-   * (`PeerAgreement#inputs`). So once a store it rebuilt was found disagreeing, rebuilding
-   * while all of these are unchanged would replay the log into the same disagreement (run G1,
-   * bench/results/2026-11-27-cluster-G1-every-node-stopped.md: 14 replays of the whole log);
-   * and once a rebuild was refused, trying again while what it reads is unchanged (the log
-   * growing aside: a refusal is about confirmed history, before the tail) would read the log
-   * into the same refusal. Held (logged once) until one of them changes: a peer writes,
-   * rebuilds, restarts or leaves, the stream gets another leader, the log grows (a
-   * disagreement only) or is compacted, a snapshot is stored. A failed look counts as a
-   * change. A restart rebuilds once anyway.
+   * (`#readInputs`) and of the others' reports it is judged by (`PeerAgreement#inputs`); while
+   * they are unchanged, a rebuild found disagreeing would replay the log into the same
+   * disagreement (run G1, bench/results/2026-11-27-cluster-G1-every-node-stopped.md: 14
+   * replays), and a refused one into the same refusal (the log's growth aside). Held (logged
+   * once) until one changes; a failed look counts as a change, a restart rebuilds once anyway.
    */
   async #stillHeld(): Promise<boolean> {
     const s = this.s;
@@ -448,14 +409,10 @@ export class Recovery {
     return false;
   }
 
-  /**
-   * Whether replacing the store by `source` (and the log after it) would discard history a
-   * majority confirmed (`confirmed_guard.ts`): then the node stays stopped with the reason,
-   * logged at error level and kept in the diverged mark, its store untouched for an operator;
-   * it asks the others for a snapshot reaching the confirmed position (`wantSnapshot`), and the
-   * rebuild is tried again later (from that snapshot once stored, or a later stream leader may
-   * hold the history again).
-   */
+  /** Whether replacing the store by `source` and the log after it would discard history a
+   * majority confirmed (`confirmed_guard.ts`): then the node stays stopped, the reason logged
+   * and kept in the diverged mark, its store untouched, a snapshot reaching the confirmed
+   * position asked of the others; the rebuild is tried again later. */
   async #refused(source: RebuildSource): Promise<boolean> {
     const s = this.s;
     if (this.#confirmed <= 0) return false;
@@ -489,8 +446,6 @@ export class Recovery {
       },
     });
     if (!mismatch) return false;
-    // A snapshot reaching the confirmed position holds that history without the log: asked of
-    // the others (each refusal), it changes what the next rebuild reads.
     const wanted = source.position < this.#confirmed ? this.#confirmed : undefined;
     const where = mismatch.chained
       ? `at or before position ${mismatch.seq}`

@@ -105,7 +105,7 @@ export interface ReplicationOptions {
 }
 
 /** See the module comment. Fields are shared by the parts; each part's own stay with it. */
-export class ReplicaState {
+export class ReplicaState implements RunningJob {
   /** The LMDB environment the log is applied into. */
   readonly local: StoreEnv;
   /** Databases applied only on the node that wrote them (`Storage.nodeLocal`). */
@@ -119,7 +119,6 @@ export class ReplicaState {
   recording: Write[] | null = null;
   reading: ReadSet | null = null;
   spec: SnapshotRun | null = null;
-  readonly job: RunningJob;
   recent!: RecentWrites;
   print!: WindowFingerprint;
   peers!: PeerAgreement;
@@ -167,19 +166,6 @@ export class ReplicaState {
     this.chainDb = this.rawDb<string>(CHAIN_DB);
     this.loadHistory();
     for (const name of this.rawDb(NODE_LOCAL_DB).getKeys()) this.localDbs.add(name as string);
-    // deno-lint-ignore no-this-alias
-    const s = this;
-    this.job = {
-      get recording() {
-        return s.recording;
-      },
-      get reading() {
-        return s.reading;
-      },
-      get spec() {
-        return s.spec;
-      },
-    };
   }
 
   /** Whether this node stopped itself and has not yet rebuilt its store and been confirmed. */
