@@ -1,20 +1,10 @@
 /**
- * The clustered store: the same LMDB environment and transaction API as one node, with every
- * write ordered through one replicated JetStream log, so every node's LMDB holds the same data
- * after the same sequence of writes. A facade over its parts, around one shared state
- * (`replica/state.ts`):
- *
- * - `replica/propose.ts`, the write path: speculate, append to the log, wait for the apply and
- *   a majority's agreement, retry or fail at the deadline;
- * - `replica/apply.ts`: read the log from the stream's leader and apply it in order, repair
- *   gaps, follow the log's tail;
- * - `replica/recover.ts`: stop a node the majority disagrees with, rebuild its store, refuse
- *   or hold a rebuild that would lose confirmed history or repeat itself.
- *
- * Node-local databases (those the products declare with `nodeLocal`: webhook outboxes, the
- * apps table) are recorded too but applied only by the node that wrote them; a transaction that
- * writes only those commits locally. To the ordered logs it hands other nodes' changes as typed
- * events (`LogChangeFeed`), and its commit path is `DirectCommits`.
+ * The clustered store: one node's LMDB environment and transaction API, with every write
+ * ordered through one replicated JetStream log, so every node's LMDB holds the same data. A
+ * facade over its parts around one shared state (`replica/state.ts`): the write path
+ * (`replica/propose.ts`), the apply of the log (`replica/apply.ts`), and the recovery of a node
+ * the majority disagrees with (`replica/recover.ts`). Node-local databases (`nodeLocal`) are
+ * applied only by the node that wrote them; a transaction writing only those commits locally.
  */
 import type { RootDatabase } from "lmdb";
 import { DirectCommits } from "../store/direct_commits.ts";
@@ -45,13 +35,7 @@ import { Proposer } from "./replica/propose.ts";
 import { Recovery } from "./replica/recover.ts";
 
 export { UNSURE_MS } from "./unsure.ts";
-export {
-  type LogAccess,
-  NODE_LOCAL_DB,
-  POSITION_DB,
-  type ReplicationOptions,
-  UNLISTED_NODE_LOCAL,
-} from "./replica/state.ts";
+export { NODE_LOCAL_DB, POSITION_DB, UNLISTED_NODE_LOCAL } from "./replica/state.ts";
 export { CONFIRMED_KEY, UNSURE_FROM_KEY, UNSURE_REPORT_KEY } from "./replica/recover.ts";
 
 /** JetStream's advisory of a new leader of the log's stream. */
@@ -59,7 +43,7 @@ const ELECTED_SUBJECT = `$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${LOG_STREAM}`
 
 /** See the module comment. */
 export class ReplicatedEnv implements Storage {
-  /** The commit path of this store: each transaction on its own (see `DirectCommits`). */
+  /** Each transaction on its own (`DirectCommits`). */
   readonly commits: Commits = new DirectCommits(this);
   #s: ReplicaState;
   #apply: Applier;
@@ -69,8 +53,8 @@ export class ReplicatedEnv implements Storage {
   #unsubscribe: (() => void)[] = [];
   #tailTimer: ReturnType<typeof setInterval> | undefined;
 
-  /** Opens the store at `path`, replicated through `link`; the log is read through `log` (the
-   * link itself but for a test's fault wrapper, `lib/faults/`). */
+  /** The store at `path`, replicated through `link`, reading the log through `log` (the link
+   * but for a test's fault wrapper, `lib/faults/`). */
   constructor(path: string, link: ClusterLink, opts: ReplicationOptions, log: LogAccess = link) {
     const s = this.#s = new ReplicaState(path, link, log, opts);
     this.#apply = new Applier(s, () => this.#recover.applied());
@@ -103,7 +87,7 @@ export class ReplicatedEnv implements Storage {
     return this.#recover.claim();
   }
 
-  /** Another node's heartbeat claims `claim` (see `claims.ts`). */
+  /** Another node's heartbeat claims `claim`. */
   hearClaim(node: string, claim: Claim): void {
     this.#recover.hearClaim(node, claim);
   }
@@ -121,8 +105,7 @@ export class ReplicatedEnv implements Storage {
   }
 
   /** Registers `fn`, called each time this node replaced its store, before anything of the new
-   * store is applied: whatever it told clients from the old one is void (the server closes its
-   * sockets, so clients rejoin and resume from the rebuilt store). */
+   * one is applied: what it told clients from the old one is void. */
   onRebuilt(fn: () => void): void {
     this.#recover.onRebuilt(fn);
   }
@@ -132,9 +115,7 @@ export class ReplicatedEnv implements Storage {
     return this.#s.applied;
   }
 
-  /** What readiness needs to know, without asking anyone: the connection, how long ago this
-   * node last had a batch found in the log and last applied, and how far behind the log's
-   * last known position it is. */
+  /** What readiness needs to know, without asking anyone. */
   status(): {
     connected: boolean;
     appendAgeMs: number;
@@ -171,17 +152,15 @@ export class ReplicatedEnv implements Storage {
     }
   }
 
-  /**
-   * Starts following the log and resolves once this node has applied everything the log held
-   * when it was called (or rejects after `waitMs`). A store marked diverged is rebuilt first.
-   */
+  /** Follows the log; resolves once everything the log held then is applied (rejects after
+   * `waitMs`). A store marked diverged is rebuilt first. */
   async start(waitMs = 60_000): Promise<void> {
     const s = this.#s;
     const marked = s.rawDb<string>(POSITION_DB).get(DIVERGED_KEY);
     const refused = marked ? await this.#recover.startMarked(String(marked)) : false;
     if (!refused) this.#apply.follow();
-    // A dropped or delayed last message shows no gap: writers announce each position they
-    // found their batch at, and the log's tail is compared now and then.
+    // A lost last message shows no gap: writers announce their positions, and the tail is
+    // compared now and then.
     this.#unsubscribe.push(
       s.log.subscribe(HEAD_SUBJECT, (data) => {
         const seq = decodeSeq(data);
@@ -207,24 +186,19 @@ export class ReplicatedEnv implements Storage {
     if (!(await this.#apply.waitApplied(target, Date.now() + waitMs))) {
       throw new Error(`cluster catch-up to log position ${target} did not finish in ${waitMs} ms`);
     }
-    // Streams named unsure and not yet given a new epoch (by this node rebuilt just now, or
-    // heard from another before a crash or a restart).
+    // Streams named unsure and not yet given a new epoch (by this node or another).
     void s.unsure.renew();
   }
 
-  /** The table as products see it: the running job's reads and writes recorded, served from
-   * a snapshot run's overlay during one (`ReplicatedTable`). */
+  /** The table as products see it, recording the running job's reads and writes. */
   db<V = unknown>(name: string): Table<V> {
-    let table = this.#tables.get(name);
-    if (!table) {
-      table = new ReplicatedTable(name, this.#s.rawDb(name), this.#s);
-      this.#tables.set(name, table);
+    if (!this.#tables.has(name)) {
+      this.#tables.set(name, new ReplicatedTable(name, this.#s.rawDb(name), this.#s));
     }
-    return table as ReplicatedTable<V>;
+    return this.#tables.get(name) as ReplicatedTable<V>;
   }
 
-  /** Declares `name` node-local (see the module comment and `Storage.nodeLocal`) and records
-   * it for snapshots; then opens it like `db`. */
+  /** Declares `name` node-local (`Storage.nodeLocal`), recorded for snapshots; opens it. */
   nodeLocal<V = unknown>(name: string): Table<V> {
     const s = this.#s;
     if (!s.localDbs.has(name)) {
@@ -251,9 +225,8 @@ export class ReplicatedEnv implements Storage {
     return this.#s.local.root;
   }
 
-  /** Readiness, from what this node knows (no request to anyone): connected to NATS, no
-   * write waiting longer than the deadline without any batch reaching the log, no log position
-   * known and left unapplied for longer than the deadline, no failing apply or compaction. */
+  /** Readiness, from what this node knows: connected, no write or known position waiting
+   * longer than the deadline, no failing apply or compaction. */
   unavailable(): string | undefined {
     const s = this.#s;
     if (s.closed) return "storage unavailable: server shutting down";

@@ -15,22 +15,18 @@ import type { PeerAgreement } from "../agreement.ts";
 import type { UnsureStreams } from "../unsure.ts";
 import type { RunningJob, SnapshotRun } from "../replicated_table.ts";
 
-/** The database recording the log position applied (key `applied`). */
+/** The cluster's databases: the position applied (key `applied`); the node-local databases
+ * declared (`nodeLocal`: one node's rows, cleared in a store restored from another's snapshot,
+ * `snapshots.ts`); each recent position's keys, batch id and chained digest; the chained digest
+ * every `CHAIN_CHECKPOINT_EVERY` positions, for good. */
 export const POSITION_DB = "cluster:state";
-/** The database listing the node-local databases declared (`nodeLocal`), by name: their rows
- * are one node's, so a node starting from another's snapshot clears them (`snapshots.ts`). */
 export const NODE_LOCAL_DB = "cluster:node-local";
-/** The key of `POSITION_DB` set in a store restored from a snapshot that listed no node-local
- * databases (an earlier version's): each database declared node-local is then emptied on its
- * first declaration (`nodeLocal`; see `readyRestored` in `snapshots.ts`). */
-export const UNLISTED_NODE_LOCAL = "unlisted-node-local";
-/** The database of each recent position's keys written, batch id and chained digest. */
 export const RECENT_DB = "cluster:recent";
-/** The database keeping the chained digest (`fingerprint.ts` `chainDigest`) every
- * `CHAIN_CHECKPOINT_EVERY` positions, for good (kept alike on every node by the apply). */
 export const CHAIN_DB = "cluster:chain";
-/** Databases applied only on the node that wrote them, before any is declared (the first two
- * are kept alike on every node by the apply itself). */
+/** The key of `POSITION_DB` set in a store restored from a snapshot that listed no node-local
+ * databases: each one declared is then emptied first (`readyRestored` in `snapshots.ts`). */
+export const UNLISTED_NODE_LOCAL = "unlisted-node-local";
+/** Not applied from other nodes' messages (the first two the apply keeps alike itself). */
 const CLUSTER_LOCAL_DBS = [POSITION_DB, RECENT_DB, NODE_LOCAL_DB];
 
 /** Positions a write set's `base` may lag behind the position it lands at before it counts as
@@ -40,11 +36,9 @@ export const CONFLICT_WINDOW = 4096;
 /** Why a node cannot go on (see `snapshots.ts`: a restart restores the newest snapshot). */
 export const BEHIND =
   "cluster unavailable: the log was compacted past this node's position; restart the node";
-/** Core NATS subject on which a writer announces the position at which it found its batch in
- * the stream (a hint only: the others read that position from the stream, never from it). */
+/** Core NATS subjects: a writer's announcement of the position it found its batch at (a hint:
+ * the others read it from the stream), each node's fingerprint where it is (`agreement.ts`). */
 export const HEAD_SUBJECT = "sb.head";
-/** Core NATS subject on which each node reports its fingerprint at the position it reached
- * (`agreement.ts`). */
 export const APPLIED_SUBJECT = "sb.applied";
 
 export const codec = new Packr(
@@ -73,12 +67,10 @@ export interface Outcome {
   seq: number;
 }
 
-/** A queued write transaction. */
+/** A queued write transaction, due at `deadline`; `position` is told where it landed. */
 export interface Task {
   fn: () => unknown;
-  /** When the write's answer is due (its arrival plus the write deadline). */
   deadline: number;
-  /** Told the log position of the write once applied (read-your-writes). */
   position?: (seq: number) => void;
   resolve: (v: unknown) => void;
   reject: (e: unknown) => void;
@@ -92,21 +84,17 @@ export interface Task {
  * that plays faults (`lib/faults/`). */
 export type LogAccess = Pick<ClusterLink, "read" | "follow" | "subscribe">;
 
-/** Tunables, mostly for tests. */
+/** Tunables: a write not applied within `writeDeadlineMs` fails with 503 (its outcome then
+ * unknown); a stopped node waits `rebuildPauseMs` before it rebuilds (default 1000, doubled at
+ * each further attempt); joins of streams a stopped node names get a reset for `unsureMs`. */
 export interface ReplicationOptions {
-  /** A write not applied within this many ms fails with 503 (its outcome is then unknown). */
   writeDeadlineMs: number;
-  /** How long a node that stopped itself waits before it rebuilds its store (default 1000 ms;
-   * doubled at each further attempt). */
   rebuildPauseMs?: number;
-  /** How long joins of the streams a stopped node names get a reset by that alone (default
-   * `UNSURE_MS`). */
   unsureMs?: number;
 }
 
 /** See the module comment. Fields are shared by the parts; each part's own stay with it. */
 export class ReplicaState implements RunningJob {
-  /** The LMDB environment the log is applied into. */
   readonly local: StoreEnv;
   /** Databases applied only on the node that wrote them (`Storage.nodeLocal`). */
   readonly localDbs = new Set(CLUSTER_LOCAL_DBS);
@@ -131,7 +119,7 @@ export class ReplicaState implements RunningJob {
   diverged: string | undefined;
   /** Set from then until the rebuilt store caught up and a majority confirmed it. */
   rebuilding: string | undefined;
-  /** While the store is being replaced: nothing is applied. */
+  /** While the store is being replaced (nothing is applied). */
   replacing = false;
   closed = false;
   failing: string | undefined;
@@ -140,10 +128,10 @@ export class ReplicaState implements RunningJob {
   inflight = new Set<{ since: number }>();
   /** Batches written here and not yet reached by the log. */
   awaiting = new Map<string, Outcome>();
-  /** When this node last had a batch found in the log, and last applied anything. */
+  /** When a batch of this node's was last found in the log, the last apply, the last position
+   * of the log seen. */
   lastAppend = Date.now();
   lastApply = Date.now();
-  /** The log's last position as last seen (for the lag). */
   knownTail = 0;
   buffer = new Map<number, Uint8Array>();
   /** The drain of the buffered log, and the one commit of it running. */
@@ -175,12 +163,8 @@ export class ReplicaState implements RunningJob {
 
   /** A database as stored, outside the replicated write path. */
   rawDb<V>(name: string): Database<V, Key> {
-    let db = this.#raw.get(name);
-    if (!db) {
-      db = this.local.db(name);
-      this.#raw.set(name, db);
-    }
-    return db as Database<V, Key>;
+    if (!this.#raw.has(name)) this.#raw.set(name, this.local.db(name));
+    return this.#raw.get(name) as Database<V, Key>;
   }
 
   /** Loads the recent writes, fingerprints and chained digest of the positions the store keeps
