@@ -17,19 +17,9 @@ import { PeerAgreement } from "./agreement.ts";
 import type { Claim } from "./claims.ts";
 import { ReplicatedTable } from "./replicated_table.ts";
 import { LEGACY_DB, PENDING_DB, UNSURE_MS, UNSURE_SUBJECT, UnsureStreams } from "./unsure.ts";
-import {
-  APPLIED_SUBJECT,
-  BEHIND,
-  codec,
-  decodeSeq,
-  HEAD_SUBJECT,
-  type LogAccess,
-  NODE_LOCAL_DB,
-  POSITION_DB,
-  ReplicaState,
-  type ReplicationOptions,
-  UNLISTED_NODE_LOCAL,
-} from "./replica/state.ts";
+import { APPLIED_SUBJECT, BEHIND, codec, decodeSeq, HEAD_SUBJECT } from "./replica/state.ts";
+import { NODE_LOCAL_DB, POSITION_DB, ReplicaState, UNLISTED_NODE_LOCAL } from "./replica/state.ts";
+import type { LogAccess, ReplicationOptions } from "./replica/state.ts";
 import { Applier } from "./replica/apply.ts";
 import { Proposer } from "./replica/propose.ts";
 import { Recovery } from "./replica/recover.ts";

@@ -11,14 +11,8 @@ import { asStorageError, StorageUnavailableError } from "../../store/errors.ts";
 import { log } from "../../log/mod.ts";
 import { chainDigest, positionDigest } from "../fingerprint.ts";
 import { CHAIN_CHECKPOINT_EVERY } from "../confirmed_guard.ts";
-import {
-  BEHIND,
-  codec,
-  CONFLICT_WINDOW,
-  type LogMessage,
-  type Outcome,
-  type ReplicaState,
-} from "./state.ts";
+import { BEHIND, codec, CONFLICT_WINDOW } from "./state.ts";
+import type { LogMessage, Outcome, ReplicaState } from "./state.ts";
 
 /** A catch-up is applied in slices bounded by messages, bytes and decoding time, the event
  * loop turning between them (`/readyz` is answered meanwhile). */

@@ -15,15 +15,8 @@ import { WriteOverlay } from "../overlay.ts";
 import type { SnapshotRun } from "../replicated_table.ts";
 import { requestPositions } from "../read_your_writes.ts";
 import type { Applier } from "./apply.ts";
-import {
-  codec,
-  encodeSeq,
-  HEAD_SUBJECT,
-  type LogMessage,
-  type Outcome,
-  type ReplicaState,
-  type Task,
-} from "./state.ts";
+import { codec, encodeSeq, HEAD_SUBJECT } from "./state.ts";
+import type { LogMessage, Outcome, ReplicaState, Task } from "./state.ts";
 
 /** Write sets per log message, at most (more transactions wait for the next message). */
 const MAX_BATCH = 256;

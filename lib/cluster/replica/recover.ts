@@ -15,13 +15,12 @@ import { rangesWritten } from "../log_changes.ts";
 import { type Claim, ConfirmedClaims, type Verdict } from "../claims.ts";
 import {
   DIVERGED_KEY,
-  type RebuildInputs,
   rebuildInputs,
-  type RebuildSource,
   rebuildSource,
   replaceStore,
   wantSnapshot,
 } from "../rebuild.ts";
+import type { RebuildInputs, RebuildSource } from "../rebuild.ts";
 import {
   firstConfirmedMismatch,
   type KeptHistory,
@@ -29,16 +28,8 @@ import {
 } from "../confirmed_guard.ts";
 import { newReport, type StreamRanges } from "../unsure.ts";
 import type { Applier } from "./apply.ts";
-import {
-  BEHIND,
-  CHAIN_DB,
-  codec,
-  CONFLICT_WINDOW,
-  type LogMessage,
-  POSITION_DB,
-  RECENT_DB,
-  type ReplicaState,
-} from "./state.ts";
+import { BEHIND, CHAIN_DB, codec, CONFLICT_WINDOW, POSITION_DB, RECENT_DB } from "./state.ts";
+import type { LogMessage, ReplicaState } from "./state.ts";
 
 /** Keys of the position database set when a node stops itself: the first position it applied
  * after the last one a majority confirmed (its clients' copies may differ from there), the id of
