@@ -2,9 +2,9 @@
  * The fault hook `SWITCHBOARD_FAULT_FORK_AT` (tests only): what a NATS stream replica that
  * diverged feeds one node at one log position. The node applies, instead of the message the
  * stream holds there, another one: another batch id (so its fingerprint differs from the
- * others', `lib/cluster/agreement.ts`) with the same writes, except that every entry the message appends to
- * an ordered log has its last text changed. So a subscriber of such a stream on that node is
- * published an entry the other nodes never hold, as it would be by a real diverged replica.
+ * others') with the same writes, except that every entry the message appends to an ordered log
+ * has its last text changed. So a subscriber of such a stream on that node is published an
+ * entry the other nodes never hold, as it would be by a real diverged replica.
  */
 import { logDbNames } from "../store/log_layout.ts";
 
