@@ -10,15 +10,9 @@ import type { Hub } from "../hub/hub.ts";
 import { record } from "../metrics/mod.ts";
 import { tap, tapActive } from "../debug/tap.ts";
 import { errorFields, log } from "../log/mod.ts";
-import { enterChannel, leavePresence, presenceMember } from "../pubsub/channel.ts";
-import {
-  admitMember,
-  capMembers,
-  channelNameOver,
-  eventNameOver,
-  payloadOver,
-} from "../pubsub/app_limits.ts";
-import { channelKind, channelNameChars, eventNameProblem, jsonBytes } from "../pubsub/names.ts";
+import { enterChannel, leavePresence } from "../pubsub/channel.ts";
+import { admitMember, capMembers } from "../pubsub/app_limits.ts";
+import { channelKind } from "../pubsub/names.ts";
 import type { PresenceMember } from "../pubsub/presence.ts";
 import type { ChannelService, StoredEvent } from "../pubsub/service.ts";
 import type { Transport } from "../socket/transport.ts";
@@ -29,9 +23,10 @@ import { newSocketId } from "../socket/connection.ts";
 import { ChurnLimit, JOIN_RATE } from "../socket/churn.ts";
 import { StorageUnavailableError } from "../store/errors.ts";
 import { isRefusal, type Topic } from "../streams/mod.ts";
-import { idProblem } from "../limits.ts";
-import { jsonProblem, MAX_FRAME_BYTES } from "../wire/codec.ts";
-import { validChannelAuth, validUserAuth } from "./signature.ts";
+import { clientEventRefusal } from "./client_event.ts";
+import { objectOf, parseInbound } from "./inbound.ts";
+import { checkSignin } from "./signin.ts";
+import { checkSubscription } from "./subscription.ts";
 import {
   encodeForPusher,
   errorMessage,
@@ -186,7 +181,7 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     this.lastSeen = Date.now();
     this.#pingSentAt = undefined;
     if (this.isClosed) return;
-    const msg = parse(raw);
+    const msg = parseInbound(raw);
     if (typeof msg === "string") return this.#send(errorMessage(null, msg));
     const data = msg.data;
     try {
@@ -238,60 +233,11 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     this.#unsubscribe(name);
     if (name.startsWith(SERVER_TO_USER)) return this.#subscribeUser(name);
     const app = this.#app;
-    if (!channelNameChars(name)) {
-      return this.#subscriptionError(
-        name,
-        "InvalidChannel",
-        400,
-        "Invalid channel name: characters of A-Z a-z 0-9 _ - = @ , . ; :",
-      );
+    const checked = checkSubscription(app, this.socketId, name, data, this.#user !== undefined);
+    if ("error" in checked) {
+      return this.#subscriptionError(name, checked.type, checked.status, checked.error);
     }
-    const nameMax = channelNameOver(app, name);
-    if (nameMax !== null) {
-      return this.#subscriptionError(
-        name,
-        "LimitReached",
-        4009,
-        `Channel name longer than ${nameMax} characters (max_channel_name_length)`,
-      );
-    }
-    const kind = channelKind(name);
-    let member: PresenceMember | undefined;
-    if (kind === "private" || kind === "presence") {
-      const channelData = kind === "presence" && typeof data.channel_data === "string"
-        ? data.channel_data
-        : undefined;
-      if (!validChannelAuth(app, this.socketId, name, data.auth, channelData)) {
-        return this.#subscriptionError(
-          name,
-          "AuthError",
-          401,
-          "Invalid signature for this socket and channel",
-        );
-      }
-      if (kind === "presence") {
-        const checked = presenceMember(channelData, app);
-        if ("error" in checked) {
-          if (checked.limit !== undefined) {
-            return this.#subscriptionError(
-              name,
-              "LimitReached",
-              4301,
-              `Presence member info (user_info) larger than ${checked.limit} bytes (max_presence_member_bytes)`,
-            );
-          }
-          return this.#subscriptionError(name, "AuthError", 400, checked.error);
-        }
-        member = checked;
-      }
-    } else if (app.enable_user_authentication === 1 && this.#user === undefined) {
-      return this.#subscriptionError(
-        name,
-        "AuthError",
-        401,
-        "This app requires pusher:signin before subscribing",
-      );
-    }
+    const member = checked.member;
     const svc = this.#deps.svc;
     const from = svc.streams.position(data);
     if (isRefusal(from)) return this.#subscriptionError(name, "InvalidRequest", 400, from.error);
@@ -328,6 +274,7 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
       if (member && !sub.live) leavePresence(svc, topic, member, this.socketId);
       return;
     }
+    const kind = channelKind(name);
     if (kind === "private" || kind === "presence") this.#authorize();
     record.join(topic.product);
     if (tapActive) {
@@ -411,17 +358,9 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
   }
 
   #signin(data: Record<string, unknown>) {
-    const userData = data.user_data;
-    let id: unknown;
-    try {
-      id = typeof userData === "string" ? (JSON.parse(userData) as { id?: unknown }).id : undefined;
-    } catch { /* refused below */ }
-    if (typeof id !== "string" || id === "" || idProblem("id", id)) {
-      return this.fail(4009, "Invalid user_data: a JSON object with a string id");
-    }
-    if (!validUserAuth(this.#app, this.socketId, data.auth, userData as string)) {
-      return this.fail(4009, "Invalid signature for pusher:signin");
-    }
+    const signin = checkSignin(this.#app, this.socketId, data);
+    if ("error" in signin) return this.fail(4009, signin.error);
+    const { id, userData } = signin;
     if (this.#user !== undefined) this.#deps.users.signedOut(this.#app, this.#user, this);
     if (this.#userTopic !== undefined) this.#deps.hub.unsubscribe(this.#userTopic, this);
     this.#subs.delete(SERVER_TO_USER + (this.#user ?? ""));
@@ -447,39 +386,8 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
         ),
       );
     }
-    const kind = channelKind(name);
-    if ((kind !== "private" && kind !== "presence") || name.startsWith("private-encrypted-")) {
-      return this.#send(
-        errorMessage(null, "Client events are only allowed on private and presence channels"),
-      );
-    }
-    if (!app.enable_client_messages) {
-      return this.#send(errorMessage(null, "Client events are disabled for this app"));
-    }
-    const nameMax = eventNameOver(app, event);
-    if (nameMax !== null) {
-      return this.#send(
-        errorMessage(
-          4301,
-          `Client event rejected: event name longer than ${nameMax} characters (max_event_name_length)`,
-        ),
-      );
-    }
-    const problem = eventNameProblem(event);
-    if (problem) return this.#send(errorMessage(null, `Client event rejected: ${problem}`));
-    const invalid = jsonProblem(data, 0);
-    if (invalid) {
-      return this.#send(errorMessage(null, `Client event rejected: invalid data: ${invalid}`));
-    }
-    const payloadMax = payloadOver(app, jsonBytes(data));
-    if (payloadMax !== null) {
-      return this.#send(
-        errorMessage(
-          4301,
-          `Client event rejected: data larger than ${payloadMax} bytes (max_event_payload_bytes)`,
-        ),
-      );
-    }
+    const refused = clientEventRefusal(app, name, event, data);
+    if (refused) return this.#send(errorMessage(refused.code, refused.message));
     if (!this.#deps.svc.clientLimiter.take(app.id, app.max_client_events_per_sec)) {
       return this.#send(errorMessage(4301, "Client event rejected due to rate limit"));
     }
@@ -523,39 +431,4 @@ function presenceData(members: PresenceMember[]) {
   const hash: Record<string, unknown> = {};
   for (const m of members) hash[m.user_id] = m.user_info ?? null;
   return { ids: members.map((m) => m.user_id), hash, count: members.length };
-}
-
-/** An inbound `{ event, channel?, data }`, or the reason it is unusable. */
-function parse(
-  raw: string | Uint8Array,
-): { event: string; channel?: unknown; data?: unknown } | string {
-  if (typeof raw !== "string") return "Binary frames are not part of the Pusher protocol";
-  if (raw.length > MAX_FRAME_BYTES) return `Message too large: limit is ${MAX_FRAME_BYTES} bytes`;
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return "Malformed message: not JSON";
-  }
-  if (
-    typeof value !== "object" || value === null ||
-    typeof (value as { event?: unknown }).event !== "string"
-  ) {
-    return "Malformed message: expected { event, data }";
-  }
-  const msg = value as { event: string; channel?: unknown; data?: unknown };
-  // pusher-js sends data as an object; other clients send it JSON-encoded.
-  if (typeof msg.data === "string" && !msg.event.startsWith("client-")) {
-    try {
-      msg.data = JSON.parse(msg.data);
-    } catch { /* keep the string */ }
-  }
-  return msg;
-}
-
-/** `data` when it is an object, else an empty one. */
-function objectOf(data: unknown): Record<string, unknown> {
-  return typeof data === "object" && data !== null && !Array.isArray(data)
-    ? data as Record<string, unknown>
-    : {};
 }
