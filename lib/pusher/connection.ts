@@ -222,7 +222,7 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     this.#deps.hub.detach(this);
     record.connection(-1, "pusher");
     for (const name of [...this.#subs.keys()]) this.#unsubscribe(name);
-    if (this.#user !== undefined) this.#deps.users.signedOut(this.#app, this.#user, this);
+    this.#signOut();
   }
 
   async #subscribe(data: Record<string, unknown>) {
@@ -361,9 +361,7 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     const signin = checkSignin(this.#app, this.socketId, data);
     if ("error" in signin) return this.fail(4009, signin.error);
     const { id, userData } = signin;
-    if (this.#user !== undefined) this.#deps.users.signedOut(this.#app, this.#user, this);
-    if (this.#userTopic !== undefined) this.#deps.hub.unsubscribe(this.#userTopic, this);
-    this.#subs.delete(SERVER_TO_USER + (this.#user ?? ""));
+    this.#signOut();
     this.#user = id;
     this.#authorize();
     this.#deps.users.signedIn(this.#app, id, this);
@@ -372,6 +370,16 @@ export class PusherConnection extends SubscriberSocket implements LiveSocket {
     this.#userTopic = userTopic(this.#app.key, id);
     this.#deps.hub.subscribe(this.#userTopic, this);
     this.#send(message("pusher:signin_success", { user_data: userData }));
+  }
+
+  /** Ends the current sign-in, if any: the socket leaves its user's deliveries and the
+   * endpoint's list (on a new sign-in and on close). */
+  #signOut() {
+    if (this.#user === undefined) return;
+    this.#deps.users.signedOut(this.#app, this.#user, this);
+    this.#deps.hub.unsubscribe(this.#userTopic!, this);
+    this.#subs.delete(SERVER_TO_USER + this.#user);
+    this.#user = this.#userTopic = undefined;
   }
 
   async #clientEvent(event: string, channel: unknown, data: unknown) {

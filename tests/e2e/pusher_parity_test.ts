@@ -10,6 +10,12 @@ import { receiver } from "../helpers/webhook_receiver.ts";
 import { call, token } from "../pubsub/helpers.ts";
 import { client, type Pusher, RawPusher, serverLib, subscribed, until } from "../pusher/helpers.ts";
 
+/** One sample of a Prometheus text exposition (`series` with its labels), NaN when absent. */
+const sample = (text: string, series: string) => {
+  const line = text.split("\n").find((l) => l.startsWith(`${series} `));
+  return line === undefined ? NaN : Number(line.slice(series.length + 1));
+};
+
 const sign = (secret: string, text: string) =>
   createHmac("sha256", secret).update(text).digest("hex");
 
@@ -255,6 +261,27 @@ Deno.test("Pusher parity: cache channels, auth timeout, disabled apps, sign-in d
         }
       },
     );
+
+    await t.step("a closed signed-in socket is no longer among its user's receivers", async () => {
+      const delivered = async () =>
+        sample(
+          await (await fetch(`${server.baseUrl}/metrics`)).text(),
+          'switchboard_messages_delivered_total{product="pusher-user"}',
+        );
+      const r = await raw();
+      const userData = JSON.stringify({ id: "gone" });
+      const auth = lib.authenticateUser(r.socketId, { id: "gone" });
+      r.send("pusher:signin", { auth: auth.auth, user_data: userData });
+      await r.waitFor((m) => m.event === "pusher:signin_success");
+      await lib.sendToUser("gone", "one", {});
+      await r.waitFor((m) => m.event === "one");
+      const before = await delivered();
+      assert.ok(before >= 1, `delivered to users so far: ${before}`);
+      await lib.terminateUserConnections("gone");
+      assert.equal((await r.closed()).code, 4009);
+      await lib.sendToUser("gone", "two", {});
+      assert.equal(await delivered(), before);
+    });
 
     await t.step("pusher-js: sendToUser sent on signin_success arrives, every time", async () => {
       for (let i = 0; i < 10; i++) {
