@@ -9,25 +9,26 @@
 // The binary is the product: with SWITCHBOARD_BIN set (CI's second run of the suite), the same
 // tests start the binary instead, through tests/helpers/server.ts, so every end-to-end test,
 // the property tests with arbitrary Unicode names among them, also runs against it.
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseConfig } from "../../lib/config/config.ts";
 import { configureLog } from "../../lib/log/mod.ts";
 import type { App } from "../../lib/config/apps.ts";
 import { startSwitchboard, type Switchboard } from "../../lib/server.ts";
-import { type StartOptions, startServer, type TestApp, type TestServer } from "./server.ts";
+import { startServer } from "./server.ts";
+import {
+  APPS,
+  serverAddress,
+  serverArgs,
+  type StartOptions,
+  type TestServer,
+} from "./test_server.ts";
 import { DEV_APP_FILE, type DevAppFile } from "../../lib/config/dev_app_file.ts";
 import { APP_DEFAULTS } from "../../lib/config/apps.ts";
-import { removeAtExit, tempDir } from "./temp_dir.ts";
+import { tempDir } from "./temp_dir.ts";
 
-export type { StartOptions, TestApp, TestServer } from "./server.ts";
-
-/** The default app set (as tests/helpers/server.ts's): an open app and one with user
- * authentication on. */
-export const APPS: TestApp[] = [
-  { id: "app-1", key: "key1", secret: "secret1" },
-  { id: "app-2", key: "key2", secret: "secret2", enable_user_authentication: 1 },
-];
+export { APPS } from "./test_server.ts";
+export type { StartOptions, TestApp, TestServer } from "./test_server.ts";
 
 /** Log lines of the running in-process servers (the log is process-wide: each server keeps the
  * lines written while it runs). */
@@ -56,13 +57,7 @@ export async function startInProcess(opts: StartOptions = {}): Promise<InProcess
   if (Deno.env.get("SWITCHBOARD_BIN")) return await startBinary(opts);
   const apps = opts.apps === undefined ? APPS : opts.apps;
   const dataDir = opts.dataDir ?? tempDir("sb-inproc-");
-  const args = ["--port", "0", "--host", "127.0.0.1", "--data-dir", dataDir, ...(opts.args ?? [])];
-  if (apps) {
-    const file = removeAtExit(join(dataDir, "..", `apps-${crypto.randomUUID()}.json`));
-    writeFileSync(file, JSON.stringify({ apps }));
-    args.push("--apps", file);
-  }
-  const config = parseConfig(args, { ...opts.env });
+  const config = parseConfig(serverArgs(apps, dataDir, opts.args ?? []), { ...opts.env });
   captureLog(config.logLevel);
   const out: string[] = [];
   outputs.add(out);
@@ -73,28 +68,15 @@ export async function startInProcess(opts: StartOptions = {}): Promise<InProcess
     outputs.delete(out);
     throw err;
   }
-  const port = sb.server.port;
-  const firstApp = apps?.[0];
   let stopped: Promise<void> | undefined;
   const stop = () =>
     stopped ??= sb.shutdown().finally(() => {
       outputs.delete(out);
     });
   return {
-    baseUrl: `http://127.0.0.1:${port}`,
-    port,
+    ...serverAddress(sb.server.port, apps ?? []),
     dataDir,
-    apps: apps ?? [],
     devApp: sb.devApp,
-    wsUrl: (appKey = firstApp?.key ?? "", extra = "") =>
-      `ws://127.0.0.1:${port}/socket/websocket?app_key=${
-        encodeURIComponent(appKey)
-      }&vsn=2.0.0${extra}`,
-    headers: (app = firstApp!) => ({
-      "x-app-key": app.key,
-      "x-app-secret": app.secret,
-      "content-type": "application/json",
-    }),
     output: () => out.join("\n"),
     pid: Deno.pid,
     stop: async () => {

@@ -4,59 +4,17 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { removeAtExit, tempDir } from "./temp_dir.ts";
+import { tempDir } from "./temp_dir.ts";
+import {
+  APPS,
+  serverAddress,
+  serverArgs,
+  type StartOptions,
+  type TestServer,
+} from "./test_server.ts";
 
-/** An app as written to the test apps file. */
-export interface TestApp {
-  id: string;
-  key: string;
-  secret: string;
-  enable_user_authentication?: 0 | 1;
-  enable_client_messages?: boolean;
-  max_client_events_per_sec?: number;
-  max_backend_events_per_sec?: number;
-  max_connections?: number;
-  allowed_origins?: string[];
-  webhooks?: { url: string; event_types: string[]; [setting: string]: unknown }[];
-  /** Any other setting of the apps file (per-app limits, other servers' keys). */
-  [setting: string]: unknown;
-}
-
-/** The default app set: an open app and one with user authentication on. */
-export const APPS: TestApp[] = [
-  { id: "app-1", key: "key1", secret: "secret1" },
-  { id: "app-2", key: "key2", secret: "secret2", enable_user_authentication: 1 },
-];
-
-/** A started server. */
-export interface TestServer {
-  baseUrl: string;
-  port: number;
-  dataDir: string;
-  apps: TestApp[];
-  /** Socket URL for an app key: `ws://127.0.0.1:PORT/socket/websocket?app_key=...&vsn=2.0.0`. */
-  wsUrl(appKey?: string, extra?: string): string;
-  /** Credential headers for an app. */
-  headers(app?: TestApp): Record<string, string>;
-  output(): string;
-  /** SIGTERM and wait for exit; resolves with the exit code (null under Deno when the
-   * child ended by the signal: use Deno.Command where the exit code matters). */
-  stop(): Promise<number | null>;
-  /** SIGKILL and wait. */
-  kill(): Promise<void>;
-  /** The server's process id (fault tests freeze it with SIGSTOP). */
-  pid: number;
-}
-
-/** Options for `startServer`. */
-export interface StartOptions {
-  apps?: TestApp[] | null;
-  dataDir?: string;
-  args?: string[];
-  env?: Record<string, string>;
-  /** How long it may take to listen (default 20 s); killed past it. */
-  startMs?: number;
-}
+export { APPS } from "./test_server.ts";
+export type { StartOptions, TestApp, TestServer } from "./test_server.ts";
 
 const root = new URL("../../", import.meta.url).pathname;
 
@@ -99,22 +57,7 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
   const dataDir = opts.dataDir ?? tempDir("sb-test-");
   // Text logs keep the start-up banner as a block the tests read; tests/e2e/logs_test.ts
   // covers the default JSON format.
-  const args = [
-    "--port",
-    "0",
-    "--host",
-    "127.0.0.1",
-    "--data-dir",
-    dataDir,
-    "--log-format",
-    "text",
-    ...(opts.args ?? []),
-  ];
-  if (apps) {
-    const file = removeAtExit(join(dataDir, "..", `apps-${crypto.randomUUID()}.json`));
-    writeFileSync(file, JSON.stringify({ apps }));
-    args.push("--apps", file);
-  }
+  const args = serverArgs(apps, dataDir, ["--log-format", "text", ...(opts.args ?? [])]);
   const { cmd, args: pre } = serverCommand();
   const child = spawn(cmd, [...pre, ...args], {
     cwd: root,
@@ -144,21 +87,9 @@ export async function startServer(opts: StartOptions = {}): Promise<TestServer> 
       reject(new Error(`server exited with ${code}:\n${out}`));
     });
   });
-  const firstApp = apps?.[0];
   return {
-    baseUrl: `http://127.0.0.1:${port}`,
-    port,
+    ...serverAddress(port, apps ?? []),
     dataDir,
-    apps: apps ?? [],
-    wsUrl: (appKey = firstApp?.key ?? "", extra = "") =>
-      `ws://127.0.0.1:${port}/socket/websocket?app_key=${
-        encodeURIComponent(appKey)
-      }&vsn=2.0.0${extra}`,
-    headers: (app = firstApp!) => ({
-      "x-app-key": app.key,
-      "x-app-secret": app.secret,
-      "content-type": "application/json",
-    }),
     output: () => out,
     pid: child.pid!,
     stop: () => stopChild(child, exited, "SIGTERM"),
@@ -178,17 +109,4 @@ async function stopChild(
   child.stdout?.destroy();
   child.stderr?.destroy();
   return code;
-}
-
-/** Runs `fn` against a fresh server and always stops it afterwards. */
-export async function withServer(
-  fn: (server: TestServer) => Promise<void>,
-  opts: StartOptions = {},
-): Promise<void> {
-  const server = await startServer(opts);
-  try {
-    await fn(server);
-  } finally {
-    await server.stop();
-  }
 }
