@@ -6,6 +6,7 @@ import { spawn } from "node:child_process";
 import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { serverCommand } from "../helpers/server.ts";
+import { serverAddress, serverArgs } from "../helpers/test_server.ts";
 import { tempDir } from "../helpers/temp_dir.ts";
 import { FLAGS } from "../../lib/config/config.ts";
 import { VERSION } from "../../lib/version.ts";
@@ -40,17 +41,7 @@ function runCli(args: string[], env: Record<string, string> = {}) {
 async function spawnServer(dataDir: string, ready = /app secret:\s+\S+\n/) {
   const { cmd, args: pre } = serverCommand();
   const cwd = binary ? tempDir("sb-cwd-") : root;
-  const args = [
-    ...pre,
-    "--port",
-    "0",
-    "--host",
-    "127.0.0.1",
-    "--data-dir",
-    dataDir,
-    "--log-format",
-    "text",
-  ];
+  const args = [...pre, ...serverArgs(null, dataDir, ["--log-format", "text"])];
   const child = new Deno.Command(cmd, { args, cwd, stdout: "piped", stderr: "piped" }).spawn();
   let output = "";
   const pump = async (stream: ReadableStream<Uint8Array>) => {
@@ -67,9 +58,10 @@ async function spawnServer(dataDir: string, ready = /app secret:\s+\S+\n/) {
     await new Promise((r) => setTimeout(r, 25));
   }
   const port = Number(output.match(/listening on http:\/\/[^:]+:(\d+)/)?.[1]);
+  const { baseUrl, wsUrl } = serverAddress(port, []);
   return {
-    baseUrl: `http://127.0.0.1:${port}`,
-    wsUrl: (key: string) => `ws://127.0.0.1:${port}/socket/websocket?app_key=${key}&vsn=2.0.0`,
+    baseUrl,
+    wsUrl,
     output: () => output,
     /** SIGTERM; resolves with the exit code once the process and its output have ended. */
     stop: async () => {
