@@ -73,6 +73,11 @@ Deno.test("Pusher parity: cache channels, auth timeout, disabled apps, sign-in d
     raws.push(r);
     return r;
   };
+  /** Signs raw socket `r` of app-1 in as `id`; resolves on `pusher:signin_success`. */
+  const signIn = async (r: RawPusher, id: string) => {
+    r.send("pusher:signin", lib.authenticateUser(r.socketId, { id }));
+    await r.waitFor((m) => m.event === "pusher:signin_success");
+  };
   try {
     await t.step(
       "cache channel: pusher:cache_miss before any event, then the last event right after subscribing",
@@ -237,10 +242,7 @@ Deno.test("Pusher parity: cache channels, auth timeout, disabled apps, sign-in d
       async () => {
         for (let i = 0; i < 5; i++) {
           const r = await raw();
-          const userData = JSON.stringify({ id: `fast-${i}` });
-          const auth = lib.authenticateUser(r.socketId, { id: `fast-${i}` });
-          r.send("pusher:signin", { auth: auth.auth, user_data: userData });
-          await r.waitFor((m) => m.event === "pusher:signin_success");
+          await signIn(r, `fast-${i}`);
           await lib.sendToUser(`fast-${i}`, "hello", { i });
           const got = await r.waitFor((m) => m.event === "hello");
           assert.equal(got.channel, `#server-to-user-fast-${i}`);
@@ -269,10 +271,7 @@ Deno.test("Pusher parity: cache channels, auth timeout, disabled apps, sign-in d
           'switchboard_messages_delivered_total{product="pusher-user"}',
         );
       const r = await raw();
-      const userData = JSON.stringify({ id: "gone" });
-      const auth = lib.authenticateUser(r.socketId, { id: "gone" });
-      r.send("pusher:signin", { auth: auth.auth, user_data: userData });
-      await r.waitFor((m) => m.event === "pusher:signin_success");
+      await signIn(r, "gone");
       await lib.sendToUser("gone", "one", {});
       await r.waitFor((m) => m.event === "one");
       const before = await delivered();
