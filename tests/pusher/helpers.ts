@@ -149,14 +149,17 @@ export class RawPusher {
     );
   }
 
-  /** Waits for a message matching `pred` (scanning from the first), default 5 s. */
+  /** Waits for a message matching `pred` (scanning from the first), default 5 s; fails at once
+   * when the socket closed without one, naming the close. */
   async waitFor(pred: (m: Message) => boolean, ms = 5000): Promise<Message> {
     const deadline = Date.now() + ms;
     while (true) {
       const found = this.messages.find(pred);
       if (found) return found;
-      if (Date.now() > deadline) {
-        throw new Error(`no matching message; got ${JSON.stringify(this.messages).slice(0, 800)}`);
+      const closed = this.closeEvent;
+      if (closed || Date.now() > deadline) {
+        const why = closed ? `socket closed (${closed.code} ${closed.reason})` : "timed out";
+        throw new Error(`${why}; got ${JSON.stringify(this.messages.slice(-10)).slice(-800)}`);
       }
       await new Promise((r) => setTimeout(r, 5));
     }
