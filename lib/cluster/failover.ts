@@ -1,35 +1,28 @@
 /**
- * Which server from `--nats` the node's NATS connection uses: decided here alone. The rest of
- * the node only reports what it saw (`ClusterLink#suspect`, `readFailed`, `snapshotReadFailed`).
- * A server is left when a ping waits too long (`#watchdog`), when it refuses JetStream requests
- * and another server leads the stream (`#seek`), when reads of the log keep failing on it while
- * the log grows (`readFailed`), and when a stopped node's snapshot read failed on it.
+ * Which server from `--nats` the node uses, decided here alone; the rest of the node only
+ * reports what it saw (`ClusterLink#suspect`, `readFailed`, `snapshotReadFailed`).
  */
 import { connect, type ConnectionOptions, DebugEvents, Events, type NatsConnection } from "nats";
 import { log } from "../log/mod.ts";
 import type { JetStreamRequests } from "./jetstream_api.ts";
 import "./nats_transport.ts";
 
-/** Client pings: a server that answers none of `MAX_PINGS_OUT` pings sent `PING_MS` apart is
- * left (nats.js's own check; the watchdog is quicker). */
+/** nats.js's own pings (the watchdog is quicker), and one dial's timeout. */
 const PING_MS = 1000;
 const MAX_PINGS_OUT = 3;
-/** How long one dial (TCP plus the server's greeting) may take before the next server. */
 const DIAL_MS = 2000;
 /** Dial attempts logged per outage at most (a long one retries every server for ever). */
 const DIALS_LOGGED = 12;
-/** The watchdog's ping interval; how long a ping may wait (a loaded healthy server, the stream's
- * leader while a replica catches up, answered in over 1.5 s in the nemesis), and how long while
- * nothing else came from the server either (a frozen or cut-off one goes silent at once; a live
- * one delivers the node's own heartbeats back to it). */
+/** The watchdog's ping interval; how long a ping may wait (a loaded healthy server answered
+ * in over 1.5 s in the nemesis), and while nothing else came either (a frozen or cut-off server
+ * goes silent at once; a live one delivers the node's own heartbeats back to it). */
 const WATCH_PING_MS = 250;
 const SUSPECT_RTT_MS = 2500;
 const SILENT_MS = 1250;
 /** How long `#seek` waits for each server, and how often it may run at most. */
 const SEEK_MS = 1000;
-/** How long reads may keep failing before the server is left: while the log grows, and while
- * it does not (JetStream itself may be electing, every server failing alike: a move then only
- * costs a dial, in one run 2 s of a frozen old leader). */
+/** How long reads may keep failing before the server is left, while the log grows and while
+ * it does not (JetStream may be electing, every server failing alike: a move only costs a dial). */
 const READS_FAILING_MS = 6000;
 const READS_STUCK_MS = 24_000;
 /** How long a move for a snapshot read may wait for the next server. */
@@ -66,8 +59,7 @@ export class Failover {
   #servers: string[];
   #nodeId: string;
   #requests: JetStreamRequests;
-  /** The watchdog's pings not answered yet; its last round; nats.js's count of messages
-   * received and when it last grew. */
+  /** Pings unanswered, the last round, messages received (nats.js's count), when it grew. */
   #pings = new Set<{ at: number }>();
   #lastTick = Date.now();
   #inMsgs = 0;
@@ -105,13 +97,9 @@ export class Failover {
     this.#checkSilence();
   }
 
-  /**
-   * A read of the log failed (`logTail`: the last position the node knows of, from other nodes'
-   * announcements and its own stored appends). A server that answers pings but fails every read
-   * is left (in a nemesis run a node stayed on one for minutes while the others went on) after
-   * `READS_FAILING_MS` if the log grew meanwhile, else `READS_STUCK_MS`; refusals (10008) are
-   * `#seek`'s.
-   */
+  /** A read of the log failed (`logTail`: the last position known to exist). A server that
+   * answers pings but fails every read is left after `READS_FAILING_MS` if the log grew
+   * meanwhile, else `READS_STUCK_MS`; refusals (10008) are `seek`'s. */
   readFailed(err: unknown, logTail: number): void {
     const now = Date.now();
     if (this.#readsFailingSince === 0) {
@@ -139,22 +127,20 @@ export class Failover {
     this.#readsFailingSince = 0;
   }
 
-  /** A stopped node's snapshot read failed (it reads nothing else that would move it): moves
-   * to the next server and resolves once connected there (or after `RECONNECT_WAIT_MS`). */
+  /** A stopped node's snapshot read failed: moves, and resolves once connected again. */
   async snapshotReadFailed(err: unknown, attempt: number): Promise<void> {
     this.moveOn("cluster snapshot read failed on this NATS server; reading it from another", {
       error: String(err),
       attempt,
     });
-    // The move closes the transport on a later turn: connected() may still say yes at first.
+    // The transport closes on a later turn: connected() may still say yes at first.
     await new Promise((r) => setTimeout(r, 100));
     for (const end = Date.now() + RECONNECT_WAIT_MS; !this.connected() && Date.now() < end;) {
       await new Promise((r) => setTimeout(r, 50));
     }
   }
 
-  /** Logs every disconnect, dial and reconnect (which server, how long), and ends the requests
-   * in flight when the connection is lost. */
+  /** Logs disconnects, dials and reconnects; a lost connection ends the requests in flight. */
   async #watch(): Promise<void> {
     let lostAt = 0;
     let dials: string[] = [];
@@ -184,9 +170,8 @@ export class Failover {
     }
   }
 
-  /** Pings the server every `WATCH_PING_MS` (see `#checkSilence`), writes waiting or not. A
-   * round that fires late (this process held its event loop) judges nothing: the answers may
-   * be waiting unread. */
+  /** Pings every `WATCH_PING_MS`, writes waiting or not. A late round (this process held its
+   * event loop) judges nothing: the answers may be waiting unread. */
   #watchdog(): void {
     const now = Date.now();
     const late = now - this.#lastTick > WATCH_PING_MS * 2;
@@ -227,14 +212,11 @@ export class Failover {
   }
 
   /**
-   * This server refused a JetStream request with 10008 and no better answer came: with
-   * nats-server 2.9.10 a server that lost sight of JetStream's meta leader refuses every request
-   * for about 5 s while the stream's leader serves other servers' clients. Asks every other
-   * server, over a short-lived connection each, for the stream's info and moves to the one that
-   * names itself the stream's leader (the first answer may come across a route from another:
-   * nodes then moved between two refusing servers every second), dialled next, unless JetStream
-   * answered on this connection meanwhile. Stays when none does (JetStream itself is electing,
-   * or this server leads). At most once per `SEEK_MS`.
+   * This server refused a request with 10008 and no better answer came (nats-server 2.9.10: one
+   * that lost JetStream's meta leader refuses for about 5 s while the stream's leader serves
+   * others). Asks every other server, over a short-lived connection each, for the stream's info
+   * and moves to the one naming itself leader (an answer across a route is not enough), unless
+   * JetStream answered here meanwhile; else stays. At most once per `SEEK_MS`.
    */
   seek(stream: string): void {
     const from = this.#nc.getServer();
@@ -275,8 +257,6 @@ export class Failover {
       }
     };
     Promise.any(others.map(ask)).then((url) => {
-      // A server just resumed from a freeze may answer once from its stale state, then refuse:
-      // the next refusal seeks again.
       if (
         this.#requests.answeredAt >= started || this.#nc.getServer() !== from || !this.connected()
       ) return;
@@ -298,9 +278,8 @@ export class Failover {
   /** Leaves the current server for the next one from `--nats` (logging `why`). */
   moveOn(why: string, fields: Record<string, unknown>): void {
     log.warn(why, { server: this.#nc.getServer(), ...fields });
-    // nats.js's reconnect() first flushes the socket, which on a silent link (a partitioned
-    // server, the send buffer full) waits until the kernel takes the data (a node took 4 s more
-    // to leave); a transport closed with an error skips it (internals, 2.x and 3.x alike).
+    // nats.js's reconnect() first flushes, which on a silent link waits for the kernel to take
+    // the data (4 s once); a transport closed with an error skips that (2.x and 3.x internals).
     const transport = (this.#nc as Internals).protocol?.transport;
     if (typeof transport?._closed === "function") {
       void transport._closed(new Error(why), true).catch(() => {});
@@ -308,11 +287,8 @@ export class Failover {
   }
 }
 
-/**
- * Whether a server is to be left: "unanswered" once a ping has waited `SUSPECT_RTT_MS`,
- * "silent" once it has waited `SILENT_MS` while nothing came from the server for as long
- * (`heardMsAgo`), else undefined.
- */
+/** Whether to leave a server whose oldest ping waited `pingWaitedMs`, having heard nothing
+ * from it for `heardMsAgo`. */
 export function silentFor(
   pingWaitedMs: number,
   heardMsAgo: number,
@@ -329,12 +305,9 @@ function sameServer(a: string, b: string): boolean {
   return hostPort(a) === hostPort(b);
 }
 
-/**
- * nats.js (2.x, and 3.x's `Servers.selectServer` alike) dials the server after the one it last
- * dialled, but right after the first connect that one is still first in the list: the first
- * reconnect redials the server just left (a frozen one costs a whole dial timeout). Puts it
- * last, as every later dial does. Does nothing where the internals are not there.
- */
+/** nats.js (2.x; 3.x's `Servers.selectServer` alike) dials the server after the last one
+ * dialled, but after the first connect that one is still first: the first reconnect would
+ * redial the server just left. Puts it last. Does nothing where the internals are not there. */
 function rotatePastCurrent(nc: NatsConnection): void {
   const servers = (nc as Internals).protocol?.servers;
   const list = servers?.servers;

@@ -12,10 +12,10 @@ import {
 } from "nats";
 import { log } from "../log/mod.ts";
 
-/** How long an API request may wait for its answer, and for a better one after a 10008. */
+/** How long an API request may wait for its answer, and for a better one after a 10008;
+ * see `#answered` for the rest. */
 const API_MS = 2000;
 const API_GRACE_MS = 750;
-/** See `#answered`. */
 const RESEND_GAP_MS = 100;
 const TROUBLED_MS = 1000;
 const MAX_RESENDS = 3;
@@ -41,14 +41,13 @@ export class JetStreamRequests {
   answeredAt = 0;
   #nc: NatsConnection;
   #refused: () => void;
-  /** The reply subjects' prefix, their count, and the waiting requests by their last token. */
+  /** The replies' subject prefix, and the waiting requests by their subject's last token. */
   #inbox: string | undefined;
   #seq = 0;
   #waiting = new Map<string, (m: Msg) => void>();
-  /** Ends each request in flight when the connection is lost (its reply cannot come). */
   #inflight = new Set<() => void>();
   #pending = new Set<Pending>();
-  /** When JetStream was last seen failing a request (no responders, timeout, 10008, lost). */
+  /** When JetStream was last seen failing a request. */
   #failedAt = 0;
 
   /** `refused` is called when a server refused a request with 10008 and none answered better. */
@@ -103,13 +102,10 @@ export class JetStreamRequests {
     });
   }
 
-  /**
-   * An API request answered by the stream's leader. Every server takes it, and with nats-server
-   * 2.9.10 one that lost sight of JetStream's meta leader answers at once "JetStream system
-   * temporarily unavailable" (10008) while the stream's leader answers correctly a little later
-   * (seen for 5 s after a frozen server resumed). nats.js takes the first answer; this takes
-   * the first other one, waiting `API_GRACE_MS` after a 10008 (then it stands).
-   */
+  /** An API request answered by the stream's leader: nats.js takes the first answer, but with
+   * nats-server 2.9.10 a server that lost JetStream's meta leader answers 10008 ("temporarily
+   * unavailable") at once, before the leader. So a 10008 stands only if no other answer came
+   * within `API_GRACE_MS`. */
   api(subject: string, body: unknown, timeoutMs = API_MS): Promise<Record<string, unknown>> {
     return new Promise((resolve, reject) => {
       const token = String(++this.#seq);
@@ -155,8 +151,7 @@ export class JetStreamRequests {
       });
       const end = () => fail(new Error("NATS connection lost"));
       this.#inflight.add(end);
-      // Each send (the same reply subject: the first answer counts) leaves at least the grace
-      // before the timeout, so a request ends at most `API_GRACE_MS` past it.
+      // Each send (same reply subject) leaves at least the grace before the timeout.
       const deadline = Date.now() + timeoutMs;
       const send = () => {
         clearTimeout(timer);
@@ -172,8 +167,7 @@ export class JetStreamRequests {
           Math.max(deadline - Date.now(), API_GRACE_MS),
         );
         try {
-          // One subscription for every answer (one per request would cost the servers an
-          // interest change each).
+          // One subscription for every answer (not an interest change per request).
           if (!this.#inbox) {
             const inbox = createInbox();
             this.#nc.subscribe(`${inbox}.*`, {
@@ -194,14 +188,10 @@ export class JetStreamRequests {
     });
   }
 
-  /**
-   * JetStream answered a request first sent at `sentAt`. A request sent while the stream had no
-   * working leader is dropped, never answered: it would wait out its whole timeout after
-   * JetStream is back. So every request still waiting, sent `RESEND_GAP_MS` or more before this
-   * one while JetStream was seen failing (before a failure or up to `TROUBLED_MS` after it), is
-   * sent again now, at most `MAX_RESENDS` times (reads are idempotent, a publish is stored once
-   * under its message id); under load without failures nothing is sent again.
-   */
+  /** JetStream answered a request sent at `sentAt`. Requests sent while the stream had no
+   * leader are dropped, never answered; so each still waiting, sent `RESEND_GAP_MS` before this
+   * one while JetStream was failing (up to `TROUBLED_MS` after a failure), is sent again, at most
+   * `MAX_RESENDS` times (reads are idempotent, a publish is stored once under its id). */
   #answered(sentAt: number): void {
     let again = 0;
     for (const p of this.#pending) {

@@ -1,14 +1,8 @@
 /**
- * Event-loop lag sampler of a clustered node: a timer that should fire every `everyMs`; when it
- * fires late by more than `reportMs`, the node logs how long its JS thread was held and how
- * much CPU the process used meanwhile (CPU near the lag: the thread was busy; far below it: the
- * thread waited, on a lock, a disk flush, or for a CPU). Where Linux tells it
- * (`/proc/thread-self/schedstat`), it also logs how long the JS thread itself ran and how long
- * it was ready to run but waited for a CPU (`runq_ms`: the machine's load, not this node): the
- * rest of the hold it was blocked (a lock, the disk, a page fault). It also logs how much the
- * JS heap shrank across the hold (`heap_freed_mb`: a hold that computed and freed much is
- * likely a garbage collection). Readiness must answer within 100 ms, so a lag that long is
- * worth a warning.
+ * Event-loop lag sampler of a clustered node: when a timer due every `everyMs` fires more than
+ * `reportMs` late, logs how long the JS thread was held, the process's CPU meanwhile (near the
+ * lag: busy; far below: waiting), where Linux tells it the thread's own run and run-queue time
+ * (`runq_ms`: the machine's load), and the heap freed (`heap_freed_mb`: likely a GC).
  */
 import { readFileSync } from "node:fs";
 import process from "node:process";

@@ -175,15 +175,9 @@ export class ClusterLink {
     }
   }
 
-  /** The log's first position still stored (later than 1 once compacted) and its last. */
-  async bounds(): Promise<{ first: number; last: number }> {
-    const { first, last } = await this.state();
-    return { first, last };
-  }
-
-  /** The log's bounds (see `bounds`) and the server leading the stream, as it names itself
-   * (undefined when it names none: a single server). */
-  async state(): Promise<{ first: number; last: number; leader?: string }> {
+  /** The log's first position still stored (later than 1 once compacted), its last, and the
+   * server leading the stream as it names itself (none on a single server). */
+  async bounds(): Promise<{ first: number; last: number; leader?: string }> {
     try {
       const { state, cluster } = await this.#requests.api(
         `$JS.API.STREAM.INFO.${LOG_STREAM}`,
@@ -196,6 +190,11 @@ export class ClusterLink {
     } catch (err) {
       throw new Error(describe(err));
     }
+  }
+
+  /** The same as `bounds` (until the rebuild calls that). */
+  state(): Promise<{ first: number; last: number; leader?: string }> {
+    return this.bounds();
   }
 
   /** The log's last position. */

@@ -1,17 +1,9 @@
 /**
- * A fix to nats.js 2.x's Node transport (the one Deno and Bun use), applied once on import:
- * a closed transport yields nothing more to its reader.
- *
- * nats.js reads a connection with a loop over its transport's chunks that hands each one to
- * the connection's *current* protocol parser. A transport yields its received chunks in
- * batches and, once closed, still yields the rest of the batch it was in. When the connection
- * is lost (a nats-server killed) or left (`ClusterLink#moveOn`) in the middle of a batch, the
- * reconnect, a few milliseconds later, puts a new parser in place for the new server, and the
- * old connection's remaining bytes reach that parser: the new connection's stream is read out
- * of step (seen in a long cluster nemesis run after a nats-server SIGKILL with 70-140 KB
- * messages: JetStream answers cut short, `JSON Parse error: Unterminated string`, then nats.js's
- * `parse error` and "reader closed", and the nodes' memory growing to 8-15 GB). Here each chunk
- * is yielded only while the transport is open.
+ * A fix to nats.js's Node transport (2.x; 3.4's `iterate` alike), applied on import: a closed
+ * transport yields nothing more. nats.js hands each chunk to the connection's *current* parser,
+ * and a closed transport still yielded the rest of its batch, so after a lost connection or a
+ * move the new server's parser got the old one's bytes (seen after a nats-server SIGKILL:
+ * answers cut short, `parse error`, nodes growing to 15 GB).
  */
 import { NodeTransport } from "nats/lib/src/node_transport.js";
 
@@ -22,8 +14,7 @@ interface TransportState {
   done: boolean;
 }
 
-/** A promise with its `resolve` attached (nats.js's `deferred`, which the transport's data
- * handler resolves when a chunk arrives). */
+/** A promise with its `resolve` attached (nats.js's `deferred`). */
 function signal(): TransportState["signal"] {
   let resolve!: () => void;
   const p = new Promise<void>((r) => (resolve = r));

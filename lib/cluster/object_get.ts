@@ -1,12 +1,8 @@
 /**
- * A JetStream object read into a file, given up when it stalls. nats.js 2.x's `ObjectStore.get`
- * streams the object's chunks through an ordered consumer and ends the stream only at the
- * chunk with nothing pending after it: when the chunks go away under the read (another node
- * stores a newer snapshot under the same name, which purges the old chunks) or no longer come,
- * the stream neither ends nor fails. In a long nemesis run a stopped node's rebuild read a
- * 206 MB snapshot while another node replaced it on request, and waited 12 minutes, to the
- * end of the run, without a line logged. Here a read that gets no chunk for `idleMs` fails,
- * so the rebuild (or the restore before a node starts) tries again and reads the newer one.
+ * A JetStream object read into a file, given up when it stalls: nats.js's `ObjectStore.get`
+ * neither ends nor fails when the chunks go away under the read (another node stores a newer
+ * snapshot under the same name) or stop coming; a rebuild once waited 12 minutes so. A read
+ * that gets no chunk for `idleMs` fails, and the caller reads the newer one.
  */
 import { createWriteStream } from "node:fs";
 import { Writable } from "node:stream";

@@ -1,13 +1,9 @@
 /**
- * A file stored in a JetStream object store a few chunks at a time. nats.js 2.x's
- * `ObjectStore.put` publishes each 128 KiB chunk as soon as it has read it and waits for the
- * acks only once the whole body is read: a snapshot of hundreds of megabytes was then read into
- * the node's memory and queued on its one NATS connection, ahead of the node's log appends and
- * reads, and every chunk whose publish failed before the body ended was an unhandled rejection
- * (3,427 of them in a long nemesis run, when JetStream ran out of storage: bench/results/
- * 2026-11-27-cluster-fork-fault.md). Here the store's publishes are counted, the body is read only
- * while fewer than `window` chunks await their ack, and each chunk's publish is marked handled
- * (the put still fails with the first error, and nats.js removes the chunks it stored).
+ * A file stored in a JetStream object store a few chunks at a time: nats.js's `ObjectStore.put`
+ * publishes every chunk as it reads it and awaits the acks only at the end, so a snapshot of
+ * hundreds of MB sat in memory, queued ahead of the node's log traffic, and each chunk whose
+ * publish failed was an unhandled rejection. Here the body is read only while fewer than
+ * `window` chunks await their ack, and each publish is marked handled (the put still fails).
  */
 import { createReadStream } from "node:fs";
 import type { JetStreamClient, ObjectInfo, ObjectStoreMeta, ObjectStoreOptions } from "nats";
