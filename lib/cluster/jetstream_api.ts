@@ -20,12 +20,14 @@ const RESEND_GAP_MS = 100;
 const TROUBLED_MS = 1000;
 const MAX_RESENDS = 3;
 
-/** A request waiting for its answer: when and how often it was sent, and how to send it again. */
+/** A request waiting for its answer: when and how often it was sent, how to send it again,
+ * and how to end it when the connection is lost (its answer cannot come). */
 interface Pending {
   firstAt: number;
   sentAt: number;
   resends: number;
   send(): void;
+  lost(): void;
 }
 
 /** A JetStream API error answer. */
@@ -45,7 +47,6 @@ export class JetStreamRequests {
   #inbox: string | undefined;
   #seq = 0;
   #waiting = new Map<string, (m: Msg) => void>();
-  #inflight = new Set<() => void>();
   #pending = new Set<Pending>();
   /** When JetStream was last seen failing a request. */
   #failedAt = 0;
@@ -59,8 +60,7 @@ export class JetStreamRequests {
   /** The connection was lost: every request in flight ends now. */
   lost(): void {
     this.#failedAt = Date.now();
-    for (const end of this.#inflight) end();
-    this.#inflight.clear();
+    for (const p of this.#pending) p.lost();
   }
 
   /** Publishes `data` under message id `msgID` (a resend is stored once); its ack, or null when
@@ -77,11 +77,9 @@ export class JetStreamRequests {
       let running = 0;
       const finish = (settle: () => void) => {
         if (!this.#pending.delete(pending)) return false;
-        this.#inflight.delete(end);
         settle();
         return true;
       };
-      const end = () => finish(() => resolve(null));
       const send = () => {
         running++;
         const sentAt = Date.now();
@@ -95,9 +93,7 @@ export class JetStreamRequests {
           },
         );
       };
-      const pending: Pending = { firstAt: Date.now(), sentAt: Date.now(), resends: 0, send };
-      this.#pending.add(pending);
-      this.#inflight.add(end);
+      const pending = this.#track(send, () => finish(() => resolve(null)));
       send();
     });
   }
@@ -116,7 +112,6 @@ export class JetStreamRequests {
         if (!this.#waiting.delete(token)) return;
         clearTimeout(timer);
         clearTimeout(grace);
-        this.#inflight.delete(end);
         this.#pending.delete(pending);
         settle();
       };
@@ -149,8 +144,6 @@ export class JetStreamRequests {
         this.answeredAt = Date.now();
         this.#answered(pending.firstAt);
       });
-      const end = () => fail(new Error("NATS connection lost"));
-      this.#inflight.add(end);
       // Each send (same reply subject) leaves at least the grace before the timeout.
       const deadline = Date.now() + timeoutMs;
       const send = () => {
@@ -182,10 +175,16 @@ export class JetStreamRequests {
           fail(err);
         }
       };
-      const pending: Pending = { firstAt: Date.now(), sentAt: Date.now(), resends: 0, send };
-      this.#pending.add(pending);
+      const pending = this.#track(send, () => fail(new Error("NATS connection lost")));
       send();
     });
+  }
+
+  /** Registers a new request (see `Pending`). */
+  #track(send: () => void, lost: () => void): Pending {
+    const p = { firstAt: Date.now(), sentAt: Date.now(), resends: 0, send, lost };
+    this.#pending.add(p);
+    return p;
   }
 
   /** JetStream answered a request sent at `sentAt`. Requests sent while the stream had no

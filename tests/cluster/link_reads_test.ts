@@ -93,7 +93,11 @@ Deno.test("cluster link: reads take the stream leader's answer over a 10008 answ
       const data = await leaderLate(() => link!.read(seq)) as Uint8Array | null;
       assert.equal(new TextDecoder().decode(data!), ["one", "two", "three"][j]);
     }
-    assert.deepEqual(await leaderLate(() => link!.bounds()), { first: 1, last: stored[2] });
+    const { first, last } = await leaderLate(() => link!.bounds()) as {
+      first: number;
+      last: number;
+    };
+    assert.deepEqual({ first, last }, { first: 1, last: stored[2] });
     assert.equal(await link.read(stored[2] + 1), null, "a position not stored yet reads as none");
   } finally {
     for (let i = 0; i < 3; i++) nats.signal(i, "SIGCONT");
