@@ -26,7 +26,7 @@ const SEEK_MS = 1000;
 const READS_FAILING_MS = 6000;
 const READS_STUCK_MS = 24_000;
 /** How long a move for a snapshot read may wait for the next server. */
-const RECONNECT_WAIT_MS = 10_000;
+const RECONNECT_WAIT_MS = 5000;
 
 /** The connection's options for `servers`: reconnecting for ever, pinging every second. */
 export function connectOptions(servers: string[], nodeId: string): ConnectionOptions {
