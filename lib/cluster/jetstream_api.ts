@@ -44,7 +44,7 @@ export class JetStreamRequests {
   #nc: NatsConnection;
   #refused: () => void;
   /** The replies' subject prefix, and the waiting requests by their subject's last token. */
-  #inbox: string | undefined;
+  #inbox = createInbox();
   #seq = 0;
   #waiting = new Map<string, (m: Msg) => void>();
   #pending = new Set<Pending>();
@@ -55,6 +55,10 @@ export class JetStreamRequests {
   constructor(nc: NatsConnection, refused: () => void) {
     this.#nc = nc;
     this.#refused = refused;
+    // One subscription for every answer (not an interest change per request).
+    nc.subscribe(`${this.#inbox}.*`, {
+      callback: (_err, m) => this.#waiting.get(m.subject.slice(this.#inbox.length + 1))?.(m),
+    });
   }
 
   /** The connection was lost: every request in flight ends now. */
@@ -160,14 +164,6 @@ export class JetStreamRequests {
           Math.max(deadline - Date.now(), API_GRACE_MS),
         );
         try {
-          // One subscription for every answer (not an interest change per request).
-          if (!this.#inbox) {
-            const inbox = createInbox();
-            this.#nc.subscribe(`${inbox}.*`, {
-              callback: (_err, m) => this.#waiting.get(m.subject.slice(inbox.length + 1))?.(m),
-            });
-            this.#inbox = inbox;
-          }
           this.#nc.publish(subject, new TextEncoder().encode(JSON.stringify(body)), {
             reply: `${this.#inbox}.${token}`,
           });

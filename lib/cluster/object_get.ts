@@ -28,15 +28,8 @@ export async function getFile(
   let bytes = 0;
   const arm = () => {
     clearTimeout(timer);
-    timer = setTimeout(
-      () =>
-        stall.abort(
-          new ObjectReadStalled(
-            `object read stalled: no chunk for ${idleMs} ms after ${bytes} bytes`,
-          ),
-        ),
-      idleMs,
-    );
+    const why = `object read stalled: no chunk for ${idleMs} ms after ${bytes} bytes`;
+    timer = setTimeout(() => stall.abort(new ObjectReadStalled(why)), idleMs);
   };
   const watched = got.data.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
