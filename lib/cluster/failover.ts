@@ -122,7 +122,7 @@ export class Failover {
     });
   }
 
-  /** Reads of the log succeed again. */
+  /** A read of the log succeeded. */
   readsOk(): void {
     this.#readsFailingSince = 0;
   }

@@ -134,14 +134,9 @@ export class ClusterLink {
   }
 
   /** A read of the log failed; `logTail` is the last position the caller knows exists. The
-   * link leaves a server on which reads keep failing while the log grows elsewhere. */
+   * link leaves a server on which reads keep failing (a successful `read` ends the count). */
   readFailed(err: unknown, logTail: number): void {
     this.#failover.readFailed(err, logTail);
-  }
-
-  /** Reads of the log succeed again (see `readFailed`). */
-  readsOk(): void {
-    this.#failover.readsOk();
   }
 
   /** A snapshot read failed on this server: resolves once the link is on another one (a
@@ -167,11 +162,13 @@ export class ClusterLink {
       const r = await this.#requests.api(`$JS.API.STREAM.MSG.GET.${LOG_STREAM}`, { seq }) as {
         message?: { data?: string };
       };
+      this.#failover.readsOk();
       return r.message?.data ? Buffer.from(r.message.data, "base64") : new Uint8Array(0);
     } catch (err) {
       const code = (err as { api_error?: { err_code?: number } }).api_error?.err_code;
-      if (code === 10037) return null; // no message found
-      throw new Error(describe(err));
+      if (code !== 10037) throw new Error(describe(err));
+      this.#failover.readsOk();
+      return null; // no message there (yet)
     }
   }
 
