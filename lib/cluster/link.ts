@@ -189,11 +189,6 @@ export class ClusterLink {
     }
   }
 
-  /** The same as `bounds` (until the rebuild calls that). */
-  state(): Promise<{ first: number; last: number; leader?: string }> {
-    return this.bounds();
-  }
-
   /** The log's last position. */
   async lastSeq(): Promise<number> {
     return (await this.bounds()).last;

@@ -33,7 +33,6 @@ import {
 } from "./replicated_env.ts";
 import {
   DIVERGED_KEY,
-  readElsewhere,
   SNAPSHOT_BUCKET,
   SNAPSHOT_OBJECT,
   SNAPSHOT_WANTED_SUBJECT,
@@ -117,7 +116,7 @@ export async function restoreIfBehind(link: ClusterLink, path: string): Promise<
       if (attempt === 3) throw err;
       log.warn("cluster snapshot download failed; retrying", { error: String(err) });
       // Read from another server: this one may refuse JetStream requests (`rebuildSource`).
-      if (!/no snapshot reaches it/.test(String(err))) await readElsewhere(link, err, attempt);
+      if (!/no snapshot reaches it/.test(String(err))) await link.snapshotReadFailed(err, attempt);
     }
   }
 }

@@ -58,15 +58,15 @@ export interface RebuildSource {
 /** No snapshot reaches the log's first position (another server changes nothing). */
 class NoSnapshotError extends Error {}
 
-/** Reads of the snapshot per rebuild attempt, and the wait for the connection after a move. */
+/** Reads of the snapshot per rebuild attempt. */
 const SNAPSHOT_TRIES = 3;
-const RECONNECT_WAIT_MS = 5000;
 
 /**
  * The state to rebuild from, given the log's first position. Throws when none reaches the log
  * or the snapshot could not be read in `tries`. A server that lost sight of JetStream's meta
  * leader answers the object store's requests with 503 although its leader elsewhere would serve
- * them, and a stopped node reads nothing else that would move it: a failed read moves it on.
+ * them, and a stopped node reads nothing else that would move it: a failed read is reported to
+ * the link (`ClusterLink#snapshotReadFailed`), which moves it on.
  */
 export async function rebuildSource(
   link: ClusterLink,
@@ -78,7 +78,7 @@ export async function rebuildSource(
       return await sourceOnce(link, first);
     } catch (err) {
       if (err instanceof NoSnapshotError || attempt >= tries) throw err;
-      await readElsewhere(link, err, attempt);
+      await link.snapshotReadFailed(err, attempt);
     }
   }
 }
@@ -94,7 +94,7 @@ export interface RebuildInputs {
 /** Reads what a rebuild reads from NATS (see `RebuildInputs`). */
 export async function rebuildInputs(link: ClusterLink): Promise<RebuildInputs> {
   const [state, snapshot] = await Promise.all([
-    link.state(),
+    link.bounds(),
     link.objectStore(SNAPSHOT_BUCKET).then((objects) => objects.info(SNAPSHOT_OBJECT)),
   ]);
   const newest = snapshot ? [snapshot.description, snapshot.nuid] : null;
@@ -102,25 +102,6 @@ export async function rebuildInputs(link: ClusterLink): Promise<RebuildInputs> {
     full: JSON.stringify([state.leader ?? null, state.first, state.last, newest]),
     refusal: JSON.stringify([state.leader ?? null, state.first, newest]),
   };
-}
-
-/** After a failed read of the snapshot: moves `link` to another NATS server and resolves once
- * connected there (or after `RECONNECT_WAIT_MS`). Also used by `snapshots.ts`. */
-export async function readElsewhere(
-  link: ClusterLink,
-  err: unknown,
-  attempt: number,
-): Promise<void> {
-  link.moveOn("cluster snapshot read failed on this NATS server; reading it from another", {
-    error: String(err),
-    attempt,
-  });
-  // The move closes the transport on a later turn: connected() may still say yes at first.
-  await new Promise((r) => setTimeout(r, 100));
-  for (const deadline = Date.now() + RECONNECT_WAIT_MS; !link.connected();) {
-    if (Date.now() >= deadline) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** One try of `rebuildSource`. */
