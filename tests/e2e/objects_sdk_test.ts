@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { startInProcess } from "../helpers/in_process.ts";
 import { Switchboard, SwitchboardError } from "../../sdk/server/mod.ts";
+import { sdkFor } from "../pubsub/helpers.ts";
 
 Deno.test({
   name: "`Switchboard.objects()` covers every operation and surfaces { error } failures",
@@ -10,12 +11,7 @@ Deno.test({
   async fn() {
     const server = await startInProcess();
     try {
-      const sb = new Switchboard({
-        baseUrl: server.baseUrl,
-        appId: "app-1",
-        appKey: "key1",
-        appSecret: "secret1",
-      });
+      const sb = sdkFor(server);
       const obj = sb.objects("doc", "a/b c");
       assert.deepEqual(await obj.get(), { state: {}, log_id: 0 });
       assert.equal(await obj.getSlot("x"), null);

@@ -8,19 +8,14 @@ import { api, doc, makeThread } from "../chat_rest/helpers.ts";
 import { RawSocket } from "../helpers/raw_socket.ts";
 import { startInProcess } from "../helpers/in_process.ts";
 import { RawPusher } from "../pusher/helpers.ts";
-import { Switchboard } from "../../sdk/server/mod.ts";
+import { sdkFor } from "../pubsub/helpers.ts";
 
 Deno.test("streams: one position, one refusal wording and one reset encoding on every product", async () => {
   const server = await startInProcess();
   const sock = await RawSocket.connect(server.wsUrl("key1"));
   const pusher = await RawPusher.connect(server, "key1");
   try {
-    const sb = new Switchboard({
-      baseUrl: server.baseUrl,
-      appId: "app-1",
-      appKey: "key1",
-      appSecret: "secret1",
-    });
+    const sb = sdkFor(server);
     await sb.objects("doc", "p").set("a", 1);
     await sb.objects("doc", "p").set("b", 2);
     await makeThread(server, "pos");
