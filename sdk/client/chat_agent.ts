@@ -90,7 +90,9 @@ export class ChatAgent {
    * (or TOKEN_FLUSH_CHARS) and sent as one push, well inside the server's 40 ms roll-up, so a
    * fast model costs a few frames per roll-up instead of one per token. Order is kept (pushes
    * of one socket are handled in order, and lifecycle calls flush first). Resolves once the
-   * push holding `text` is accepted; rejects with its error (e.g. the run was cancelled).
+   * push holding `text` is accepted; rejects with its error (e.g. the run was cancelled, or
+   * `closed` when the session closed while the text was held). A caller may leave the promise
+   * alone: its failure is then no unhandled rejection (the next lifecycle call fails too).
    */
   token(runId: string, text: string): Promise<void> {
     let batch = this.#batches.get(runId);
@@ -104,6 +106,7 @@ export class ChatAgent {
     }
     batch.text += text;
     const done = new Promise<void>((resolve, reject) => batch!.waiters.push({ resolve, reject }));
+    done.catch(() => {}); // a caller that awaits still gets the error
     if (batch.text.length >= TOKEN_FLUSH_CHARS) this.#flushTokens(runId);
     return done;
   }

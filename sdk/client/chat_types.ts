@@ -90,13 +90,18 @@ export class Emitter {
     this.#handlers.get(event)?.delete(cb);
   }
 
-  /** Calls every handler of `event`; a throwing handler does not stop the others. */
+  /**
+   * Calls every handler of `event`; a throwing handler does not stop the others. A handler's
+   * failure, thrown or (an async handler) rejected, is logged, never an unhandled rejection.
+   */
   emit(event: string, payload?: unknown): void {
-    for (const cb of [...(this.#handlers.get(event) ?? [])] as ((p: unknown) => void)[]) {
+    const failed = (err: unknown) => console.error(`chat ${event} handler failed:`, err);
+    for (const cb of [...(this.#handlers.get(event) ?? [])] as ((p: unknown) => unknown)[]) {
       try {
-        cb(payload);
+        const r = cb(payload);
+        if (r instanceof Promise) r.catch(failed);
       } catch (err) {
-        console.error(`chat ${event} handler failed:`, err);
+        failed(err);
       }
     }
   }

@@ -16,11 +16,11 @@ export function client(
   });
 }
 
-/** Polls `pred` until it is truthy (default 5 s), else throws with `what`. */
+/** Polls `pred` until it is truthy (default 30 s: a loaded machine is slow), else throws. */
 export async function until<T>(
   pred: () => T | undefined | null | false,
   what = "condition",
-  ms = 5000,
+  ms = 30_000,
 ): Promise<T> {
   const deadline = Date.now() + ms;
   while (true) {

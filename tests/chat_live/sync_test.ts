@@ -29,13 +29,19 @@ Deno.test("a viewer that drops mid-stream rejoins with after_log_id and ends in 
     let runId = "";
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    agent.on("run:pending", async (run) => {
+    let answered: Promise<void> | undefined;
+    agent.on("run:pending", (run) => {
+      // Only the first run is answered: the second message queues a run of its own, which
+      // must neither take over `runId` nor still stream when the clients disconnect.
+      if (runId) return;
       runId = run.runId;
-      await agent.startRun(run.runId);
-      for (let i = 0; i < 40; i++) await agent.token(run.runId, `a${i} `);
-      await gate;
-      for (let i = 0; i < 40; i++) await agent.token(run.runId, `b${i} `);
-      await agent.end(run.runId);
+      answered = (async () => {
+        await agent.startRun(run.runId);
+        for (let i = 0; i < 40; i++) await agent.token(run.runId, `a${i} `);
+        await gate;
+        for (let i = 0; i < 40; i++) await agent.token(run.runId, `b${i} `);
+        await agent.end(run.runId);
+      })();
     });
     await a.view.send("tell me a story");
     await until(() => runId && b.view.getStream(runId).includes("a39"), "first half streamed");
@@ -50,6 +56,7 @@ Deno.test("a viewer that drops mid-stream rejoins with after_log_id and ends in 
       () => b.view.logId === a.view.logId && b.view.run(runId)?.status === "complete",
       "bob caught up",
     );
+    await answered;
     assert.deepEqual(state(b), state(a));
     const answer = a.view.getChannelMessages().find((m) =>
       m.runId === runId && m.role === "assistant"
@@ -75,14 +82,17 @@ Deno.test("two tabs of one user stay in sync; a viewer joining mid-run gets the 
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let runId = "";
-    agent.on("run:pending", async (run) => {
+    let answered: Promise<void> | undefined;
+    agent.on("run:pending", (run) => {
       if (runId) return; // only the first run is answered
       runId = run.runId;
-      await agent.startRun(run.runId);
-      await agent.token(run.runId, "first part, ");
-      await gate;
-      await agent.token(run.runId, "second part.");
-      await agent.end(run.runId);
+      answered = (async () => {
+        await agent.startRun(run.runId);
+        await agent.token(run.runId, "first part, ");
+        await gate;
+        await agent.token(run.runId, "second part.");
+        await agent.end(run.runId);
+      })();
     });
     const r = await t1.view.send("hi from tab 1");
     await until(() => t2.view.getStream(r.runId) === "first part, ", "tab 2 sees the stream");
@@ -98,6 +108,7 @@ Deno.test("two tabs of one user stay in sync; a viewer joining mid-run gets the 
       () => t1.view.logId === t2.view.logId && t1.view.logId === l.view.logId,
       "same log position",
     );
+    await answered;
     assert.deepEqual(state(t2), state(t1));
     assert.deepEqual(state(l), state(t1));
     assert.equal(t2.view.getMessages()[1].content, "first part, second part.");
