@@ -18,12 +18,21 @@ interface Cfg {
 
 const cfg = config<Cfg>();
 const conns = await Promise.all(cfg.urls.map((servers) => connect({ servers })));
-await (await conns[0].jetstreamManager()).streams.add({
-  name: cfg.stream,
-  subjects: [`${cfg.stream}.>`],
-  num_replicas: Math.min(3, cfg.urls.length),
-  duplicate_window: 120_000_000_000,
-});
+// A fresh cluster may still be electing its JetStream leaders (more so on a loaded machine).
+for (let tries = 0;; tries++) {
+  try {
+    await (await conns[0].jetstreamManager()).streams.add({
+      name: cfg.stream,
+      subjects: [`${cfg.stream}.>`],
+      num_replicas: Math.min(3, cfg.urls.length),
+      duplicate_window: 120_000_000_000,
+    });
+    break;
+  } catch (err) {
+    if (tries >= 60) throw err;
+    await sleep(500);
+  }
+}
 const js = conns.map((c) => c.jetstream());
 const subject = `${cfg.stream}.log`;
 let errors = 0;
