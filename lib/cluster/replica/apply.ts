@@ -155,7 +155,10 @@ export class Applier {
       const id = msg.a ?? msg.b;
       const repeat = s.recent.repeated(id);
       const outcome = msg.o === me && !repeat ? s.awaiting.get(id) : undefined;
-      if (outcome) own.set(msg, outcome);
+      if (outcome) {
+        own.set(msg, outcome);
+        outcome.applyAt = performance.now();
+      }
       // A write set speculated on another history (its writer's fingerprint at `base` is not
       // ours) is skipped like a conflicting one, by every node that shares our history.
       const known = msg.h === undefined ? undefined : s.print.at(msg.base);

@@ -17,6 +17,7 @@ import { requestPositions } from "../read_your_writes.ts";
 import type { Applier } from "./apply.ts";
 import { codec, encodeSeq, HEAD_SUBJECT } from "./state.ts";
 import type { LogMessage, Outcome, ReplicaState, Task } from "./state.ts";
+import { observePhase } from "../../metrics/cluster.ts";
 
 /** Write sets per log message, at most (more transactions wait for the next message). */
 const MAX_BATCH = 256;
@@ -85,6 +86,9 @@ export class Proposer {
       }
       const tasks = s.queue.splice(0, MAX_BATCH);
       const out = { since: now };
+      const arrived = tasks.reduce((sum, t) => sum + t.deadline, 0) / tasks.length -
+        s.opts.writeDeadlineMs;
+      observePhase("queued", now - arrived);
       s.inflight.add(out);
       // A task must never be left unsettled (its request would hang): an unexpected error
       // fails the batch's unsettled tasks (settled ones ignore it) with 503.
@@ -195,6 +199,7 @@ export class Proposer {
     const s = this.s;
     let lastError = "log did not settle";
     for (;;) {
+      let t0 = performance.now();
       // Speculate only with no apply pending; a catch-up may apply for seconds: the wait ends at
       // the batch's deadline.
       while (s.applying) {
@@ -204,6 +209,8 @@ export class Proposer {
         await Promise.race([s.applying, new Promise((r) => (timer = setTimeout(r, left)))]);
         clearTimeout(timer);
       }
+      observePhase("wait_apply", performance.now() - t0);
+      t0 = performance.now();
       const stopped = s.diverged ?? s.rebuilding;
       if (stopped) {
         for (const t of tasks) t.reject(new StorageUnavailableError(stopped));
@@ -217,6 +224,7 @@ export class Proposer {
         return;
       }
       tasks = spec.tasks;
+      observePhase("speculate", performance.now() - t0);
       if (tasks.length === 0) return;
       const deadline = Math.min(...tasks.map((t) => t.deadline));
       const writes = tasks.flatMap((t) => t.writes!);
@@ -257,6 +265,10 @@ export class Proposer {
       // and sets the outcome: let that commit finish.
       s.awaiting.delete(batch);
       if (s.applyingRun) await s.applyingRun.catch(() => {});
+      if (outcome.done !== null && outcome.ackedAt && outcome.applyAt) {
+        observePhase("read", Math.max(0, outcome.applyAt - outcome.ackedAt));
+        observePhase("apply", performance.now() - outcome.applyAt);
+      }
       // Applied here: acknowledged once a majority applied the log alike that far. The others
       // are told the position exists; the next batch may go out meanwhile.
       if (outcome.done === "applied") {
@@ -265,6 +277,7 @@ export class Proposer {
         this.#pump();
       }
       // A node that stopped itself meanwhile (also on a claim) acknowledges nothing.
+      t0 = performance.now();
       if (
         outcome.done === "applied" &&
         (!(await s.peers.wait(outcome.seq, deadline)) || s.diverged !== undefined)
@@ -273,6 +286,7 @@ export class Proposer {
         outcome.done = null;
       }
       if (outcome.done === "applied") {
+        observePhase("confirm", performance.now() - t0);
         s.failing = undefined;
         s.lastAppend = Date.now();
         for (const t of tasks) {
@@ -315,7 +329,10 @@ export class Proposer {
     while (outcome.done === null && !s.closed && !s.diverged) {
       const left = deadline - Date.now();
       if (left <= 0) break;
+      const sent = performance.now();
       const r = await s.link.append(data, message.b, Math.min(PUBLISH_TRY_MS, left));
+      outcome.ackedAt = performance.now();
+      if (r.kind === "stored") observePhase("publish", outcome.ackedAt - sent);
       if (outcome.done !== null) break;
       if (r.kind === "unknown") {
         lastError = r.error;

@@ -65,6 +65,10 @@ export type RecentRecord = [string, Key][] | { w: [string, Key][]; b?: string; c
 export interface Outcome {
   done: "applied" | "stale" | null;
   seq: number;
+  /** When its last publish was acknowledged and when the apply run holding it started
+   * (`performance.now()`, for the phase metrics). */
+  ackedAt?: number;
+  applyAt?: number;
 }
 
 /** A queued write transaction, due at `deadline`; `position` is told where it landed. */
