@@ -7,6 +7,8 @@ import { TcpWebSocket } from "../helpers/tcp_websocket.ts";
 
 /** Object writes of 250 KB each in the replay test: a backlog of about 120 MB. */
 const OBJECT_WRITES = 480;
+/** How long the replay test waits for a reply or frame: 120 MB through a loaded machine. */
+const REPLAY_WAIT_MS = 120_000;
 
 /** Triggers `count` events of about `bytes` each on `channel`, `parallel` at a time. */
 async function flood(
@@ -80,14 +82,18 @@ Deno.test("backpressure: a reading client replays a 120 MB object log and a 20 M
     await flood(server, "history", 330, 60_000);
 
     const topic = "durable:key1:big:log";
-    const joined = await sock.join(topic, { app_secret: "secret1", after_log_id: 0 });
+    const joined = await sock.join(
+      topic,
+      { app_secret: "secret1", after_log_id: 0 },
+      REPLAY_WAIT_MS,
+    );
     assert.equal(joined.status, "ok");
     assert.equal(joined.response.log_id, OBJECT_WRITES);
     const changes = sock.events(topic, "change").map((f) => f[4].log_id as number);
     assert.deepEqual(changes, Array.from({ length: OBJECT_WRITES }, (_, i) => i + 1));
 
     const channel = "pubsub:key1:history";
-    const j2 = await sock.join(channel, { after_serial: 0 });
+    const j2 = await sock.join(channel, { after_serial: 0 }, REPLAY_WAIT_MS);
     assert.equal(j2.status, "ok");
     assert.equal(j2.response.replay, "complete");
     const serials = sock.events(channel, "e").map((f) => f[4].serial as number);
@@ -96,11 +102,12 @@ Deno.test("backpressure: a reading client replays a 120 MB object log and a 20 M
     // Live delivery follows on both topics.
     await fetch(`${obj}/slot`, { method: "PUT", headers: server.headers(), body: '{"value":1}' })
       .then((r) => r.body?.cancel());
-    await sock.waitFor((f) =>
-      f[2] === topic && f[3] === "change" && f[4].log_id === OBJECT_WRITES + 1
+    await sock.waitFor(
+      (f) => f[2] === topic && f[3] === "change" && f[4].log_id === OBJECT_WRITES + 1,
+      REPLAY_WAIT_MS,
     );
     await flood(server, "history", 1, 10);
-    await sock.waitFor((f) => f[2] === channel && f[4].serial === 331);
+    await sock.waitFor((f) => f[2] === channel && f[4].serial === 331, REPLAY_WAIT_MS);
   } finally {
     await sock.close();
     await server.stop();

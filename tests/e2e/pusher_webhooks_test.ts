@@ -45,7 +45,8 @@ Deno.test("Pusher webhooks: occupied/vacated, member added/removed, client event
       "ok",
     );
     ch.trigger("client-hi", { x: 1 });
-    await new Promise((r) => setTimeout(r, 300));
+    // The server took the client event once the other member (bob) got it.
+    await phoenix.waitFor((f) => f[2] === "pubsub:key1:presence-room" && f[3] === "client-hi");
     a.disconnect();
     await phoenix.close();
 
@@ -53,8 +54,9 @@ Deno.test("Pusher webhooks: occupied/vacated, member added/removed, client event
     // Deliveries after the first (answered 500); its retry repeats its body exactly, and may
     // arrive after later batches (webhooks are not ordered across batches, as with Pusher).
     let events: Event[] = [];
-    // Bounded, generous under load: a timed-out attempt is retried after the lane's backoff.
-    const deadline = Date.now() + 30_000;
+    // Bounded, generous under load: an attempt that times out (10 s) is retried 0.5, 1, 2, 4,
+    // then 30 s after its answer, so a few slow attempts in a row take far more than 30 s.
+    const deadline = Date.now() + 180_000;
     while (events.length < 7 && Date.now() < deadline) {
       await hook.waitFor(hook.got.length + 1, Math.max(1, deadline - Date.now()));
       const bodies = [...new Set(hook.got.slice(1).map((d) => d.body))];

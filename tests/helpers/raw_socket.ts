@@ -66,14 +66,18 @@ export class RawSocket {
     return ref;
   }
 
-  /** Joins and resolves with the reply payload `{ status, response }`. */
+  /** Joins and resolves with the reply payload `{ status, response }` (waits `timeoutMs`). */
   async join(
     topic: string,
     params: Record<string, unknown> = {},
+    timeoutMs?: number,
   ): Promise<{ status: string; response: Record<string, unknown>; joinRef: string }> {
     const ref = String(++this.#ref);
     this.send(ref, topic, "phx_join", params, ref);
-    const reply = await this.waitFor((f) => f[3] === "phx_reply" && f[1] === ref && f[2] === topic);
+    const reply = await this.waitFor(
+      (f) => f[3] === "phx_reply" && f[1] === ref && f[2] === topic,
+      timeoutMs,
+    );
     return { ...(reply[4] as { status: string; response: Record<string, unknown> }), joinRef: ref };
   }
 
@@ -89,8 +93,11 @@ export class RawSocket {
     return reply[4] as { status: string; response: Record<string, unknown> };
   }
 
-  /** Waits (default 5 s) for a received frame matching `pred`, scanning from the start. */
-  async waitFor(pred: (f: Frame) => boolean, timeoutMs = 5000): Promise<Frame> {
+  /**
+   * Waits for a received frame matching `pred`, scanning from the start; by default up to 30 s
+   * (a bound for a loaded machine, not a timing expectation).
+   */
+  async waitFor(pred: (f: Frame) => boolean, timeoutMs = 30_000): Promise<Frame> {
     const deadline = Date.now() + timeoutMs;
     while (true) {
       const found = this.frames.find(pred);
@@ -115,7 +122,7 @@ export class RawSocket {
   }
 
   /** Waits until the server closes the socket. */
-  async closed(timeoutMs = 5000): Promise<CloseEvent> {
+  async closed(timeoutMs = 30_000): Promise<CloseEvent> {
     const deadline = Date.now() + timeoutMs;
     while (!this.closeEvent) {
       if (Date.now() > deadline) throw new Error("socket did not close");

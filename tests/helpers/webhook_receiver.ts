@@ -16,7 +16,8 @@ export function receiver(statuses: number[] = []) {
     return new Response(null, { status: statuses.shift() ?? 200 });
   });
   const url = `http://127.0.0.1:${server.addr.port}/hook`;
-  async function waitFor(n: number, timeoutMs = 8000): Promise<Received[]> {
+  /** Waits until `n` deliveries arrived (by default up to 30 s: a bound for loaded machines). */
+  async function waitFor(n: number, timeoutMs = 30_000): Promise<Received[]> {
     const deadline = Date.now() + timeoutMs;
     while (got.length < n) {
       if (Date.now() > deadline) throw new Error(`expected ${n} deliveries, got ${got.length}`);
