@@ -98,7 +98,16 @@ export class SocketWatch {
     const connect = socket.connect.bind(socket);
     (socket as { connect: (params?: unknown) => void }).connect = (params?: unknown) => {
       void this.#ready.then(() => {
-        if (this.refusal === null) connect(params as object);
+        if (this.refusal !== null) return;
+        try {
+          connect(params as object);
+        } catch (err) {
+          // The transport refused the URL itself (a malformed endpoint): no retry can help.
+          const why = err instanceof Error ? err.message : String(err);
+          this.fail(
+            new ConnectionError(why, null, true, `Cannot connect: ${why}. Not reconnecting.`),
+          );
+        }
       });
     };
   }
