@@ -2,34 +2,26 @@
  * The clustered store: one node's LMDB environment and transaction API, with every write
  * ordered through one replicated JetStream log, so every node's LMDB holds the same data. A
  * facade over its parts around one shared state (`replica/state.ts`): the write path
- * (`replica/propose.ts`), the apply of the log (`replica/apply.ts`), and the recovery of a node
- * the majority disagrees with (`replica/recover.ts`). Node-local databases (`nodeLocal`) are
+ * (`replica/propose.ts`), the apply of the log (`replica/apply.ts`), and the defence against a
+ * diverged NATS replica (`divergence/mod.ts`: the nodes' agreement, stopping and rebuilding a
+ * node on another history). Node-local databases (`nodeLocal`) are
  * applied only by the node that wrote them; a transaction writing only those commits locally.
  */
 import type { RootDatabase } from "lmdb";
 import { DirectCommits } from "../store/direct_commits.ts";
 import type { Commits, RemoteChanges, Storage } from "../store/storage.ts";
 import type { Table } from "../store/table.ts";
-import { DIVERGED_KEY } from "./rebuild.ts";
-import { LOG_STREAM } from "./link.ts";
 import type { ClusterLink } from "./link.ts";
-import { PeerAgreement } from "./agreement.ts";
-import type { Claim } from "./claims.ts";
+import { type Claim, Divergence } from "./divergence/mod.ts";
 import { ReplicatedTable } from "./replicated_table.ts";
-import { LEGACY_DB, PENDING_DB, UNSURE_MS, UNSURE_SUBJECT, UnsureStreams } from "./unsure.ts";
-import { APPLIED_SUBJECT, BEHIND, codec, decodeSeq, HEAD_SUBJECT } from "./replica/state.ts";
-import { NODE_LOCAL_DB, POSITION_DB, ReplicaState, UNLISTED_NODE_LOCAL } from "./replica/state.ts";
+import { BEHIND, decodeSeq, HEAD_SUBJECT } from "./replica/state.ts";
+import { NODE_LOCAL_DB, ReplicaState, UNLISTED_NODE_LOCAL } from "./replica/state.ts";
 import type { LogAccess, ReplicationOptions } from "./replica/state.ts";
 import { Applier } from "./replica/apply.ts";
 import { Proposer } from "./replica/propose.ts";
-import { Recovery } from "./replica/recover.ts";
 
-export { UNSURE_MS } from "./unsure.ts";
+export { UNSURE_MS } from "./divergence/mod.ts";
 export { NODE_LOCAL_DB, POSITION_DB, UNLISTED_NODE_LOCAL } from "./replica/state.ts";
-export { CONFIRMED_KEY, UNSURE_FROM_KEY, UNSURE_REPORT_KEY } from "./replica/recover.ts";
-
-/** JetStream's advisory of a new leader of the log's stream. */
-const ELECTED_SUBJECT = `$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.${LOG_STREAM}`;
 
 /** See the module comment. */
 export class ReplicatedEnv implements Storage {
@@ -38,7 +30,7 @@ export class ReplicatedEnv implements Storage {
   #s: ReplicaState;
   #apply: Applier;
   #propose: Proposer;
-  #recover: Recovery;
+  #defence: Divergence;
   #tables = new Map<string, ReplicatedTable>();
   #unsubscribe: (() => void)[] = [];
   #tailTimer: ReturnType<typeof setInterval> | undefined;
@@ -47,39 +39,23 @@ export class ReplicatedEnv implements Storage {
    * but for a test's fault wrapper, `lib/faults/`). */
   constructor(path: string, link: ClusterLink, opts: ReplicationOptions, log: LogAccess = link) {
     const s = this.#s = new ReplicaState(path, link, log, opts);
-    this.#apply = new Applier(s, () => this.#recover.applied());
+    this.#apply = new Applier(s);
     this.#propose = new Proposer(s, this.#apply);
-    this.#recover = new Recovery(s, this.#apply);
-    s.unsure = new UnsureStreams({
-      nodeId: link.nodeId,
-      rawDb: (name) => s.rawDb(name),
+    this.#defence = this.#apply.defence = new Divergence(s, this.#apply, {
       db: (name) => this.db(name),
       transaction: (fn) => this.transaction(fn),
-      changes: s.changes,
-      publish: (subject, data) => link.publish(subject, data),
-      get maxPayload() {
-        return link.maxPayload;
-      },
-      writable: () => !s.closed && !s.stopped,
-      closed: () => s.closed,
-    }, opts.unsureMs ?? UNSURE_MS);
-    this.nodeLocal(PENDING_DB);
-    if (s.localDbs.has(LEGACY_DB)) s.unsure.adoptLegacy();
-    s.peers = new PeerAgreement(
-      link.nodeId,
-      (seq) => s.print.at(seq),
-      (seq, peers) => this.#recover.disagreed(seq, peers),
-    );
+      nodeLocal: (name) => void this.nodeLocal(name),
+    });
   }
 
-  /** What this node's heartbeats claim a majority confirmed (`claims.ts`). */
+  /** What this node's heartbeats claim a majority confirmed. */
   claim(): Claim | undefined {
-    return this.#recover.claim();
+    return this.#defence.claim();
   }
 
   /** Another node's heartbeat claims `claim`. */
   hearClaim(node: string, claim: Claim): void {
-    this.#recover.hearClaim(node, claim);
+    this.#defence.hearClaim(node, claim);
   }
 
   /** Whether this node stopped itself and has not yet rebuilt its store and been confirmed
@@ -91,13 +67,13 @@ export class ReplicatedEnv implements Storage {
   /** Resolves true once a majority of the nodes confirmed this node's history up to `seq`,
    * false after `ms` or when this node stopped itself. */
   async confirmed(seq: number, ms: number): Promise<boolean> {
-    return !this.stopped && (await this.#s.peers.wait(seq, Date.now() + ms)) && !this.stopped;
+    return !this.stopped && (await this.#defence.confirm(seq, Date.now() + ms)) && !this.stopped;
   }
 
   /** Registers `fn`, called each time this node replaced its store, before anything of the new
    * one is applied: what it told clients from the old one is void. */
   onRebuilt(fn: () => void): void {
-    this.#recover.onRebuilt(fn);
+    this.#defence.onRebuilt(fn);
   }
 
   /** Log position applied here. */
@@ -146,38 +122,22 @@ export class ReplicatedEnv implements Storage {
    * `waitMs`). A store marked diverged is rebuilt first. */
   async start(waitMs = 60_000): Promise<void> {
     const s = this.#s;
-    const marked = s.rawDb<string>(POSITION_DB).get(DIVERGED_KEY);
-    const refused = marked ? await this.#recover.startMarked(String(marked)) : false;
+    const refused = await this.#defence.start();
     if (!refused) this.#apply.follow();
     // A lost last message shows no gap: writers announce their positions, and the tail is
     // compared now and then.
-    this.#unsubscribe.push(
-      s.log.subscribe(HEAD_SUBJECT, (data) => {
-        const seq = decodeSeq(data);
-        if (seq > 0) this.#apply.hint(seq);
-      }),
-      s.log.subscribe(UNSURE_SUBJECT, (data) => s.unsure.heard(data)),
-      s.log.subscribe(ELECTED_SUBJECT, () => void this.#recover.elections++),
-      s.log.subscribe(APPLIED_SUBJECT, (data) => {
-        try {
-          const { n, q, h, d } = codec.unpack(data) as { n: string; q: number; h: string; d?: 1 };
-          s.peers.report(n, q, h, d === 1);
-        } catch { /* not a report */ }
-      }),
-    );
+    this.#unsubscribe.push(s.log.subscribe(HEAD_SUBJECT, (data) => {
+      const seq = decodeSeq(data);
+      if (seq > 0) this.#apply.hint(seq);
+    }));
     this.#tailTimer = setInterval(() => void this.#apply.checkTail(), 1000);
-    if (refused) {
-      s.reportApplied();
-      this.#recover.scheduleRebuild();
-      return;
-    }
+    if (refused) return;
     const { first, last: target } = await s.link.bounds();
     if (first > s.applied + 1) throw new Error(BEHIND);
     if (!(await this.#apply.waitApplied(target, Date.now() + waitMs))) {
       throw new Error(`cluster catch-up to log position ${target} did not finish in ${waitMs} ms`);
     }
-    // Streams named unsure and not yet given a new epoch (by this node or another).
-    void s.unsure.renew();
+    this.#defence.caughtUp();
   }
 
   /** The table as products see it, recording the running job's reads and writes. */
@@ -202,7 +162,7 @@ export class ReplicatedEnv implements Storage {
 
   /** Where the cluster's members come from (acknowledgements wait for a majority of them). */
   useMembers(members: () => string[]): void {
-    this.#s.peers.useMembers(members);
+    this.#defence.useMembers(members);
   }
 
   /** Other nodes' changes to the ordered logs, told as this node applies them. */
@@ -261,13 +221,12 @@ export class ReplicatedEnv implements Storage {
     const s = this.#s;
     s.closed = true;
     this.#propose.close();
-    this.#recover.close();
+    this.#defence.close();
     while (s.inflight.size > 0 || s.applying || s.replacing) {
       await new Promise((r) => setTimeout(r, 5));
     }
     this.#apply.halt(true);
     for (const unsubscribe of this.#unsubscribe.splice(0)) unsubscribe();
-    s.unsure.close();
     clearInterval(this.#tailTimer);
     await s.local.close();
   }

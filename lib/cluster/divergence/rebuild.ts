@@ -14,6 +14,7 @@ import type { Database, Key, RootDatabase } from "lmdb";
 import { StoreEnv } from "../../store/env.ts";
 import type { ClusterLink } from "../link.ts";
 import { getFile } from "../object_get.ts";
+import { log } from "../../log/mod.ts";
 
 /** The JetStream object store and object holding the newest snapshot (`snapshots.ts`). */
 export const SNAPSHOT_BUCKET = "sb-snapshots";
@@ -102,6 +103,88 @@ export async function rebuildInputs(link: ClusterLink): Promise<RebuildInputs> {
     full: JSON.stringify([state.leader ?? null, state.first, state.last, newest]),
     refusal: JSON.stringify([state.leader ?? null, state.first, newest]),
   };
+}
+
+/**
+ * Whether the next rebuild is held. A rebuild's outcome is a function of what it reads from NATS
+ * (`RebuildInputs`, and the leader elections heard: a leader that lost the stream and won it
+ * back may hold other messages) and, once the store is replaced, of the peers' reports: after a
+ * rebuilt store was found disagreeing, rebuilding while these are unchanged would replay the log
+ * into the same disagreement (run G1 in bench/results/: 14 replays of the whole log); after a
+ * refusal, it would read the log into the same refusal (whose hold the log growing does not
+ * end). Held, logged once, until one changes; a failed look counts as a change.
+ */
+export class RebuildHold {
+  /** Stream leader elections heard (JetStream's advisories). */
+  elections = 0;
+  #link: ClusterLink;
+  /** What the running rebuild read as it began (undefined: none runs, or unreadable). */
+  #read: RebuildInputs | undefined;
+  #hold: { peers?: string; read: string; logged: boolean; wanted?: number } | undefined;
+
+  constructor(link: ClusterLink) {
+    this.#link = link;
+  }
+
+  /** A rebuild begins: reads what it depends on first (a change meanwhile ends a later hold). */
+  async begin(): Promise<void> {
+    this.#read = await this.#inputs();
+  }
+
+  /** The rebuild is over: the node takes writes again. */
+  end(): void {
+    this.#read = undefined;
+  }
+
+  /** Whether a rebuild began (and is not over) with its inputs read. */
+  get began(): boolean {
+    return this.#read !== undefined;
+  }
+
+  /** Whether the hold was logged (it is then looked at every pause, no attempt counted). */
+  get logged(): boolean {
+    return this.#hold?.logged === true;
+  }
+
+  /** Holds the next rebuild: after a rebuilt store disagreed (`peers`: the inputs it was judged
+   * by) or was refused (none); a snapshot reaching `wanted` is asked for at each look. */
+  hold(why?: { peers?: string; wanted?: number }): void {
+    const read = this.#read;
+    this.#hold = why && read &&
+      { ...why, read: why.peers === undefined ? read.refusal : read.full, logged: false };
+  }
+
+  /** Whether the next rebuild is still held, given the peers' inputs now. */
+  async held(peers: () => string, applied: number): Promise<boolean> {
+    const hold = this.#hold;
+    if (!hold) return false;
+    const read = (await this.#inputs())?.[hold.peers === undefined ? "refusal" : "full"];
+    const now = hold.peers === undefined ? undefined : peers();
+    if (this.#hold !== hold) return true; // stopped again meanwhile: that stop decides
+    if (read !== undefined && read === hold.read && now === hold.peers) {
+      if (hold.wanted !== undefined) wantSnapshot(this.#link, hold.wanted);
+      if (!hold.logged) {
+        hold.logged = true;
+        log.warn(
+          "cluster rebuild held: nothing it reads or is judged by has changed since its last attempt",
+          { after: hold.peers === undefined ? "refused" : "disagreement", applied },
+        );
+      }
+      return true;
+    }
+    this.#hold = undefined;
+    if (hold.logged) {
+      const changed = read === undefined ? "unknown" : read !== hold.read ? "log" : "peers";
+      log.warn("cluster rebuild no longer held", { changed });
+    }
+    return false;
+  }
+
+  async #inputs(): Promise<RebuildInputs | undefined> {
+    const elections = this.elections;
+    const read = await rebuildInputs(this.#link).catch(() => undefined);
+    return read && { full: `${read.full} ${elections}`, refusal: `${read.refusal} ${elections}` };
+  }
 }
 
 /** One try of `rebuildSource`. */

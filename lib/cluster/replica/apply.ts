@@ -9,8 +9,7 @@
 import type { Key } from "lmdb";
 import { asStorageError, StorageUnavailableError } from "../../store/errors.ts";
 import { log } from "../../log/mod.ts";
-import { chainDigest, positionDigest } from "../fingerprint.ts";
-import { CHAIN_CHECKPOINT_EVERY } from "../confirmed_guard.ts";
+import type { Divergence, PositionMark } from "../divergence/mod.ts";
 import { BEHIND, codec, CONFLICT_WINDOW } from "./state.ts";
 import type { LogMessage, Outcome, ReplicaState } from "./state.ts";
 
@@ -36,7 +35,7 @@ interface Waiter {
   wake: () => void;
 }
 
-/** See the module comment; `afterApply` is called after each local commit. */
+/** See the module comment. */
 export class Applier {
   #waiters: Waiter[] = [];
   #repairTimer: ReturnType<typeof setTimeout> | undefined;
@@ -53,7 +52,10 @@ export class Applier {
   /** Highest position known to exist that repair should reach. */
   #repairTarget = 0;
 
-  constructor(private s: ReplicaState, private afterApply: () => void) {}
+  /** The defence against a diverged replica (`../divergence/`), set by the store. */
+  defence!: Divergence;
+
+  constructor(private s: ReplicaState) {}
 
   /** (Re)starts the log consumer after the position applied. Its deliveries only say that a
    * position exists: the content is read from the stream's leader, alike for every node. */
@@ -145,9 +147,9 @@ export class Applier {
     const me = s.link.nodeId;
     const own = new Map<LogMessage, Outcome>();
     const fresh: { seq: number; msg: LogMessage }[] = [];
-    const written: [number, [string, Key][], string, string | undefined][] = [];
+    const d = this.defence;
+    const written: [number, [string, Key][], PositionMark][] = [];
     const before = s.applied;
-    const chainBefore = s.chain;
     for (const item of run) {
       const { seq, msg } = item;
       // A batch id seen again (a retried publish stored twice) is skipped: its first
@@ -161,16 +163,12 @@ export class Applier {
       }
       // A write set speculated on another history (its writer's fingerprint at `base` is not
       // ours) is skipped like a conflicting one, by every node that shares our history.
-      const known = msg.h === undefined ? undefined : s.print.at(msg.base);
-      const forked = known !== undefined && known !== msg.h;
-      const stale = repeat || forked || s.recent.stale(msg.base, seq, msg.r);
+      const stale = repeat || d.otherBase(msg.base, msg.h) || s.recent.stale(msg.base, seq, msg.r);
       const keys: [string, Key][] = stale
         ? []
         : msg.w.filter((w) => !s.localDbs.has(w[1])).map((w) => [w[1], w[2]]);
       s.recent.record(seq, keys, id);
-      s.print.add(seq, positionDigest(id, !stale));
-      if (s.chain !== undefined) s.chain = chainDigest(s.chain, seq, id);
-      written.push([seq, keys, id, s.chain]);
+      written.push([seq, keys, d.add(seq, id, !stale)]);
       if (!stale) fresh.push(item);
       if (outcome) {
         outcome.done = stale ? "stale" : null;
@@ -189,12 +187,9 @@ export class Applier {
       await s.local.root.batch(() => {
         const c0 = performance.now();
         for (const { msg } of fresh) s.write(msg.w, msg.o === me);
-        for (const [seq, keys, batch, chain] of written) {
-          s.recentDb.put(
-            seq,
-            chain === undefined ? { w: keys, b: batch } : { w: keys, b: batch, c: chain },
-          );
-          if (chain !== undefined && seq % CHAIN_CHECKPOINT_EVERY === 0) s.chainDb.put(seq, chain);
+        for (const [seq, keys, mark] of written) {
+          s.recentDb.put(seq, { w: keys, ...mark });
+          d.persist(seq, mark);
           if (seq - CONFLICT_WINDOW > 0) s.recentDb.remove(seq - CONFLICT_WINDOW);
         }
         s.positions.put("applied", last);
@@ -210,8 +205,7 @@ export class Applier {
     } catch (caught) {
       const err = await asStorageError(caught, s.path);
       s.recent.rollback(before);
-      s.print.rollback(before);
-      s.chain = chainBefore;
+      d.rollback(before);
       for (const o of own.values()) o.done = null;
       s.changes.applied(remote, false);
       throw err;
@@ -219,9 +213,7 @@ export class Applier {
     s.applied = last;
     s.lastApply = Date.now();
     s.knownTail = Math.max(s.knownTail, last);
-    s.reportApplied();
-    s.peers.applied(last);
-    this.afterApply();
+    d.applied(last);
     for (const [msg, o] of own) {
       if (o.done === null && fresh.some((f) => f.msg === msg)) o.done = "applied";
     }

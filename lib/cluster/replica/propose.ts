@@ -245,7 +245,7 @@ export class Proposer {
         base: spec.base,
         r: spec.reads,
         w: writes,
-        h: s.print.at(spec.base),
+        h: this.apply.defence.printAt(spec.base),
       };
       // Packed once: a write to a long list carries the list's whole value.
       const data = codec.pack(message);
@@ -280,7 +280,7 @@ export class Proposer {
       t0 = performance.now();
       if (
         outcome.done === "applied" &&
-        (!(await s.peers.wait(outcome.seq, deadline)) || s.diverged !== undefined)
+        (!(await this.apply.defence.confirm(outcome.seq, deadline)) || s.diverged !== undefined)
       ) {
         lastError = s.diverged ?? "no majority of the nodes confirmed the log position";
         outcome.done = null;

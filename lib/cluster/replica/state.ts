@@ -1,7 +1,7 @@
 /**
- * The state the parts of the replicated store share (`propose.ts`, `apply.ts`, `recover.ts`;
- * `replicated_env.ts` is their facade): the local LMDB environment and its cluster databases,
- * the position applied with its history (recent writes, fingerprints, chained digest), the
+ * The state the parts of the replicated store share (`propose.ts`, `apply.ts`, and the defence,
+ * `../divergence/`; `replicated_env.ts` is their facade): the local LMDB environment and its
+ * cluster databases, the position applied with its recent writes, the
  * writes queued and out, the log buffered, the link, and whether the node stopped itself.
  */
 import type { Database, Key } from "lmdb";
@@ -10,9 +10,6 @@ import { StoreEnv } from "../../store/env.ts";
 import { type ReadSet, RecentWrites } from "../conflicts.ts";
 import { LogChangeFeed, type Write } from "../log_changes.ts";
 import type { ClusterLink } from "../link.ts";
-import { CHAIN_START, positionDigest, WindowFingerprint } from "../fingerprint.ts";
-import type { PeerAgreement } from "../agreement.ts";
-import type { UnsureStreams } from "../unsure.ts";
 import type { RunningJob, SnapshotRun } from "../replicated_table.ts";
 
 /** The cluster's databases: the position applied (key `applied`); the node-local databases
@@ -112,13 +109,7 @@ export class ReplicaState implements RunningJob {
   reading: ReadSet | null = null;
   spec: SnapshotRun | null = null;
   recent!: RecentWrites;
-  print!: WindowFingerprint;
-  peers!: PeerAgreement;
-  unsure!: UnsureStreams;
   applied: number;
-  /** The chained digest at the position applied (undefined: unknown, a store written by a
-   * version without it; none is then recorded until the store is replaced). */
-  chain: string | undefined;
   /** Set once a majority of the nodes applied the log differently: no more writes here. */
   diverged: string | undefined;
   /** Set from then until the rebuilt store caught up and a majority confirmed it. */
@@ -171,8 +162,7 @@ export class ReplicaState implements RunningJob {
     return this.#raw.get(name) as Database<V, Key>;
   }
 
-  /** Loads the recent writes, fingerprints and chained digest of the positions the store keeps
-   * (up to the one applied). */
+  /** Loads the recent writes of the positions the store keeps (up to the one applied). */
   loadHistory(): void {
     const stored: [number, [string, Key][], string?][] = [];
     for (
@@ -183,28 +173,6 @@ export class ReplicaState implements RunningJob {
       );
     }
     this.recent = new RecentWrites(CONFLICT_WINDOW, stored);
-    // A position whose write set was skipped recorded no keys (an applied one always has some).
-    this.print = new WindowFingerprint(
-      CONFLICT_WINDOW,
-      stored.sort((a, b) => a[0] - b[0]).map((
-        [seq, keys, batch],
-      ) => [seq, positionDigest(batch, keys.length > 0)]),
-    );
-    const record = this.recentDb.get(this.applied);
-    this.chain = this.applied === 0
-      ? CHAIN_START
-      : record && !Array.isArray(record)
-      ? record.c
-      : undefined;
-  }
-
-  /** The chained digest at `seq` as the store keeps it (a recent record or a checkpoint), or
-   * undefined. Never `chain`: an apply in flight moved it before its commit lands. */
-  chainAt(seq: number): string | undefined {
-    if (seq > this.applied || seq <= 0) return undefined;
-    const record = this.recentDb.get(seq);
-    if (record && !Array.isArray(record) && record.c !== undefined) return record.c;
-    return this.chainDb.get(seq);
   }
 
   /** Writes a write set to the raw databases (inside a transaction). */
@@ -215,17 +183,6 @@ export class ReplicaState implements RunningJob {
       if (w[0] === 0) db.put(w[2], w[3]);
       else db.remove(w[2]);
     }
-  }
-
-  /** Tells the other nodes the fingerprint at the position applied (`agreement.ts`). */
-  reportApplied(): void {
-    const report = {
-      n: this.link.nodeId,
-      q: this.applied,
-      h: this.print.at(this.applied),
-      ...(this.diverged ? { d: 1 } : {}),
-    };
-    this.link.publish(APPLIED_SUBJECT, codec.pack(report));
   }
 
   /** The log's last position; concurrent callers share one request. */
