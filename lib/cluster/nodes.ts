@@ -7,7 +7,7 @@
  * changes (webhooks), so they are sent once, not once per node.
  */
 import { Packr } from "msgpackr";
-import type { Claim } from "./claims.ts";
+import type { Claim } from "./divergence/mod.ts";
 import type { ClusterLink } from "./link.ts";
 
 /** The core NATS subject of the nodes' heartbeats. */
@@ -17,7 +17,7 @@ const codec = new Packr({ useRecords: false });
 
 /** `a`: the sender's applied log position; `s`: set while the sender stopped itself (absent
  * from a node of an earlier version: serving); `c`: the position it knows a majority confirmed
- * and its chained digest there (`claims.ts`; absent when it knows none, or from an earlier
+ * and its chained digest there (`divergence/history.ts`; absent when it knows none, or from an earlier
  * version). */
 type Message = { n: string; k: "hello" | "alive" | "bye"; a: number; s?: 1; c?: [number, string] };
 
@@ -32,7 +32,7 @@ export interface NodeState {
   applied: number;
   /** Whether it stopped itself (`ReplicatedEnv.stopped`). */
   stopped: boolean;
-  /** What it knows a majority confirmed (`claims.ts`), if anything. */
+  /** What it knows a majority confirmed (`divergence/history.ts`), if anything. */
   claim?: Claim;
 }
 

@@ -9,7 +9,7 @@
  * `sb-snapshots` (replicated like the log), then purges the log up to the previous snapshot's
  * position, never past a position a live node has not applied.
  * The stream thus keeps between `every` and 2 × `every` positions. A stopped node the log cannot
- * bring back asks for a snapshot reaching a position (`rebuild.ts` `wantSnapshot`): the owner among
+ * bring back asks for a snapshot reaching a position (`divergence/rebuild.ts` `wantSnapshot`): the owner among
  * the serving nodes other than the asking one takes it as soon as it applied that position.
  *
  * A node whose position the log no longer reaches (a new node after a compaction, or one back
@@ -37,7 +37,7 @@ import {
   SNAPSHOT_OBJECT,
   SNAPSHOT_WANTED_SUBJECT,
   type SnapshotWanted,
-} from "./rebuild.ts";
+} from "./divergence/mod.ts";
 
 // Where the newest snapshot is (a node rebuilding its store reads it too).
 const BUCKET = SNAPSHOT_BUCKET;
@@ -62,7 +62,7 @@ async function positionOf(path: string, clearNodeOnly = false): Promise<number> 
   }
 }
 
-/** Whether the store at `path` carries the diverged mark (`rebuild.ts` `DIVERGED_KEY`). */
+/** Whether the store at `path` carries the diverged mark (`divergence/rebuild.ts` `DIVERGED_KEY`). */
 async function markedDiverged(path: string): Promise<boolean> {
   const store = new StoreEnv(path, false);
   try {
@@ -105,7 +105,7 @@ export async function restoreIfBehind(link: ClusterLink, path: string): Promise<
   const applied = await positionOf(path);
   if (applied + 1 >= first) return;
   // A store that stopped as diverged is replaced by its rebuild only, which first checks that
-  // the snapshot and the log hold its confirmed history (`confirmed_guard.ts`).
+  // the snapshot and the log hold its confirmed history (`divergence/guard.ts`).
   if (await markedDiverged(path)) return;
   for (let attempt = 1;; attempt++) {
     try {
@@ -155,7 +155,7 @@ export interface SnapshotOptions {
 }
 
 /** Starts taking snapshots on this node while it owns them (see the module comment), and when
- * a stopped node asks for one (`rebuild.ts` `wantSnapshot`: the owner among the serving nodes
+ * a stopped node asks for one (`divergence/rebuild.ts` `wantSnapshot`: the owner among the serving nodes
  * other than the asking one takes it once it applied the position asked for); returns the stop
  * function. */
 export function startSnapshots(

@@ -2,7 +2,7 @@
  * The write path of the replicated store. A write transaction runs speculatively against the
  * local state at log position `base`, recording what it reads and writes; the batch's write
  * sets are appended to the log, and the transaction resolves once this node applied the batch
- * from the stream (`apply.ts`) and a majority applied the log alike that far (`agreement.ts`).
+ * from the stream (`apply.ts`) and a majority applied the log alike that far (`../divergence/`).
  * A skipped one runs again on fresh state; one not applied within the write deadline (from the
  * request's arrival) fails with 503. A transaction may thus run more than once: products' are
  * plain functions of the stored state.

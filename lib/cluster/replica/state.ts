@@ -34,7 +34,7 @@ export const CONFLICT_WINDOW = 4096;
 export const BEHIND =
   "cluster unavailable: the log was compacted past this node's position; restart the node";
 /** Core NATS subjects: a writer's announcement of the position it found its batch at (a hint:
- * the others read it from the stream), each node's fingerprint where it is (`agreement.ts`). */
+ * the others read it from the stream), each node's fingerprint where it is (`../divergence/`). */
 export const HEAD_SUBJECT = "sb.head";
 export const APPLIED_SUBJECT = "sb.applied";
 
