@@ -3,10 +3,10 @@
  * stopped as diverged may have sent entries the majority never holds: it names those streams on
  * `sb.unsure` (per stream the positions after the last one a majority confirmed, under a report
  * id). Every node then resets resumes of them at or past the first unsure position for a window
- * (`UNSURE_MS`, told to the ordered logs as `HistoryReplaced`), and lists them in a node-local database (`PENDING_DB`)
- * until one that takes writes gives each a new epoch and records its range in a replicated write
- * that reads and sets a marker per report and stream (`RENEWED_DB`): of two racing nodes, the
- * later write runs again and finds it done. Markers older than `PRUNE_AFTER_MS` (or the window)
+ * (`UNSURE_MS`, told to the ordered logs as `HistoryReplaced`), and lists them in a node-local
+ * database (`PENDING_DB`) until one that takes writes gives each a new epoch and records its
+ * range in a replicated write that reads and sets a marker per report and stream
+ * (`RENEWED_DB`): of two racing nodes, the later write runs again and finds it done. Markers older than `PRUNE_AFTER_MS` (or the window)
  * whose report nobody lists here are pruned through the log; epochs and ranges stay for good.
  */
 import type { Database, Key } from "lmdb";
