@@ -117,18 +117,21 @@ export class ClusterLink {
   /**
    * Appends `data` to the log. Its message id makes a retry idempotent: within the stream's
    * duplicate window (2 minutes) JetStream stores it once and answers a retry with its position.
+   * One left unanswered makes the link check its server at once (`suspect`).
    */
   async append(data: Uint8Array, msgId: string, timeoutMs: number): Promise<AppendOutcome> {
+    let error = "NATS connection lost";
     try {
       const ack = await this.#requests.publish(this.js, LOG_SUBJECT, data, msgId, timeoutMs);
-      if (!ack) return { kind: "unknown", error: "NATS connection lost" };
-      return { kind: "stored", seq: ack.seq, duplicate: ack.duplicate };
+      if (ack) return { kind: "stored", seq: ack.seq, duplicate: ack.duplicate };
     } catch (err) {
-      return { kind: "unknown", error: describe(err) };
+      error = describe(err);
     }
+    this.#failover.suspect();
+    return { kind: "unknown", error };
   }
 
-  /** An append or read went unanswered: the link leaves a server that no longer answers. */
+  /** A request went unanswered: the link leaves a server that no longer answers pings. */
   suspect(): void {
     this.#failover.suspect();
   }
