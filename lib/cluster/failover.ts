@@ -1,6 +1,6 @@
 /**
  * Which server from `--nats` the node uses, decided here alone; the rest of the node only
- * reports what it saw (`ClusterLink#suspect`, `readFailed`, `snapshotReadFailed`).
+ * reports what it saw (`ClusterLink#readFailed`, `snapshotReadFailed`).
  */
 import { connect, type ConnectionOptions, DebugEvents, Events, type NatsConnection } from "nats";
 import { log } from "../log/mod.ts";
@@ -42,7 +42,7 @@ export function connectOptions(servers: string[], nodeId: string): ConnectionOpt
   };
 }
 
-/** nats.js 2.x's connection internals used here (see `moveOn` and `rotatePastCurrent`). */
+/** nats.js 2.x's connection internals used here (see `#moveOn` and `rotatePastCurrent`). */
 type Internals = {
   protocol?: {
     connected?: boolean;
@@ -115,7 +115,7 @@ export class Failover {
     ) return;
     this.#readsFailingSince = now;
     this.#tailWhenFailing = logTail;
-    this.moveOn("cluster reads keep failing on this NATS server; moving to another", {
+    this.#moveOn("cluster reads keep failing on this NATS server; moving to another", {
       error: String(err),
       failing_ms: failing,
       log_grew: grew,
@@ -129,7 +129,7 @@ export class Failover {
 
   /** A stopped node's snapshot read failed: moves, and resolves once connected again. */
   async snapshotReadFailed(err: unknown, attempt: number): Promise<void> {
-    this.moveOn("cluster snapshot read failed on this NATS server; reading it from another", {
+    this.#moveOn("cluster snapshot read failed on this NATS server; reading it from another", {
       error: String(err),
       attempt,
     });
@@ -201,7 +201,7 @@ export class Failover {
     const why = silentFor(now - oldest, now - this.#heardAt);
     if (!why) return false;
     this.#pings.clear();
-    this.moveOn(
+    this.#moveOn(
       why === "silent"
         ? "cluster NATS server silent; moving to another"
         : "cluster NATS server does not answer; moving to another",
@@ -263,7 +263,7 @@ export class Failover {
       const list = (this.#nc as Internals).protocol?.servers?.servers;
       const at = list?.findIndex((s) => typeof s.listen === "string" && sameServer(url, s.listen));
       if (list && at !== undefined && at > 0) list.unshift(...list.splice(at, 1));
-      this.moveOn(
+      this.#moveOn(
         "cluster NATS server refuses JetStream requests (10008); moving to one that answers",
         { to: url, sought_ms: Date.now() - started },
       );
@@ -276,7 +276,7 @@ export class Failover {
   }
 
   /** Leaves the current server for the next one from `--nats` (logging `why`). */
-  moveOn(why: string, fields: Record<string, unknown>): void {
+  #moveOn(why: string, fields: Record<string, unknown>): void {
     log.warn(why, { server: this.#nc.getServer(), ...fields });
     // nats.js's reconnect() first flushes, which on a silent link waits for the kernel to take
     // the data (4 s once); a transport closed with an error skips that (2.x and 3.x internals).

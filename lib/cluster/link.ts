@@ -117,7 +117,7 @@ export class ClusterLink {
   /**
    * Appends `data` to the log. Its message id makes a retry idempotent: within the stream's
    * duplicate window (2 minutes) JetStream stores it once and answers a retry with its position.
-   * One left unanswered makes the link check its server at once (`suspect`).
+   * One left unanswered makes the link check its server at once.
    */
   async append(data: Uint8Array, msgId: string, timeoutMs: number): Promise<AppendOutcome> {
     let error = "NATS connection lost";
@@ -131,11 +131,6 @@ export class ClusterLink {
     return { kind: "unknown", error };
   }
 
-  /** A request went unanswered: the link leaves a server that no longer answers pings. */
-  suspect(): void {
-    this.#failover.suspect();
-  }
-
   /** A read of the log failed; `logTail` is the last position the caller knows exists. The
    * link leaves a server on which reads keep failing (a successful `read` ends the count). */
   readFailed(err: unknown, logTail: number): void {
@@ -146,11 +141,6 @@ export class ClusterLink {
    * stopped node reads nothing else that would move it). */
   snapshotReadFailed(err: unknown, attempt: number): Promise<void> {
     return this.#failover.snapshotReadFailed(err, attempt);
-  }
-
-  /** Leaves the current server (until the replicated store and the rebuild report instead). */
-  moveOn(why: string, fields: Record<string, unknown> = {}): void {
-    this.#failover.moveOn(why, fields);
   }
 
   /** Why the link last left a server for not answering pings (see `failover.ts`). */

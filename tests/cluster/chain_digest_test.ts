@@ -88,7 +88,7 @@ Deno.test({
       ) => (readsFail ? Promise.reject(new Error("NatsError: 503")) : stream.link.read(seq)),
       // No snapshot: the rebuild starts from the empty store.
       objectStore: () => Promise.resolve({ info: () => Promise.resolve(null) }),
-      moveOn: () => {},
+      readFailed: () => {},
     } as unknown as ClusterLink;
     env = new ReplicatedEnv(path, link, {
       writeDeadlineMs: 10_000,

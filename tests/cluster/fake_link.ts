@@ -47,7 +47,7 @@ export function fakeStream(nodeId = "a") {
     subscribe: () => () => {},
     publish: () => {},
     connected: () => true,
-    suspect: () => {},
+    readFailed: () => {},
   };
   return {
     messages,

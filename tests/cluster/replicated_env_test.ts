@@ -118,7 +118,7 @@ function fakeLink(stream: FakeStream, nodeId: string): ClusterLink {
     subscribe: () => () => {},
     publish: () => {},
     connected: () => true,
-    suspect: () => {},
+    readFailed: () => {},
   };
   return link as unknown as ClusterLink;
 }

@@ -58,7 +58,7 @@ Deno.test({
       const l = link;
       const on = (url: string) => l.connected() && port(l.nc.getServer()) === port(url);
       if (!on(refusing.url)) {
-        l.moveOn("test: to the server whose JetStream serves no object store");
+        await l.nc.reconnect(); // to the server whose JetStream serves no object store
         await until("the link is on the refusing server", () => Promise.resolve(on(refusing.url)));
       }
       // Read there only, the snapshot cannot be had: 503.

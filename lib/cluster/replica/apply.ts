@@ -20,13 +20,6 @@ const MAX_APPLY_BYTES = 256 * 1024;
 const MAX_APPLY_DECODE_MS = 10;
 /** Log positions read from the stream at once, at most. */
 const READ_AHEAD = 64;
-/** Reads failing this long on one NATS server while the log grows (others' writes get in, or
- * this node's publishes are stored) make the node move to another server; while it does not
- * grow (JetStream has no leader: every server fails alike), only after `READS_STUCK_MS`.
- * Reads refused with 10008 ("JetStream temporarily unavailable") never do: the link looks for
- * a server that answers itself (`ClusterLink#seek`). */
-const READS_FAILING_MS = 6000;
-const READS_STUCK_MS = 24_000;
 
 /** A wait for a log position to be applied (or for a batch's outcome). */
 interface Waiter {
@@ -46,8 +39,6 @@ export class Applier {
   #consumerBehind = 0;
   /** Read failures (see `#readFailed`), and whether the last read found nothing yet. */
   #repairFailedAt = 0;
-  #readsFailingSince = 0;
-  #tailWhenFailing = 0;
   #repairEmpty = false;
   /** Highest position known to exist that repair should reach. */
   #repairTarget = 0;
@@ -280,7 +271,6 @@ export class Applier {
             this.#feed(seqs[i], data);
           }
         }
-        this.#readsFailingSince = 0;
       } catch (err) {
         this.#readFailed(err);
       }
@@ -292,10 +282,8 @@ export class Applier {
     }, pause);
   }
 
-  /** A read failed: logged once a second at most, retried after a pause. A server whose
-   * JetStream requests keep failing is left for another (a nemesis node stayed on one for
-   * minutes), sooner when the log grows meanwhile (else JetStream elects, every server fails
-   * alike, and a move only costs a dial). */
+  /** A read failed: logged once a second at most, retried after a pause, and reported to the
+   * link with the last position known to exist (whether to leave the server is its call). */
   #readFailed(err: unknown): void {
     const s = this.s;
     const now = Date.now();
@@ -303,23 +291,7 @@ export class Applier {
       log.warn("cluster repair read failed", { error: String(err) });
     }
     this.#repairFailedAt = now;
-    if (this.#readsFailingSince === 0) {
-      this.#readsFailingSince = now;
-      this.#tailWhenFailing = s.knownTail;
-    } else if (s.link.connected()) {
-      const failing = now - this.#readsFailingSince;
-      const refused = /\(10008\)/.test(String(err));
-      const grows = s.knownTail > this.#tailWhenFailing;
-      if (!refused && failing >= (grows ? READS_FAILING_MS : READS_STUCK_MS)) {
-        this.#readsFailingSince = now;
-        this.#tailWhenFailing = s.knownTail;
-        s.link.moveOn("cluster reads keep failing on this NATS server; moving to another", {
-          error: String(err),
-          failing_ms: failing,
-          log_grew: grows,
-        });
-      }
-    }
+    s.link.readFailed(err, s.knownTail);
   }
 
   /** Compares with the log's bounds now and then: a dropped or delayed last message shows no

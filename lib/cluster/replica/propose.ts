@@ -336,8 +336,6 @@ export class Proposer {
       if (outcome.done !== null) break;
       if (r.kind === "unknown") {
         lastError = r.error;
-        // A server that does not answer at all is left for another one from `--nats`.
-        s.link.suspect();
         await new Promise((res) => setTimeout(res, 50));
         continue;
       }
