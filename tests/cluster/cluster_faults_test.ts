@@ -94,7 +94,7 @@ Deno.test({
         await nc.close();
         const leader = Number(info.cluster!.leader!.replace("n", "")) - 1;
         const w = writers(() => cluster.nodes, "leader", 6);
-        await new Promise((r) => setTimeout(r, 500));
+        await until("writes acknowledged before the kill", () => Promise.resolve(w.acked.size > 0));
         const before = w.acked.size;
         await cluster.nats.kill(leader);
         await new Promise((r) => setTimeout(r, 1500));
