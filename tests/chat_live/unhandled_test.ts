@@ -4,23 +4,7 @@ import assert from "node:assert/strict";
 import { startInProcess } from "../helpers/in_process.ts";
 import { client, reasonOf, tid, until } from "./helpers.ts";
 import { Emitter } from "../../sdk/client/chat_types.ts";
-
-/** Records unhandled rejections while `body` runs (and one macrotask after it). */
-async function unhandledDuring(body: () => Promise<void>): Promise<unknown[]> {
-  const seen: unknown[] = [];
-  const onRejection = (e: PromiseRejectionEvent) => {
-    e.preventDefault();
-    seen.push(e.reason);
-  };
-  globalThis.addEventListener("unhandledrejection", onRejection);
-  try {
-    await body();
-    await new Promise((r) => setTimeout(r, 0)); // the event is dispatched after microtasks
-    return seen;
-  } finally {
-    globalThis.removeEventListener("unhandledrejection", onRejection);
-  }
-}
+import { unhandledDuring } from "../helpers/unhandled.ts";
 
 Deno.test("tokens held when the agent's session closes reject their awaiting caller with closed and leave no unhandled rejection", async () => {
   const server = await startInProcess();

@@ -2,25 +2,9 @@
 // error the app hears about, never an unhandled rejection inside the SDK.
 import assert from "node:assert/strict";
 import { ChatClient, ConnectionError, RealtimeClient } from "../../sdk/client/mod.ts";
+import { unhandledDuring } from "../helpers/unhandled.ts";
 
 const BAD = "ws://bad host:1/socket"; // a space: no WebSocket accepts this URL
-
-/** Records unhandled rejections while `body` runs (and one macrotask after it). */
-async function unhandledDuring(body: () => Promise<void>): Promise<unknown[]> {
-  const seen: unknown[] = [];
-  const onRejection = (e: PromiseRejectionEvent) => {
-    e.preventDefault();
-    seen.push(e.reason);
-  };
-  globalThis.addEventListener("unhandledrejection", onRejection);
-  try {
-    await body();
-    await new Promise((r) => setTimeout(r, 0));
-    return seen;
-  } finally {
-    globalThis.removeEventListener("unhandledrejection", onRejection);
-  }
-}
 
 Deno.test("a malformed endpoint: ChatClient.connect rejects with a fatal ConnectionError, no unhandled rejection", async () => {
   const chat = new ChatClient("key1", { endpoint: BAD });
