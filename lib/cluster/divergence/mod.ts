@@ -18,7 +18,6 @@ import type { Table } from "../../store/table.ts";
 import { log } from "../../log/mod.ts";
 import { LOG_STREAM } from "../link.ts";
 import { rangesWritten } from "../log_changes.ts";
-import type { Applier } from "../replica/apply.ts";
 import {
   APPLIED_SUBJECT,
   BEHIND,
@@ -97,10 +96,22 @@ export interface DivergenceHost {
   nodeLocal(name: string): void;
 }
 
+/** What the defence drives of the replica's log reader (`replica/apply.ts` `Applier`). */
+export interface LogReader {
+  /** Stops reading the log (`consumer`: its consumer too). */
+  halt(consumer: boolean): void;
+  /** (Re)starts the log consumer after the position applied. */
+  follow(): void;
+  /** Whether position `seq` is applied by `deadline` (ms since the epoch). */
+  waitApplied(seq: number, deadline: number): Promise<boolean>;
+  /** Reads the positions missing up to `upTo`. */
+  scheduleRepair(upTo?: number): void;
+}
+
 /** See the module comment. */
 export class Divergence {
   #s: ReplicaState;
-  #apply: Applier;
+  #apply: LogReader;
   #print!: WindowFingerprint;
   /** The chained digest at the position applied and at the last commit (undefined: a store of
    * an earlier version). */
@@ -120,7 +131,7 @@ export class Divergence {
   #onRebuilt: (() => void)[] = [];
   #unsubscribe: (() => void)[] = [];
 
-  constructor(s: ReplicaState, apply: Applier, host: DivergenceHost) {
+  constructor(s: ReplicaState, apply: LogReader, host: DivergenceHost) {
     this.#s = s;
     this.#apply = apply;
     this.#holds = new RebuildHold(s.link);
