@@ -4,11 +4,14 @@
 // NATS: a 3-server loopback JetStream cluster of Debian's nats-server (2.9, no fsync: see
 // docs/cluster.md), so cluster rows show the protocol's cost, not a disk's. Beside them: where
 // a clustered batch's milliseconds go (each node's `/metrics` phases over the measured window),
-// and the bound: JetStream alone on the same 3 servers, 64 closed-loop publishers.
+// and the bound: JetStream alone on the same 3 servers, 64 closed-loop publishers. With wrk
+// installed, the write rows are measured again with wrk (64 keep-alive connections; one wrk per
+// node in the cluster): Bun's fetch generator tops out near one node's rate, wrk does not.
 import { APP, CpuMeter, runGenerator, type Served, startSwitchboard } from "../lib/proc.ts";
 import { type BenchContext, type BenchReport, pending } from "../lib/report.ts";
 import { round } from "../lib/stats.ts";
 import { findProgram } from "../lib/peers.ts";
+import { httpGenerator, wrkWrites } from "../lib/native_gen.ts";
 import { startNatsCluster } from "../../tests/cluster/nats_servers.ts";
 
 /** Bytes per write in the bound's messages: about an increment's write set in the log. */
@@ -107,9 +110,51 @@ export async function cluster(ctx: BenchContext): Promise<BenchReport> {
     }
   };
 
+  const wrk = httpGenerator();
+  /** The write rows again with wrk: `writers` connections split over `nodes`, one wrk each;
+   * rates add up, p50 is the slowest node's, p99 the worst node's. */
+  const runWrk = async (mode: string, nodes: Served[]) => {
+    if (wrk.name !== "wrk") return;
+    for (const objects of [1, many]) {
+      ctx.log(`${mode} (wrk): ${writers} connections, ${objects} object(s)`);
+      const runs = await Promise.all(nodes.map((n, i) =>
+        wrkWrites(wrk.path!, {
+          base: n.baseUrl,
+          op: "increment",
+          prefix: `/api/v1/objects/${APP.id}/bench-wrk-${nodes.length}-${objects}`,
+          objects,
+          concurrency: Math.floor(writers / nodes.length) + (i < writers % nodes.length ? 1 : 0),
+          seconds,
+          warmup,
+          valueBytes: 0,
+          headers: {
+            "content-type": "application/json",
+            "x-app-key": APP.key,
+            "x-app-secret": APP.secret,
+          },
+        }, n.pid)
+      ));
+      const r: ClusterResult = {
+        writes: runs.reduce((s, x) => s + x.writes, 0),
+        perSecond: round(runs.reduce((s, x) => s + x.perSecond, 0)),
+        p50: round(Math.max(...runs.map((x) => x.p50)), 2),
+        p99: round(Math.max(...runs.map((x) => x.p99)), 2),
+        errors: runs.reduce((s, x) => s + x.errors, 0),
+        genCpu: runs.reduce((s, x) => s + x.genCpu, 0),
+      };
+      results.push({
+        mode: `${mode} (wrk)`,
+        objects,
+        r,
+        cpu: runs.reduce((s, x) => s + x.serverCpu, 0),
+      });
+    }
+  };
+
   const single = await startSwitchboard();
   try {
     await run("one node", [single]);
+    await runWrk("one node", [single]);
   } finally {
     await single.stop();
   }
@@ -146,6 +191,7 @@ export async function cluster(ctx: BenchContext): Promise<BenchReport> {
       );
     }
     await run("3 nodes", nodes);
+    await runWrk("3 nodes", nodes);
   } finally {
     await Promise.all(nodes.map((n) => n.stop()));
     await nats.stop();
@@ -168,8 +214,12 @@ export async function cluster(ctx: BenchContext): Promise<BenchReport> {
   const rows: (string | number | null)[][] = [];
   const data: Record<string, unknown>[] = [];
   for (const { mode, objects, r, cpu, phases } of results) {
+    // A wrk row, and the bound, compare with one node under wrk when there is one.
+    const oneNode = mode.endsWith("(wrk)") || (objects === "-" && wrk.name === "wrk")
+      ? "one node (wrk)"
+      : "one node";
     const base = results.find((x) =>
-      x.mode === "one node" && x.objects === (objects === "-" ? many : objects)
+      x.mode === oneNode && x.objects === (objects === "-" ? many : objects)
     )!.r;
     const ratio = round(r.perSecond / base.perSecond, 3);
     const fan = r.fanP50 !== undefined ? `${r.fanP50} / ${r.fanP99}` : null;
@@ -185,9 +235,7 @@ export async function cluster(ctx: BenchContext): Promise<BenchReport> {
       cpu > 0 ? `${Math.round(cpu * 100)}%` : "-",
       r.errors,
       phases?.perBatch ?? null,
-      phases
-        ? PHASES.map((p) => phases.ms[p]).join(" / ")
-        : null,
+      phases ? PHASES.map((p) => phases.ms[p]).join(" / ") : null,
     ]);
     data.push({
       mode,
@@ -216,7 +264,8 @@ export async function cluster(ctx: BenchContext): Promise<BenchReport> {
       `fan-out: ${fanRate} writes/s for ${fanSeconds} s on the first node, one subscriber on the last node (the same node for one node); latency from the write's send time to its delivery.`,
       "NATS: 3 nats-server 2.9 processes on loopback, stream with 3 replicas; 2.9 acknowledges before fsync, so cluster rows measure replication, not the disk.",
       `ms per batch: mean over the measured window of each phase (switchboard_cluster_write_phase_seconds on every node's /metrics; a retried batch counts each attempt); writes/batch: writes acknowledged per batch confirmed.`,
-      `JetStream alone: the bound any design that acknowledges a write once the stream stored it reaches with ${writers} closed-loop writers here: ${writers} publishers over one connection per server, each publishing a ${BOUND_BYTES}-byte message with a message id to a stream with 3 replicas and waiting for its ack; batched: one publisher per connection sends every write waiting on it as one message. Its ratio is to one node on ${many} objects.`,
+      `JetStream alone: the bound any design that acknowledges a write once the stream stored it reaches with ${writers} closed-loop writers here: ${writers} publishers over one connection per server, each publishing a ${BOUND_BYTES}-byte message with a message id to a stream with 3 replicas and waiting for its ack; batched: one publisher per connection sends every write waiting on it as one message. Its ratio is to one node on ${many} objects (under wrk when installed).`,
+      "(wrk) rows: the same increments driven by wrk (1 thread per node, 64 keep-alive connections in all, split over the nodes); their ratio is to one node under wrk.",
     ],
   };
 }
