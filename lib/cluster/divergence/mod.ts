@@ -97,7 +97,7 @@ export interface DivergenceHost {
 }
 
 /** What the defence drives of the replica's log reader (`replica/apply.ts` `Applier`). */
-export interface LogReader {
+export interface LogFollower {
   /** Stops reading the log (`consumer`: its consumer too). */
   halt(consumer: boolean): void;
   /** (Re)starts the log consumer after the position applied. */
@@ -111,7 +111,7 @@ export interface LogReader {
 /** See the module comment. */
 export class Divergence {
   #s: ReplicaState;
-  #apply: LogReader;
+  #apply: LogFollower;
   #print!: WindowFingerprint;
   /** The chained digest at the position applied and at the last commit (undefined: a store of
    * an earlier version). */
@@ -131,7 +131,7 @@ export class Divergence {
   #onRebuilt: (() => void)[] = [];
   #unsubscribe: (() => void)[] = [];
 
-  constructor(s: ReplicaState, apply: LogReader, host: DivergenceHost) {
+  constructor(s: ReplicaState, apply: LogFollower, host: DivergenceHost) {
     this.#s = s;
     this.#apply = apply;
     this.#holds = new RebuildHold(s.link);
